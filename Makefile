@@ -1,0 +1,85 @@
+# micrograph: `make run` and `make test` do everything on a fresh Debian 12 machine.
+#
+#   make            build the shims and bin/micrograph
+#   make shim       build only the libtorch shim (g++ and libtorch; no Go needed)
+#   make deps       install what is missing (Debian packages)
+#   make test       deps, build, then every test
+#   make run        deps, build, then the main job on the embedded dataset
+#
+# libtorch is found by third_party/libtorch.sh: LIBTORCH=DIR, else the torch
+# package of $(PYTHON), else Debian's libtorch-dev (installed by `make deps`).
+
+SHELL := /bin/bash
+PYTHON ?= python3
+GO ?= go
+CXX ?= g++
+BUILD := build
+LIB := $(BUILD)/lib
+
+# Evaluated when a recipe runs, so that `make deps` can install libtorch first.
+torch_var = $(shell LIBTORCH='$(LIBTORCH)' PYTHON='$(PYTHON)' sh third_party/libtorch.sh | sed -n 's/^$(1)=//p')
+
+CXXFLAGS := -std=c++17 -O2 -fPIC -Wall -Wextra -Wno-unused-parameter
+SHIM_SRC := $(wildcard torch/shim/*.cpp)
+SHIM_HDR := $(wildcard torch/shim/*.h)
+SHIM := $(LIB)/libmgtorch.so
+
+.PHONY: all build shim chem deps test run clean
+
+all: build
+
+shim: $(SHIM)
+
+# The object files are compiled one per TU so that `make -j` and small edits stay cheap.
+$(BUILD)/shim/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch.sh
+	@mkdir -p $(@D)
+	@mode='$(call torch_var,TORCH_MODE)'; if [ "$$mode" = none ]; then \
+		echo "libtorch not found: run 'make deps', or set LIBTORCH=DIR or PYTHON=python-with-torch" >&2; exit 1; fi
+	$(CXX) $(CXXFLAGS) -D_GLIBCXX_USE_CXX11_ABI=$(call torch_var,TORCH_ABI) $(call torch_var,TORCH_INCLUDES) -c $< -o $@
+
+# --no-as-needed keeps libtorch_cuda linked although no symbol of it is named;
+# without it CUDA reports itself unavailable.
+$(SHIM): $(patsubst torch/shim/%.cpp,$(BUILD)/shim/%.o,$(SHIM_SRC))
+	@mkdir -p $(@D)
+	libdir='$(call torch_var,TORCH_LIBDIR)'; cuda='$(call torch_var,TORCH_CUDA)'; \
+	$(CXX) -shared -o $@ $^ -L$$libdir -Wl,-rpath,$$libdir \
+		-Wl,--no-as-needed -ltorch $$([ "$$cuda" = 1 ] && echo -ltorch_cuda) -ltorch_cpu -lc10 -Wl,--as-needed
+
+# ---- RDKit shim (data/rdkit) ----
+# libmgchem.so: featurisation, scaffolds and depictions through RDKit's C++
+# library. The Go package data/rdkit dlopens it at first use, so the binary
+# still starts on machines without RDKit. RDKit is found by third_party/rdkit.sh:
+# RDKIT=PREFIX, else Debian's librdkit-dev (installed by `make deps`).
+rdkit_var = $(shell RDKIT='$(RDKIT)' sh third_party/rdkit.sh | sed -n 's/^$(1)=//p')
+
+CHEM_SRC := $(wildcard data/rdkit/shim/*.cpp)
+CHEM_HDR := $(wildcard data/rdkit/shim/*.h)
+CHEM := $(LIB)/libmgchem.so
+
+chem: $(CHEM)
+
+$(BUILD)/chem/%.o: data/rdkit/shim/%.cpp $(CHEM_HDR) third_party/rdkit.sh
+	@mkdir -p $(@D)
+	@mode='$(call rdkit_var,RDKIT_MODE)'; if [ "$$mode" = none ]; then \
+		echo "RDKit not found: run 'make deps', or set RDKIT=PREFIX" >&2; exit 1; fi
+	$(CXX) $(CXXFLAGS) $(call rdkit_var,RDKIT_INCLUDES) -c $< -o $@
+
+$(CHEM): $(patsubst data/rdkit/shim/%.cpp,$(BUILD)/chem/%.o,$(CHEM_SRC))
+	@mkdir -p $(@D)
+	libdir='$(call rdkit_var,RDKIT_LIBDIR)'; \
+	$(CXX) -shared -o $@ $^ -L$$libdir -Wl,-rpath,$$libdir $(call rdkit_var,RDKIT_LIBS)
+# ---- end of RDKit shim ----
+
+build: shim chem
+	$(GO) build -o bin/micrograph ./cmd/micrograph
+
+deps:
+	@sh third_party/deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory shim chem
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+clean:
+	rm -rf $(BUILD) bin

@@ -1,0 +1,3 @@
+module github.com/micrograph/micrograph
+
+go 1.26

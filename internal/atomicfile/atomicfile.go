@@ -1,0 +1,111 @@
+// Package atomicfile writes files and folders so that readers see either the
+// old content or the complete new content, never a partial write: data goes to
+// a temporary name in the same folder, is synced, and is renamed into place.
+package atomicfile
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Write creates or replaces path with what fill writes. If fill fails, path is
+// left untouched and the temporary file is removed.
+func Write(path string, perm os.FileMode, fill func(w io.Writer) error) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err = fill(f); err != nil {
+		return err
+	}
+	if err = f.Chmod(perm); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return SyncDir(dir)
+}
+
+// WriteFile is Write for content already in memory.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return Write(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteDir creates the folder path, which must not exist yet, with what fill
+// puts into the temporary folder it is given. The folder appears only once
+// fill has succeeded and every file in it is synced.
+func WriteDir(path string, fill func(tmp string) error) (err error) {
+	if _, err := os.Stat(path); err == nil {
+		return fmt.Errorf("%s already exists", path)
+	}
+	parent := filepath.Dir(path)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if err = fill(tmp); err != nil {
+		return err
+	}
+	if err = syncTree(tmp); err != nil {
+		return err
+	}
+	if err = os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return SyncDir(parent)
+}
+
+// SyncDir makes a rename or removal inside dir durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func syncTree(root string) error {
+	return filepath.WalkDir(root, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return f.Sync()
+	})
+}

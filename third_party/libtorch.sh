@@ -1,0 +1,48 @@
+#!/bin/sh
+# Finds libtorch and prints make variable assignments, one per line:
+#   TORCH_MODE      libtorch | pip | debian | none
+#   TORCH_INCLUDES  -I flags for the C++ shim
+#   TORCH_LIBDIR    directory holding libtorch*.so and libc10*.so
+#   TORCH_ABI       value of _GLIBCXX_USE_CXX11_ABI the library was built with
+#   TORCH_CUDA      1 when libtorch_cuda.so is present
+# Order: $LIBTORCH (a libtorch distribution), then the torch package of $PYTHON
+# (pip wheels carry headers and libraries inside the package), then Debian's
+# libtorch-dev. Pinned versions: Debian 12 libtorch-dev 1.13.1; PyTorch >= 2.0.
+set -eu
+
+emit() {
+	# /usr/include is already searched; naming it again with -isystem breaks #include_next.
+	if [ "$2" = /usr/include ]; then inc=""; else inc="-isystem $2 "; fi
+	echo "TORCH_MODE=$1"
+	echo "TORCH_INCLUDES=$inc-isystem $2/torch/csrc/api/include"
+	echo "TORCH_LIBDIR=$3"
+	echo "TORCH_ABI=$4"
+	if [ -e "$3/libtorch_cuda.so" ]; then echo "TORCH_CUDA=1"; else echo "TORCH_CUDA=0"; fi
+	exit 0
+}
+
+# A distribution's ABI shows in its symbols: the C++11 ABI mangles std::string as __cxx11.
+abi_of() {
+	if nm -DC "$1/libc10.so" 2>/dev/null | grep -q '__cxx11'; then echo 1; else echo 0; fi
+}
+
+if [ -n "${LIBTORCH:-}" ]; then
+	[ -d "$LIBTORCH/include/torch" ] || { echo "LIBTORCH=$LIBTORCH has no include/torch" >&2; exit 1; }
+	emit libtorch "$LIBTORCH/include" "$LIBTORCH/lib" "$(abi_of "$LIBTORCH/lib")"
+fi
+
+pip=$(${PYTHON:-python3} -c 'import os, torch
+d = os.path.dirname(torch.__file__)
+if os.path.isdir(os.path.join(d, "include", "torch")):
+    print(d, int(torch._C._GLIBCXX_USE_CXX11_ABI))' 2>/dev/null || true)
+if [ -n "$pip" ]; then
+	set -- $pip
+	emit pip "$1/include" "$1/lib" "$2"
+fi
+
+multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+if [ -d /usr/include/torch/csrc/api/include ] && [ -e "/usr/lib/$multiarch/libtorch.so" ]; then
+	emit debian /usr/include "/usr/lib/$multiarch" 1
+fi
+
+echo "TORCH_MODE=none"

@@ -1,0 +1,90 @@
+package torch
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// DeviceType is the kind of a device. Values are c10::DeviceType codes.
+type DeviceType int8
+
+// Device kinds.
+const (
+	CPUType  DeviceType = 0
+	CUDAType DeviceType = 1
+)
+
+// Device is where a tensor lives. The zero value is the CPU.
+type Device struct {
+	Type  DeviceType
+	Index int
+}
+
+// CPU is the host.
+var CPU = Device{}
+
+// CUDA is GPU number index.
+func CUDA(index int) Device { return Device{Type: CUDAType, Index: index} }
+
+func (d Device) String() string {
+	if d.Type == CPUType {
+		return "cpu"
+	}
+	return "cuda:" + strconv.Itoa(d.Index)
+}
+
+// IsCUDA reports whether d is a GPU.
+func (d Device) IsCUDA() bool { return d.Type == CUDAType }
+
+// ParseDevice reads "cpu", "cuda" (GPU 0), "cuda:N", or "auto" (GPU 0 when
+// CUDA works, else the CPU). A GPU that is not there is an error.
+func ParseDevice(s string) (Device, error) {
+	switch s {
+	case "cpu":
+		return CPU, nil
+	case "auto":
+		if CUDAAvailable() {
+			return CUDA(0), nil
+		}
+		return CPU, nil
+	}
+	rest, ok := strings.CutPrefix(s, "cuda")
+	if !ok {
+		return CPU, fmt.Errorf("unknown device %q (want cpu, cuda, cuda:N or auto)", s)
+	}
+	index := 0
+	if rest != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(rest, ":"))
+		if err != nil || !strings.HasPrefix(rest, ":") || n < 0 {
+			return CPU, fmt.Errorf("unknown device %q (want cpu, cuda, cuda:N or auto)", s)
+		}
+		index = n
+	}
+	if count := CUDADeviceCount(); index >= count {
+		if count == 0 {
+			return CPU, fmt.Errorf("device %q: CUDA is not available (libtorch %s)", s, Version())
+		}
+		return CPU, fmt.Errorf("device %q: only %d CUDA device(s)", s, count)
+	}
+	return CUDA(index), nil
+}
+
+// CUDADeviceCount is the number of usable GPUs (0 without CUDA).
+func CUDADeviceCount() int { return int(C.mg_cuda_device_count()) }
+
+// CUDAAvailable reports whether at least one GPU is usable.
+func CUDAAvailable() bool { return CUDADeviceCount() > 0 }
+
+// Synchronize waits for all work queued on d; it does nothing for the CPU.
+func Synchronize(d Device) error {
+	if !d.IsCUDA() {
+		return nil
+	}
+	return checkErr("synchronize", C.mg_cuda_synchronize(C.int(d.Index)))
+}

@@ -1,0 +1,163 @@
+package torch_test
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/micrograph/micrograph/torch"
+)
+
+func TestScopeFreesTemporaries(t *testing.T) {
+	base := torch.LiveTensors()
+	x := torch.Ones([]int64{4}, torch.Options{})
+	defer x.Free()
+
+	outer := torch.NewScope()
+	y := x.Exp()
+	inner := torch.NewScope()
+	z := y.MulScalar(2).Relu()
+	kept := inner.Keep(z.AddScalar(1))
+	inner.Close()
+	if got := torch.LiveTensors(); got != base+3 { // x, y, kept
+		t.Errorf("after inner close: %d live, want %d", got, base+3)
+	}
+	assertTensor(t, "kept", kept, []int64{4}, []float64{6.43656365691809, 6.43656365691809, 6.43656365691809, 6.43656365691809}, 1e-6)
+	if err := torch.Catch(func() { z.Exp() }); err == nil {
+		t.Error("a tensor of a closed scope is still usable")
+	}
+	owned := outer.Keep(kept)
+	outer.Close()
+	if got := torch.LiveTensors(); got != base+2 { // x, owned
+		t.Errorf("after outer close: %d live, want %d", got, base+2)
+	}
+	owned.Free()
+	owned.Free() // twice is harmless
+	if got := torch.LiveTensors(); got != base+1 {
+		t.Errorf("after Free: %d live, want %d", got, base+1)
+	}
+}
+
+func TestScopesCloseInOrder(t *testing.T) {
+	outer := torch.NewScope()
+	inner := torch.NewScope()
+	if err := torch.Catch(outer.Close); err == nil {
+		t.Error("closing the outer scope first did not fail")
+	}
+	inner.Close()
+	outer.Close()
+	outer.Close() // twice is harmless
+}
+
+// Tensors made by another goroutine never join this goroutine's scope.
+func TestScopeIgnoresOtherGoroutines(t *testing.T) {
+	s := torch.NewScope()
+	done := make(chan *torch.Tensor)
+	go func() { done <- torch.Ones([]int64{2}, torch.Options{}) }()
+	other := <-done
+	s.Close()
+	assertTensor(t, "other goroutine's tensor", other, []int64{2}, []float64{1, 1}, 0)
+	other.Free()
+}
+
+// The safety net frees (and counts) a tensor nobody freed.
+func TestLeakSafetyNet(t *testing.T) {
+	runtime.GC()
+	time.Sleep(20 * time.Millisecond)
+	before := torch.LeakedTensors()
+	base := torch.LiveTensors()
+	func() { torch.Zeros([]int64{1000}, torch.Options{}) }()
+	for i := 0; i < 50 && torch.LeakedTensors() == before; i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if torch.LeakedTensors() != before+1 {
+		t.Fatalf("leaked count %d, want %d", torch.LeakedTensors(), before+1)
+	}
+	if got := torch.LiveTensors(); got != base {
+		t.Errorf("%d live tensors after the leak was collected, want %d", got, base)
+	}
+}
+
+// procStatus reads a numeric field of /proc/self/status (VmRSS in kB, Threads).
+func procStatus(t testing.TB, field string) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			n, err := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no %s in /proc/self/status", field)
+	return 0
+}
+
+// A training-like loop (forward, backward, Adam, each step in a scope) keeps
+// the handle count constant and RSS flat, and its OS threads bounded.
+func TestLongTrainingIsStable(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev := testDevice(t)
+	o := torch.Options{Device: dev}
+	setup := torch.NewScope()
+	w1 := setup.Keep(torch.Randn([]int64{32, 16}, o).MulScalar(0.1).SetRequiresGrad(true))
+	w2 := setup.Keep(torch.Randn([]int64{1, 32}, o).MulScalar(0.1).SetRequiresGrad(true))
+	params := []*torch.Tensor{w1, w2}
+	m := []*torch.Tensor{setup.Keep(torch.Zeros([]int64{32, 16}, o)), setup.Keep(torch.Zeros([]int64{1, 32}, o))}
+	v := []*torch.Tensor{setup.Keep(torch.Zeros([]int64{32, 16}, o)), setup.Keep(torch.Zeros([]int64{1, 32}, o))}
+	x := setup.Keep(torch.Randn([]int64{64, 16}, o))
+	target := setup.Keep(torch.Randn([]int64{64, 1}, o))
+	setup.Close()
+	steps := []int64{0, 0}
+	defer func() {
+		for _, t := range append(append(append(params, m...), v...), x, target) {
+			t.Free()
+		}
+	}()
+	step := func() {
+		s := torch.NewScope()
+		defer s.Close()
+		h := torch.Linear(x, w1, nil).Relu()
+		loss := torch.Linear(h, w2, nil).Sub(target).PowScalar(2).Mean()
+		torch.ZeroGrad(params)
+		loss.Backward()
+		torch.ClipGradNorm(params, 1)
+		torch.AdamStep(params, m, v, steps, 1e-3, 0.9, 0.999, 1e-8, 0, false)
+	}
+	const warmup, total = 1000, 10000
+	for range warmup {
+		step()
+	}
+	liveStart, rssStart, threadsStart := torch.LiveTensors(), procStatus(t, "VmRSS"), procStatus(t, "Threads")
+	maxThreads := threadsStart
+	for i := range total - warmup {
+		step()
+		if i%100 == 0 {
+			maxThreads = max(maxThreads, procStatus(t, "Threads"))
+		}
+	}
+	liveEnd, rssEnd := torch.LiveTensors(), procStatus(t, "VmRSS")
+	t.Logf("live handles %d → %d, RSS %d → %d kB, threads %d (max %d)", liveStart, liveEnd, rssStart, rssEnd, threadsStart, maxThreads)
+	if liveEnd != liveStart {
+		t.Errorf("live handles went from %d to %d", liveStart, liveEnd)
+	}
+	if float64(rssEnd) > 1.05*float64(rssStart) {
+		t.Errorf("RSS grew from %d kB to %d kB (more than 5%%)", rssStart, rssEnd)
+	}
+	// Go's own threads plus libtorch's pools: a small constant, not one per step.
+	if maxThreads > threadsStart+4 {
+		t.Errorf("OS threads grew from %d to %d", threadsStart, maxThreads)
+	}
+	if steps[0] != total {
+		t.Errorf("Adam counted %d steps, want %d", steps[0], total)
+	}
+}

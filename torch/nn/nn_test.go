@@ -1,0 +1,179 @@
+package nn_test
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/nn"
+)
+
+func names(vars []nn.Var) []string {
+	var out []string
+	for _, v := range vars {
+		out = append(out, v.Name)
+	}
+	return out
+}
+
+func values(t *torch.Tensor) []float64 { return torch.ToSlice[float64](t.ToDType(torch.Float64)) }
+
+func meanStd(xs []float64) (mean, std float64) {
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	for _, x := range xs {
+		std += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(std / float64(len(xs)))
+}
+
+// Names follow PyTorch's state_dict: dotted paths, list indices as path
+// elements, parameters and buffers in creation order.
+func TestStoreNamesLikeStateDict(t *testing.T) {
+	sc := torch.NewScope()
+	defer sc.Close()
+	s := nn.NewStore(torch.CPU, torch.Float32)
+	defer s.Free()
+	root := s.Root()
+	nn.NewEmbedding(root.Sub("atom_encoder").Sub("embeddings").Index(0), 5, 4)
+	for i := range 2 {
+		nn.NewLinear(root.Sub("convs").Index(i).Sub("lin"), 4, 4, true)
+	}
+	nn.NewBatchNorm1d(root.Sub("norms").Index(0), 4)
+	nn.NewLinear(root.Sub("W_h"), 4, 4, false)
+	want := []string{
+		"atom_encoder.embeddings.0.weight",
+		"convs.0.lin.weight", "convs.0.lin.bias",
+		"convs.1.lin.weight", "convs.1.lin.bias",
+		"norms.0.weight", "norms.0.bias", "norms.0.running_mean", "norms.0.running_var", "norms.0.num_batches_tracked",
+		"W_h.weight",
+	}
+	if got := names(s.Vars()); !slices.Equal(got, want) {
+		t.Errorf("names:\n got %v\nwant %v", got, want)
+	}
+	var trainable []string
+	for _, n := range want {
+		if !strings.Contains(n, "running") && !strings.Contains(n, "num_batches") {
+			trainable = append(trainable, n)
+		}
+	}
+	if got := names(s.Trainable()); !slices.Equal(got, trainable) {
+		t.Errorf("trainable: %v", got)
+	}
+	if len(s.Parameters()) != len(trainable) {
+		t.Errorf("%d parameters, want %d", len(s.Parameters()), len(trainable))
+	}
+	for _, v := range s.Vars() {
+		if v.Tensor.RequiresGrad() != v.Trainable {
+			t.Errorf("%s: requires grad %v", v.Name, v.Tensor.RequiresGrad())
+		}
+	}
+	if s.Get("norms.0.num_batches_tracked").DType() != torch.Int64 {
+		t.Error("num_batches_tracked is not int64")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("registering a name twice did not panic")
+		}
+	}()
+	nn.NewLinear(root.Sub("W_h"), 4, 4, false)
+}
+
+// Parameters made inside a scope belong to the store, not the scope.
+func TestStoreOutlivesScopes(t *testing.T) {
+	s := nn.NewStore(torch.CPU, torch.Float64)
+	defer s.Free()
+	sc := torch.NewScope()
+	l := nn.NewLinear(s.Root().Sub("lin"), 3, 2, true)
+	sc.Close()
+	if got := l.Weight.Shape(); !slices.Equal(got, []int64{2, 3}) {
+		t.Errorf("weight shape after the scope closed: %v", got)
+	}
+	if s.DType() != torch.Float64 || l.Bias.DType() != torch.Float64 {
+		t.Error("store dtype not applied")
+	}
+}
+
+// The initialisations are PyTorch's: bounds and spreads of large samples.
+func TestInitialisations(t *testing.T) {
+	sc := torch.NewScope()
+	defer sc.Close()
+	torch.ManualSeed(3)
+	s := nn.NewStore(torch.CPU, torch.Float64)
+	defer s.Free()
+	const in, out = 400, 300
+	l := nn.NewLinear(s.Root().Sub("lin"), in, out, true)
+	e := nn.NewEmbedding(s.Root().Sub("emb"), 119, 300)
+	x := s.Root().Param("x", torch.Empty([]int64{119, 300}, s.Root().Options()))
+	nn.XavierUniform(x, 1)
+	tests := []struct {
+		name  string
+		vals  []float64
+		bound float64 // 0: unbounded
+		std   float64
+	}{
+		{"linear weight", values(l.Weight), 1 / math.Sqrt(in), 1 / math.Sqrt(in) / math.Sqrt(3)},
+		{"linear bias", values(l.Bias), 1 / math.Sqrt(in), 1 / math.Sqrt(in) / math.Sqrt(3)},
+		{"embedding", values(e.Weight), 0, 1},
+		{"xavier", values(x), math.Sqrt(6.0 / (119 + 300)), math.Sqrt(6.0/(119+300)) / math.Sqrt(3)},
+	}
+	for _, tc := range tests {
+		if tc.bound > 0 {
+			lo, hi := slices.Min(tc.vals), slices.Max(tc.vals)
+			if lo < -tc.bound || hi > tc.bound || hi < 0.95*tc.bound {
+				t.Errorf("%s: range [%v, %v], want ±%v", tc.name, lo, hi, tc.bound)
+			}
+		}
+		mean, std := meanStd(tc.vals)
+		// Generous: ≥ 300 samples give a relative standard error under 5%.
+		if math.Abs(std-tc.std) > 0.1*tc.std || math.Abs(mean) > 0.2*tc.std {
+			t.Errorf("%s: mean %v std %v, want 0 and %v", tc.name, mean, std, tc.std)
+		}
+	}
+}
+
+func TestBatchNorm1dStatistics(t *testing.T) {
+	s := nn.NewStore(torch.CPU, torch.Float64)
+	defer s.Free()
+	bn := nn.NewBatchNorm1d(s.Root().Sub("bn"), 2)
+	sc := torch.NewScope()
+	defer sc.Close()
+	x := torch.FromSlice([]float64{1, 10, 3, 20, 5, 60}, 3, 2)
+	bn.Forward(x, true)
+	bn.Forward(x, true)
+	// Channel 0: mean 3, unbiased variance 4; channel 1: mean 30, variance 700.
+	// After two updates with momentum 0.1: r = 0.81·r₀ + 0.19·batch.
+	wantMean := []float64{0.19 * 3, 0.19 * 30}
+	wantVar := []float64{0.81 + 0.19*4, 0.81 + 0.19*700}
+	for i := range 2 {
+		if got := values(bn.RunningMean)[i]; math.Abs(got-wantMean[i]) > 1e-12 {
+			t.Errorf("running_mean[%d] = %v, want %v", i, got, wantMean[i])
+		}
+		if got := values(bn.RunningVar)[i]; math.Abs(got-wantVar[i]) > 1e-9 {
+			t.Errorf("running_var[%d] = %v, want %v", i, got, wantVar[i])
+		}
+	}
+	if n := bn.NumBatchesTracked.ItemInt(); n != 2 {
+		t.Errorf("num_batches_tracked = %d, want 2", n)
+	}
+	y := values(bn.Forward(x, false))
+	want := (1 - wantMean[0]) / math.Sqrt(wantVar[0]+1e-5)
+	if math.Abs(y[0]-want) > 1e-12 {
+		t.Errorf("eval output %v, want %v", y[0], want)
+	}
+	if n := bn.NumBatchesTracked.ItemInt(); n != 2 {
+		t.Errorf("evaluation changed num_batches_tracked to %d", n)
+	}
+	// Dropout is the identity in evaluation and with P = 0.
+	d := nn.Dropout{P: 0.5}
+	if got := values(d.Forward(x, false)); !slices.Equal(got, values(x)) {
+		t.Errorf("dropout in evaluation changed values: %v", got)
+	}
+	if got := values(nn.Dropout{}.Forward(x, true)); !slices.Equal(got, values(x)) {
+		t.Errorf("dropout with P=0 changed values: %v", got)
+	}
+}

@@ -1,0 +1,195 @@
+/* The C API of micrograph's libtorch shim (libmgtorch.so).
+ *
+ * Every C++ type stays behind this header: tensors are opaque handles, everything
+ * else is a C scalar or array. The Go package torch links only against this
+ * library, so the same Go binary runs on any libtorch the shim was rebuilt for.
+ *
+ * Conventions:
+ *  - A function that can fail returns mg_error: NULL on success, otherwise a
+ *    message allocated with malloc that the caller frees. C++ exceptions never
+ *    cross this boundary.
+ *  - Results come back through the last arguments (out pointers). A returned
+ *    mg_tensor is a new handle owned by the caller and released with mg_free.
+ *  - dtype codes are c10::ScalarType values; device types are c10::DeviceType
+ *    values (0 CPU, 1 CUDA); a device index of -1 means the current device.
+ */
+#ifndef MICROGRAPH_TORCH_SHIM_H
+#define MICROGRAPH_TORCH_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef char *mg_error;
+typedef struct mg_tensor_s *mg_tensor;
+
+/* The readable head of every handle: the id of the scope that was open on the
+ * creating thread (0: none). Go reads it without another call. */
+typedef struct {
+	uint64_t scope;
+} mg_tensor_head;
+
+typedef struct {
+	int dtype;
+	int device_type;
+	int device_index;
+	int pinned;        /* page-locked host memory; ignored when CUDA is absent */
+	int requires_grad;
+} mg_options;
+
+enum mg_unary_op {
+	MG_NEG, MG_EXP, MG_LOG, MG_SQRT, MG_RSQRT, MG_ABS, MG_RECIPROCAL, MG_RELU,
+	MG_GELU, MG_SIGMOID, MG_TANH, MG_LOGICAL_NOT, MG_ISFINITE
+};
+
+enum mg_binary_op {
+	MG_ADD, MG_SUB, MG_MUL, MG_DIV, MG_POW, MG_MAXIMUM, MG_MINIMUM, MG_REMAINDER,
+	MG_FLOOR_DIVIDE, MG_EQ, MG_NE, MG_LT, MG_LE, MG_GT, MG_GE, MG_LOGICAL_AND,
+	MG_LOGICAL_OR
+};
+
+enum mg_reduce_op { MG_SUM, MG_MEAN, MG_AMAX, MG_AMIN, MG_PROD, MG_ANY, MG_ALL };
+
+enum mg_factory_kind { MG_EMPTY, MG_ZEROS, MG_ONES, MG_FULL, MG_RAND, MG_RANDN };
+
+/* ---- lifecycle, scopes, diagnostics ---- */
+void mg_free(mg_tensor t);
+int64_t mg_live_tensors(void);
+/* Scopes are a per-thread stack of ids: handles created on this thread while
+ * a scope is open carry its id. mg_scope_push returns the previous top (0: none). */
+uint64_t mg_scope_push(uint64_t id);
+/* Pops id; returns 0 (and pops nothing) when id is not the top of the stack. */
+int mg_scope_pop(uint64_t id);
+const char *mg_torch_version(void);
+int mg_cuda_device_count(void);
+mg_error mg_cuda_synchronize(int device_index);
+void mg_set_num_threads(int n);
+int mg_get_num_threads(void);
+mg_error mg_set_num_interop_threads(int n);
+
+/* ---- metadata (cannot fail on a live handle) ---- */
+int mg_dim(mg_tensor t);
+void mg_shape(mg_tensor t, int64_t *shape);
+int mg_dtype(mg_tensor t);
+void mg_device(mg_tensor t, int *type, int *index);
+int mg_requires_grad(mg_tensor t);
+int mg_is_pinned(mg_tensor t);
+
+/* ---- creation and host transfer ---- */
+mg_error mg_from_data(const void *data, const int64_t *shape, int ndim, mg_options o, mg_tensor *out);
+mg_error mg_factory(int kind, const int64_t *shape, int ndim, double value, mg_options o, mg_tensor *out);
+mg_error mg_arange(double start, double end, double step, mg_options o, mg_tensor *out);
+mg_error mg_randperm(int64_t n, mg_options o, mg_tensor *out);
+mg_error mg_copy_to_host(mg_tensor t, void *dst, int64_t nbytes);
+mg_error mg_data_ptr(mg_tensor t, void **out);
+mg_error mg_item(mg_tensor t, double *f, int64_t *i);
+mg_error mg_to(mg_tensor t, mg_options o, int non_blocking, mg_tensor *out);
+mg_error mg_copy_(mg_tensor dst, mg_tensor src, int non_blocking);
+mg_error mg_clone(mg_tensor t, mg_tensor *out);
+mg_error mg_contiguous(mg_tensor t, mg_tensor *out);
+
+/* ---- in-place fills (initialisation, buffers) ---- */
+mg_error mg_fill_(mg_tensor t, double value);
+mg_error mg_add_scalar_(mg_tensor t, double value);
+mg_error mg_uniform_(mg_tensor t, double lo, double hi);
+mg_error mg_normal_(mg_tensor t, double mean, double std);
+
+/* ---- elementwise ---- */
+mg_error mg_unary(int op, mg_tensor a, mg_tensor *out);
+mg_error mg_binary(int op, mg_tensor a, mg_tensor b, mg_tensor *out);
+/* A whole-number scalar keeps an integer tensor integral. */
+mg_error mg_binary_scalar(int op, mg_tensor a, double s, mg_tensor *out);
+mg_error mg_clamp(mg_tensor a, double lo, double hi, int has_lo, int has_hi, mg_tensor *out);
+mg_error mg_where(mg_tensor cond, mg_tensor a, mg_tensor b, mg_tensor *out);
+mg_error mg_masked_fill(mg_tensor a, mg_tensor mask, double value, mg_tensor *out);
+
+/* ---- reductions and normalisations; ndims == 0 reduces over every element ---- */
+mg_error mg_reduce(int op, mg_tensor a, const int64_t *dims, int ndims, int keepdim, mg_tensor *out);
+mg_error mg_max_dim(mg_tensor a, int64_t dim, int keepdim, mg_tensor *values, mg_tensor *indices);
+mg_error mg_argmax(mg_tensor a, int64_t dim, int keepdim, mg_tensor *out);
+mg_error mg_norm(mg_tensor a, double p, const int64_t *dims, int ndims, int keepdim, mg_tensor *out);
+mg_error mg_cumsum(mg_tensor a, int64_t dim, mg_tensor *out);
+mg_error mg_softmax(mg_tensor a, int64_t dim, int log, mg_tensor *out);
+mg_error mg_normalize(mg_tensor a, double p, int64_t dim, double eps, mg_tensor *out);
+
+/* ---- linear algebra ---- */
+mg_error mg_matmul(mg_tensor a, mg_tensor b, mg_tensor *out);
+mg_error mg_linear(mg_tensor x, mg_tensor w, mg_tensor b /* may be NULL */, mg_tensor *out);
+
+/* ---- shape ---- */
+mg_error mg_reshape(mg_tensor a, const int64_t *shape, int ndim, mg_tensor *out);
+mg_error mg_expand(mg_tensor a, const int64_t *shape, int ndim, mg_tensor *out);
+mg_error mg_transpose(mg_tensor a, int64_t d0, int64_t d1, mg_tensor *out);
+mg_error mg_permute(mg_tensor a, const int64_t *dims, int ndim, mg_tensor *out);
+mg_error mg_unsqueeze(mg_tensor a, int64_t dim, mg_tensor *out);
+mg_error mg_squeeze(mg_tensor a, int64_t dim, mg_tensor *out);
+mg_error mg_narrow(mg_tensor a, int64_t dim, int64_t start, int64_t length, mg_tensor *out);
+mg_error mg_cat(const mg_tensor *ts, int n, int64_t dim, mg_tensor *out);
+mg_error mg_stack(const mg_tensor *ts, int n, int64_t dim, mg_tensor *out);
+
+/* ---- indexing, scatter and segments ---- */
+mg_error mg_index_select(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor *out);
+mg_error mg_gather(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor *out);
+mg_error mg_index_add(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor src, mg_tensor *out);
+mg_error mg_scatter_add(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor src, mg_tensor *out);
+/* reduce: MG_SUM, MG_PROD, MG_MEAN, MG_AMAX or MG_AMIN. */
+mg_error mg_scatter_reduce(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor src, int reduce,
+                           int include_self, mg_tensor *out);
+/* Reduces the rows of data in segments [offsets[i], offsets[i+1]) (CSR offsets,
+ * int64, length S+1). reduce: MG_SUM, MG_MEAN, MG_AMAX or MG_AMIN. Empty
+ * segments take `initial` when has_initial, else the reduction's identity. */
+mg_error mg_segment_reduce(mg_tensor data, mg_tensor offsets, int reduce, int has_initial,
+                           double initial, mg_tensor *out);
+mg_error mg_nonzero(mg_tensor a, mg_tensor *out);
+mg_error mg_one_hot(mg_tensor a, int64_t classes, mg_tensor *out);
+mg_error mg_bincount(mg_tensor a, mg_tensor weights /* may be NULL */, int64_t minlength, mg_tensor *out);
+
+/* ---- randomness ---- */
+mg_error mg_manual_seed(uint64_t seed);
+mg_error mg_rng_state(int device_type, int device_index, mg_tensor *out);
+mg_error mg_set_rng_state(int device_type, int device_index, mg_tensor state);
+mg_error mg_bernoulli(mg_tensor probs, mg_tensor *out);
+mg_error mg_dropout(mg_tensor a, double p, int train, mg_tensor *out);
+
+/* ---- neural-network functions ---- */
+mg_error mg_embedding(mg_tensor weight, mg_tensor indices, mg_tensor *out);
+/* Updates running_mean and running_var in place when training. */
+mg_error mg_batch_norm(mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor running_mean,
+                       mg_tensor running_var, int training, double momentum, double eps,
+                       mg_tensor *out);
+
+/* ---- autograd ---- */
+int mg_set_grad_enabled(int enabled); /* returns the previous mode of this thread */
+mg_error mg_set_requires_grad(mg_tensor t, int requires_grad);
+mg_error mg_detach(mg_tensor t, mg_tensor *out);
+/* *out is NULL when t has no gradient. */
+mg_error mg_grad(mg_tensor t, mg_tensor *out);
+mg_error mg_backward(mg_tensor t, mg_tensor grad /* may be NULL */, int retain_graph);
+
+/* ---- optimisation; parameters whose gradient is undefined are skipped ---- */
+/* Adam (decoupled = 0) or AdamW (decoupled = 1), PyTorch's update rule.
+ * steps[i] counts parameter i's updates; it is incremented for each parameter
+ * updated. */
+mg_error mg_adam_step(const mg_tensor *params, const mg_tensor *exp_avg, const mg_tensor *exp_avg_sq,
+                      int64_t *steps, int n, double lr, double beta1, double beta2, double eps,
+                      double weight_decay, int decoupled);
+/* Sets every gradient to undefined (PyTorch 2's set_to_none on every version). */
+mg_error mg_zero_grad(const mg_tensor *params, int n);
+/* Scales gradients so their global L2 norm is at most max_norm, without host
+ * synchronisation; *total_norm is the norm before scaling (a 0-d tensor). */
+mg_error mg_clip_grad_norm(const mg_tensor *params, int n, double max_norm, mg_tensor *total_norm);
+
+/* ---- serialisation: libtorch's own reader, for checking our files ---- */
+/* Loads a torch.save zip with torch::pickle_load; the top object must be a dict
+ * of str -> tensor. names (malloc'd array of malloc'd strings) and tensors are
+ * returned in the dict's order. */
+mg_error mg_pickle_load(const void *bytes, size_t size, char ***names, mg_tensor **tensors, int *count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,170 @@
+// Autograd, randomness, neural-network functions, optimisers and runtime settings.
+#include <ATen/Parallel.h>
+#include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/version.h>
+
+#include <cmath>
+
+#include "internal.h"
+
+namespace {
+
+at::Generator default_generator(int device_type, int device_index) {
+	return at::globalContext().defaultGenerator(
+	    at::Device(static_cast<at::DeviceType>(device_type), static_cast<at::DeviceIndex>(device_index)));
+}
+
+} // namespace
+
+// ---- runtime ----
+
+const char *mg_torch_version(void) { return TORCH_VERSION; }
+
+int mg_cuda_device_count(void) {
+	try {
+		return at::hasCUDA() ? static_cast<int>(at::getNumGPUs()) : 0;
+	} catch (...) {
+		return 0;
+	}
+}
+
+mg_error mg_cuda_synchronize(int device_index) {
+	MG_TRY({
+		TORCH_CHECK(at::hasCUDA(), "CUDA is not available");
+		at::detail::getCUDAHooks().deviceSynchronize(static_cast<int64_t>(device_index));
+	})
+}
+
+void mg_set_num_threads(int n) { at::set_num_threads(n); }
+
+int mg_get_num_threads(void) { return at::get_num_threads(); }
+
+mg_error mg_set_num_interop_threads(int n) { MG_TRY(at::set_num_interop_threads(n)) }
+
+// ---- randomness ----
+
+mg_error mg_manual_seed(uint64_t seed) { MG_TRY(at::manual_seed(seed)) }
+
+mg_error mg_rng_state(int device_type, int device_index, mg_tensor *out) {
+	MG_TRY({
+		auto gen = default_generator(device_type, device_index);
+		std::lock_guard<std::mutex> lock(gen.mutex());
+		*out = mg_wrap(gen.get_state());
+	})
+}
+
+mg_error mg_set_rng_state(int device_type, int device_index, mg_tensor state) {
+	MG_TRY({
+		auto gen = default_generator(device_type, device_index);
+		std::lock_guard<std::mutex> lock(gen.mutex());
+		gen.set_state(state->t);
+	})
+}
+
+mg_error mg_bernoulli(mg_tensor probs, mg_tensor *out) { MG_TRY(*out = mg_wrap(at::bernoulli(probs->t))) }
+
+mg_error mg_dropout(mg_tensor a, double p, int train, mg_tensor *out) {
+	MG_TRY(*out = mg_wrap(at::dropout(a->t, p, train != 0)))
+}
+
+// ---- neural-network functions ----
+
+mg_error mg_embedding(mg_tensor weight, mg_tensor indices, mg_tensor *out) {
+	MG_TRY(*out = mg_wrap(at::embedding(weight->t, indices->t)))
+}
+
+mg_error mg_batch_norm(mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor running_mean,
+                       mg_tensor running_var, int training, double momentum, double eps, mg_tensor *out) {
+	MG_TRY(*out = mg_wrap(at::batch_norm(x->t, weight->t, bias->t, running_mean->t, running_var->t,
+	                                     training != 0, momentum, eps, /*cudnn_enabled=*/true)))
+}
+
+// ---- autograd ----
+
+int mg_set_grad_enabled(int enabled) {
+	bool prev = c10::GradMode::is_enabled();
+	c10::GradMode::set_enabled(enabled != 0);
+	return prev ? 1 : 0;
+}
+
+mg_error mg_set_requires_grad(mg_tensor t, int requires_grad) { MG_TRY(t->t.set_requires_grad(requires_grad != 0)) }
+
+mg_error mg_detach(mg_tensor t, mg_tensor *out) { MG_TRY(*out = mg_wrap(t->t.detach())) }
+
+mg_error mg_grad(mg_tensor t, mg_tensor *out) {
+	MG_TRY({
+		const auto &g = t->t.grad();
+		*out = g.defined() ? mg_wrap(g) : nullptr;
+	})
+}
+
+mg_error mg_backward(mg_tensor t, mg_tensor grad, int retain_graph) {
+	MG_TRY({
+		at::Tensor g;
+		if (grad != nullptr) g = grad->t;
+		t->t.backward(g, retain_graph != 0);
+	})
+}
+
+// ---- optimisation ----
+
+mg_error mg_adam_step(const mg_tensor *params, const mg_tensor *exp_avg, const mg_tensor *exp_avg_sq,
+                      int64_t *steps, int n, double lr, double beta1, double beta2, double eps,
+                      double weight_decay, int decoupled) {
+	MG_TRY({
+		at::NoGradGuard no_grad;
+		for (int i = 0; i < n; i++) {
+			auto &p = params[i]->t;
+			at::Tensor grad = p.grad();
+			if (!grad.defined()) continue;
+			auto &m = exp_avg[i]->t;
+			auto &v = exp_avg_sq[i]->t;
+			// torch.optim.Adam/AdamW, single-tensor form.
+			if (weight_decay != 0) {
+				if (decoupled) {
+					p.mul_(1 - lr * weight_decay);
+				} else {
+					grad = grad.add(p, weight_decay);
+				}
+			}
+			m.mul_(beta1).add_(grad, 1 - beta1);
+			v.mul_(beta2).addcmul_(grad, grad, 1 - beta2);
+			double step = static_cast<double>(++steps[i]);
+			double bias1 = 1 - std::pow(beta1, step);
+			double bias2_sqrt = std::sqrt(1 - std::pow(beta2, step));
+			auto denom = (v.sqrt() / bias2_sqrt).add_(eps);
+			p.addcdiv_(m, denom, -lr / bias1);
+		}
+	})
+}
+
+mg_error mg_zero_grad(const mg_tensor *params, int n) {
+	MG_TRY({
+		for (int i = 0; i < n; i++) params[i]->t.mutable_grad() = at::Tensor();
+	})
+}
+
+mg_error mg_clip_grad_norm(const mg_tensor *params, int n, double max_norm, mg_tensor *total_norm) {
+	MG_TRY({
+		at::NoGradGuard no_grad;
+		std::vector<at::Tensor> norms;
+		for (int i = 0; i < n; i++) {
+			const auto &g = params[i]->t.grad();
+			if (g.defined()) norms.push_back(at::norm(g, 2));
+		}
+		at::Tensor total;
+		if (norms.empty()) {
+			total = at::zeros({}, at::kFloat);
+		} else {
+			total = at::norm(at::stack(norms), 2);
+			// Scale by min(1, max_norm / (total + 1e-6)) on the device: no host round trip.
+			auto coef = (max_norm / (total + 1e-6)).clamp_max(1.0);
+			for (int i = 0; i < n; i++) {
+				auto g = params[i]->t.grad();
+				if (g.defined()) g.mul_(coef.to(g.device()));
+			}
+		}
+		*total_norm = mg_wrap(total);
+	})
+}

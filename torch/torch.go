@@ -1,0 +1,99 @@
+// Package torch is micrograph's binding of libtorch.
+//
+// It calls libtorch through a small C shim (folder shim/, built by `make shim`
+// into build/lib/libmgtorch.so) and links only against that library, so one Go
+// binary runs on Debian's CPU libtorch 1.13 and on PyTorch 2.x's CUDA libtorch
+// by swapping the shim (LD_LIBRARY_PATH).
+//
+// Errors. Misuse in tensor math (shapes that do not broadcast, a wrong dtype)
+// panics with a *Error, which Catch turns back into an error; I/O, loading and
+// device set-up return errors. No C++ exception ever aborts the process.
+//
+// Memory. Tensors hold libtorch memory that Go's garbage collector cannot see,
+// so it is freed deterministically: Free releases one tensor, and a Scope
+// releases every tensor created while it was open. A tensor that is garbage
+// collected without being freed is freed then and counted by LeakedTensors.
+//
+// Threads. libtorch keeps grad mode and the scope stack per OS thread, so
+// NewScope and NoGrad lock the calling goroutine to its thread while they are
+// in effect; a training loop should call runtime.LockOSThread once and drive
+// libtorch from that goroutine only. SetNumThreads bounds intra-op threads.
+package torch
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/shim
+#cgo LDFLAGS: -L${SRCDIR}/../build/lib -Wl,-rpath,${SRCDIR}/../build/lib -lmgtorch
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"unsafe"
+)
+
+// Error is a failure reported by libtorch: the operation and libtorch's message.
+type Error struct {
+	Op  string
+	Msg string
+}
+
+func (e *Error) Error() string { return "torch: " + e.Op + ": " + e.Msg }
+
+// takeError converts and frees a shim error; nil stays nil.
+func takeError(op string, e C.mg_error) *Error {
+	if e == nil {
+		return nil
+	}
+	msg := C.GoString(e)
+	C.free(unsafe.Pointer(e))
+	return &Error{Op: op, Msg: msg}
+}
+
+// check panics with the shim's error, if any.
+func check(op string, e C.mg_error) {
+	if err := takeError(op, e); err != nil {
+		panic(err)
+	}
+}
+
+// checkErr returns the shim's error, if any, as a Go error.
+func checkErr(op string, e C.mg_error) error {
+	if err := takeError(op, e); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Catch runs fn and returns the *Error it panicked with, or nil. Other panics
+// propagate unchanged.
+func Catch(fn func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			var te *Error
+			if e, ok := r.(error); ok && errors.As(e, &te) {
+				err = te
+				return
+			}
+			panic(r)
+		}
+	}()
+	fn()
+	return nil
+}
+
+// Version is the version of the libtorch the shim was built against.
+func Version() string { return C.GoString(C.mg_torch_version()) }
+
+// SetNumThreads sets the number of intra-op threads libtorch uses (n ≥ 1).
+func SetNumThreads(n int) { C.mg_set_num_threads(C.int(n)) }
+
+// NumThreads is the number of intra-op threads libtorch uses.
+func NumThreads() int { return int(C.mg_get_num_threads()) }
+
+// SetNumInteropThreads sets libtorch's inter-op pool size. libtorch allows it
+// only once, before any parallel work has started.
+func SetNumInteropThreads(n int) error {
+	return checkErr("set_num_interop_threads", C.mg_set_num_interop_threads(C.int(n)))
+}
