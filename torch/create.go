@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -66,9 +67,17 @@ func FromSlice[T Element](data []T, shape ...int64) *Tensor {
 	return wrap(out)
 }
 
+var hostReads atomic.Int64
+
+// HostReads counts the calls that read tensor values back to the host (Item,
+// ItemInt, ToSlice, Nonzero, To(CPU) of a GPU tensor). On a GPU each one waits
+// for the device, so a training step should make none; tests check that here.
+func HostReads() int64 { return hostReads.Load() }
+
 // ToSlice copies the tensor's elements, in row-major order, into a new Go
 // slice. T must match the tensor's dtype. On a GPU this waits for the device.
 func ToSlice[T Element](t *Tensor) []T {
+	hostReads.Add(1)
 	if dt := DTypeOf[T](); t.DType() != dt {
 		panic(&Error{Op: "to_slice", Msg: fmt.Sprintf("tensor is %s, not %s", t.DType(), dt)})
 	}
@@ -100,6 +109,7 @@ func HostData[T Element](t *Tensor) []T {
 
 // Item is the value of a one-element tensor. On a GPU this waits for the device.
 func (t *Tensor) Item() float64 {
+	hostReads.Add(1)
 	var f C.double
 	var i C.int64_t
 	check("item", C.mg_item(t.c(), &f, &i))
@@ -108,6 +118,7 @@ func (t *Tensor) Item() float64 {
 
 // ItemInt is the value of a one-element integer tensor.
 func (t *Tensor) ItemInt() int64 {
+	hostReads.Add(1)
 	var f C.double
 	var i C.int64_t
 	check("item", C.mg_item(t.c(), &f, &i))
@@ -157,6 +168,9 @@ func Randperm(n int64, o Options) *Tensor {
 // To is the tensor on device d (t itself, as a new handle, when it is there
 // already). nonBlocking copies asynchronously from pinned host memory.
 func (t *Tensor) To(d Device, nonBlocking bool) *Tensor {
+	if !d.IsCUDA() && t.Device().IsCUDA() {
+		hostReads.Add(1)
+	}
 	return t.to(Options{DType: t.DType(), Device: d}, nonBlocking)
 }
 

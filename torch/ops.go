@@ -453,9 +453,27 @@ func (t *Tensor) SegmentReduce(offsets *Tensor, r Reduction) *Tensor {
 	})
 }
 
+// Scatter is t with src[i][j] written at [index[i][j]][j] for dim 0 (and
+// likewise for other dims). Indices should be distinct: which write wins among
+// duplicates is unspecified.
+func (t *Tensor) Scatter(dim int64, index, src *Tensor) *Tensor {
+	return newTensor("scatter", func(out *C.mg_tensor) C.mg_error {
+		return C.mg_scatter(t.c(), C.int64_t(dim), index.c(), src.c(), out)
+	})
+}
+
+// Sort sorts along dim, stably (equal elements keep their order), and gives
+// the permutation too.
+func (t *Tensor) Sort(dim int64, descending bool) (values, indices *Tensor) {
+	var v, i C.mg_tensor
+	check("sort", C.mg_sort(t.c(), C.int64_t(dim), cbool(descending), &v, &i))
+	return wrap(v), wrap(i)
+}
+
 // Nonzero is the indices of nonzero elements, one row per element. Its size
 // depends on the values, so on a GPU it waits for the device.
 func (t *Tensor) Nonzero() *Tensor {
+	hostReads.Add(1)
 	return newTensor("nonzero", func(out *C.mg_tensor) C.mg_error { return C.mg_nonzero(t.c(), out) })
 }
 

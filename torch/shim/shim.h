@@ -143,6 +143,9 @@ mg_error mg_scatter_reduce(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor 
  * segments take `initial` when has_initial, else the reduction's identity. */
 mg_error mg_segment_reduce(mg_tensor data, mg_tensor offsets, int reduce, int has_initial,
                            double initial, mg_tensor *out);
+mg_error mg_scatter(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor src, mg_tensor *out);
+/* Stable sort along dim. */
+mg_error mg_sort(mg_tensor a, int64_t dim, int descending, mg_tensor *values, mg_tensor *indices);
 mg_error mg_nonzero(mg_tensor a, mg_tensor *out);
 mg_error mg_one_hot(mg_tensor a, int64_t classes, mg_tensor *out);
 mg_error mg_bincount(mg_tensor a, mg_tensor weights /* may be NULL */, int64_t minlength, mg_tensor *out);

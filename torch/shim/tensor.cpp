@@ -443,6 +443,18 @@ mg_error mg_segment_reduce(mg_tensor data, mg_tensor offsets, int reduce, int ha
 	})
 }
 
+mg_error mg_scatter(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor src, mg_tensor *out) {
+	MG_TRY(*out = mg_wrap(at::scatter(a->t, dim, index->t, src->t)))
+}
+
+mg_error mg_sort(mg_tensor a, int64_t dim, int descending, mg_tensor *values, mg_tensor *indices) {
+	MG_TRY({
+		auto r = at::sort(a->t, /*stable=*/true, dim, descending != 0);
+		*values = mg_wrap(std::get<0>(r));
+		*indices = mg_wrap(std::get<1>(r));
+	})
+}
+
 mg_error mg_nonzero(mg_tensor a, mg_tensor *out) { MG_TRY(*out = mg_wrap(at::nonzero(a->t))) }
 
 mg_error mg_one_hot(mg_tensor a, int64_t classes, mg_tensor *out) { MG_TRY(*out = mg_wrap(at::one_hot(a->t, classes))) }

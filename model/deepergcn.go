@@ -1,0 +1,75 @@
+package model
+
+import (
+	"github.com/micrograph/micrograph/ops"
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/nn"
+)
+
+// stopGradient cuts gradients where the method does (§2–§3): normally
+// x.Detach(). A gradient check replaces it to hold the cut values fixed while
+// it perturbs parameters; name says which cut it is.
+type stopGradient func(name string, x *torch.Tensor) *torch.Tensor
+
+func detach(_ string, x *torch.Tensor) *torch.Tensor { return x.Detach() }
+
+// DeeperGCN is the res+ encoder of §2:
+//
+//	h = conv_0(AtomEncoder(x))
+//	h = conv_l(dropout(ReLU(BN_{l−1}(h)))) + h        l = 1 … L−1
+//	h = dropout(BN_{L−1}(h))
+//
+// Its tensors are named atom_encoder.*, bond_encoder.*, convs.<l>.*, norms.<l>.*.
+type DeeperGCN struct {
+	Config EncoderConfig
+	Atom   *FeatureEncoder
+	Bond   *FeatureEncoder // shared by every layer, or nil
+	Convs  []*GENConv
+	Norms  []*nn.BatchNorm1d
+
+	cut stopGradient
+}
+
+// NewDeeperGCN registers an encoder at p.
+func NewDeeperGCN(p nn.Path, c EncoderConfig) *DeeperGCN {
+	d := int64(c.Hidden)
+	m := &DeeperGCN{Config: c, cut: detach}
+	m.Atom = NewFeatureEncoder(p.Sub("atom_encoder"), AtomFeatureDims, d)
+	if !c.BondPerLayer {
+		m.Bond = NewFeatureEncoder(p.Sub("bond_encoder"), BondFeatureDims, d)
+	}
+	for l := range c.Layers {
+		m.Convs = append(m.Convs, NewGENConv(p.Sub("convs").Index(l), c))
+	}
+	for l := range c.Layers {
+		m.Norms = append(m.Norms, nn.NewBatchNorm1d(p.Sub("norms").Index(l), d))
+	}
+	return m
+}
+
+// Forward computes node embeddings (N×d); train selects batch statistics and
+// dropout.
+func (m *DeeperGCN) Forward(g *ops.Graph, train bool) *torch.Tensor {
+	var bonds *torch.Tensor
+	if m.Bond != nil {
+		bonds = m.Bond.Forward(g.Bonds)
+	}
+	drop := nn.Dropout{P: m.Config.Dropout}
+	h := m.Convs[0].Forward(m.Atom.Forward(g.Atoms), bonds, g, train, m.cut)
+	for l := 1; l < len(m.Convs); l++ {
+		x := drop.Forward(m.Norms[l-1].Forward(h, train).Relu(), train)
+		h = m.Convs[l].Forward(x, bonds, g, train, m.cut).Add(h)
+	}
+	return drop.Forward(m.Norms[len(m.Norms)-1].Forward(h, train), train)
+}
+
+// Free releases the encoder's constants (its parameters belong to the store).
+func (m *DeeperGCN) Free() {
+	m.Atom.Free()
+	if m.Bond != nil {
+		m.Bond.Free()
+	}
+	for _, c := range m.Convs {
+		c.Free()
+	}
+}

@@ -1,0 +1,98 @@
+package model
+
+import (
+	"github.com/micrograph/micrograph/ops"
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/nn"
+)
+
+// GENConv is DeeperGCN's generalised graph convolution with softmax
+// aggregation (§2). For an edge j→i with bond embedding e_ji:
+//
+//	m_ji  = ReLU(h_j + e_ji) + 1e-7
+//	a_ji  = softmax over the edges k→i of t·m_ki, per channel
+//	agg_i = Σ_{j→i} a_ji ⊙ m_ji            (0 without incoming edges)
+//	h'_i  = MLP(h_i + agg_i)
+//
+// With t fixed the weights a are constants in backpropagation, as in
+// DeeperGCN; with a learned t they are differentiable. The MLP is one
+// Linear(d, d) ("lin"), or for n > 1 layers PyTorch's Sequential of
+// Linear(d, 2d), BatchNorm1d, ReLU, …, Linear(2d, d) ("mlp.<index>").
+type GENConv struct {
+	Lin  *nn.Linear        // the one-layer MLP, or nil
+	MLP  []*nn.Linear      // the layers of a deeper MLP
+	Norm []*nn.BatchNorm1d // between MLP layers
+	T    *torch.Tensor     // learned temperature (0-d), or nil
+	Bond *FeatureEncoder   // this layer's BondEncoder, or nil when shared
+
+	t    float64 // fixed temperature
+	name string  // path, naming the cut softmax weights
+}
+
+// NewGENConv registers a layer of width d at p.
+func NewGENConv(p nn.Path, c EncoderConfig) *GENConv {
+	d := int64(c.Hidden)
+	conv := &GENConv{t: c.T, name: p.Name("softmax")}
+	if c.MLPLayers == 1 {
+		conv.Lin = nn.NewLinear(p.Sub("lin"), d, d, true)
+	} else {
+		mlp := p.Sub("mlp")
+		index := 0
+		for i := range c.MLPLayers {
+			in, out := 2*d, 2*d
+			if i == 0 {
+				in = d
+			}
+			if i == c.MLPLayers-1 {
+				out = d
+			}
+			conv.MLP = append(conv.MLP, nn.NewLinear(mlp.Index(index), in, out, true))
+			if i < c.MLPLayers-1 {
+				conv.Norm = append(conv.Norm, nn.NewBatchNorm1d(mlp.Index(index+1), out))
+			}
+			index += 3 // Linear, BatchNorm1d, ReLU
+		}
+	}
+	if c.LearnT {
+		conv.T = p.Param("t", torch.Full(nil, c.T, p.Options()))
+	}
+	if c.BondPerLayer {
+		conv.Bond = NewFeatureEncoder(p.Sub("bond_encoder"), BondFeatureDims, d)
+	}
+	return conv
+}
+
+// Forward maps node embeddings h (N×d) to the next layer's, given the bond
+// embeddings of every edge (E×d; ignored when the layer has its own encoder).
+func (c *GENConv) Forward(h, bonds *torch.Tensor, g *ops.Graph, train bool, cut stopGradient) *torch.Tensor {
+	if c.Bond != nil {
+		bonds = c.Bond.Forward(g.Bonds)
+	}
+	m := h.IndexSelect(0, g.Src).Add(bonds).Relu().AddScalar(1e-7)
+	var a *torch.Tensor
+	if c.T != nil {
+		a = ops.SegmentSoftmax(m.Mul(c.T), g.RowPtr, g.Dst)
+	} else {
+		torch.NoGrad(func() { a = ops.SegmentSoftmax(m.MulScalar(c.t), g.RowPtr, g.Dst) })
+		a = cut(c.name, a)
+	}
+	agg := m.Mul(a).SegmentReduce(g.RowPtr, torch.ReduceSum)
+	x := h.Add(agg)
+	if c.Lin != nil {
+		return c.Lin.Forward(x)
+	}
+	for i, l := range c.MLP {
+		x = l.Forward(x)
+		if i < len(c.Norm) {
+			x = c.Norm[i].Forward(x, train).Relu()
+		}
+	}
+	return x
+}
+
+// Free releases the layer's constants.
+func (c *GENConv) Free() {
+	if c.Bond != nil {
+		c.Bond.Free()
+	}
+}

@@ -1,0 +1,61 @@
+package model
+
+import (
+	"github.com/micrograph/micrograph/ops"
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/nn"
+)
+
+// GraphHead predicts T graph properties from node embeddings (§7):
+//
+//	logits = Linear(d, T)(ReLU(Linear(d, d)(meanpool(h))))
+//
+// Its tensors are "lin1.*" and "lin2.*".
+type GraphHead struct {
+	Lin1, Lin2 *nn.Linear
+}
+
+// NewGraphHead registers a head for T tasks on width-d embeddings.
+func NewGraphHead(p nn.Path, d, tasks int) *GraphHead {
+	return &GraphHead{
+		Lin1: nn.NewLinear(p.Sub("lin1"), int64(d), int64(d), true),
+		Lin2: nn.NewLinear(p.Sub("lin2"), int64(d), int64(tasks), true),
+	}
+}
+
+// Forward maps node embeddings h (N×d) to per-molecule logits (B×T).
+func (h *GraphHead) Forward(x *torch.Tensor, g *ops.Graph) *torch.Tensor {
+	return h.Lin2.Forward(h.Lin1.Forward(ops.GraphPool(x, g, ops.MeanPool)).Relu())
+}
+
+// Classifier is an encoder with a graph-property head, for fine-tuning:
+// tensors "encoder.*" and "head.*".
+type Classifier struct {
+	Store   *nn.Store
+	Encoder *DeeperGCN
+	Head    *GraphHead
+}
+
+// NewClassifier builds a freshly initialised classifier for T tasks.
+func NewClassifier(c EncoderConfig, tasks int, dev torch.Device, dt torch.DType) (*Classifier, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	s := nn.NewStore(dev, dt)
+	return &Classifier{
+		Store:   s,
+		Encoder: NewDeeperGCN(s.Root().Sub("encoder"), c),
+		Head:    NewGraphHead(s.Root().Sub("head"), c.Hidden, tasks),
+	}, nil
+}
+
+// Forward is the logits (B×T) of a batch.
+func (c *Classifier) Forward(g *ops.Graph, train bool) *torch.Tensor {
+	return c.Head.Forward(c.Encoder.Forward(g, train), g)
+}
+
+// Free releases every tensor of the classifier.
+func (c *Classifier) Free() {
+	c.Encoder.Free()
+	c.Store.Free()
+}

@@ -1,0 +1,162 @@
+package model
+
+import (
+	"strings"
+
+	"github.com/micrograph/micrograph/ops"
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/nn"
+)
+
+// MicroGraph is the pre-training model of §3: a DeeperGCN encoder ("encoder.*"),
+// the motif embedding table M ("motif_embeddings", K×d) and the projections
+// W_h, W_s, W_e ("W_h.weight", … d×d, no bias).
+type MicroGraph struct {
+	Config  Config
+	Store   *nn.Store
+	Encoder *DeeperGCN
+	Motifs  *torch.Tensor
+	Wh      *nn.Linear
+	Ws      *nn.Linear
+	We      *nn.Linear
+
+	cut stopGradient
+}
+
+// New builds a model with fresh parameters on dev, of floating dtype dt
+// (Float32 to train; Float64 for reference checks). M starts from N(0, 1).
+func New(cfg Config, dev torch.Device, dt torch.DType) (*MicroGraph, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := nn.NewStore(dev, dt)
+	root := s.Root()
+	d := int64(cfg.Encoder.Hidden)
+	m := &MicroGraph{Config: cfg, Store: s, cut: detach}
+	m.Encoder = NewDeeperGCN(root.Sub("encoder"), cfg.Encoder)
+	m.Motifs = root.Param("motif_embeddings", torch.Empty([]int64{int64(cfg.Motifs), d}, root.Options()))
+	nn.Normal(m.Motifs, 0, 1)
+	m.Wh = nn.NewLinear(root.Sub("W_h"), d, d, false)
+	m.Ws = nn.NewLinear(root.Sub("W_s"), d, d, false)
+	m.We = nn.NewLinear(root.Sub("W_e"), d, d, false)
+	return m, nil
+}
+
+// Free releases every tensor of the model.
+func (m *MicroGraph) Free() {
+	m.Encoder.Free()
+	m.Store.Free()
+}
+
+// Losses are the parts of the objective of one step, as 0-d tensors on the
+// device (reading them waits for it).
+type Losses struct {
+	Total     *torch.Tensor // α·L_motif + (1−α)·L_contra
+	NodeMot   *torch.Tensor // L_node-mot
+	MotSub    *torch.Tensor // L_mot-sub
+	Reg       *torch.Tensor // L_reg = cut + ortho (0 when λ_r = 0)
+	Contra    *torch.Tensor // L_contra
+	Subgraphs *torch.Tensor // number of subgraphs (int64)
+}
+
+// Named lists the losses under their log names.
+func (l Losses) Named() []torch.Named {
+	return []torch.Named{
+		{Name: "loss", Tensor: l.Total}, {Name: "node_mot", Tensor: l.NodeMot}, {Name: "mot_sub", Tensor: l.MotSub},
+		{Name: "reg", Tensor: l.Reg}, {Name: "contra", Tensor: l.Contra}, {Name: "subgraphs", Tensor: l.Subgraphs},
+	}
+}
+
+// Assignment is what the model makes of a batch's nodes.
+type Assignment struct {
+	H        *torch.Tensor // node embeddings, N×d
+	LogQ     *torch.Tensor // log node-to-motif probabilities, N×K
+	Motif    *torch.Tensor // Sinkhorn-balanced motif of each node, N int64
+	Balanced *torch.Tensor // Sinkhorn's A, K×N float32
+}
+
+// Assign encodes a batch and assigns its nodes to motifs (§3):
+//
+//	Q = softmax_k(cos(W_h h, M̄)/τ),  M̄ = M cut from the gradient
+//	motif = argmax of Sinkhorn(Q)
+func (m *MicroGraph) Assign(g *ops.Graph, train bool) Assignment {
+	c := m.Config
+	h := m.Encoder.Forward(g, train)
+	logQ := ops.Cosine(m.Wh.Forward(h), m.cut("motif_embeddings@Q", m.Motifs)).DivScalar(c.Tau).LogSoftmax(1)
+	motif, balanced := ops.SinkhornAssign(logQ.Exp(), c.SinkhornLambda, c.SinkhornIters)
+	return Assignment{H: h, LogQ: logQ, Motif: motif, Balanced: balanced}
+}
+
+// Subgraphs samples subgraphs with the configured sampler (§4); perturb
+// applies the motif sampler's random drops and additions.
+func (m *MicroGraph) Subgraphs(g *ops.Graph, a Assignment, perturb bool) *ops.Subgraphs {
+	c := m.Config
+	dt := m.Store.DType()
+	switch c.Sampler {
+	case SamplerRandomWalk:
+		return ops.RandomWalkSubgraphs(g, int64(c.SubgraphsPerGraph), 10, 40, c.Eta, dt)
+	case SamplerKHop:
+		return ops.KHopSubgraphs(g, int64(c.SubgraphsPerGraph), c.Eta, dt)
+	}
+	pDrop, pAdd := c.PDrop, c.PAdd
+	if !perturb {
+		pDrop, pAdd = 0, 0
+	}
+	return ops.MotifSubgraphs(g, a.Motif, int64(c.Motifs), c.Eta, pDrop, pAdd, dt)
+}
+
+// Step computes the objective of §3 on a batch. train selects batch
+// statistics, dropout and the subgraph perturbation; call Backward on Total.
+// Nothing in it reads values back to the host.
+func (m *MicroGraph) Step(g *ops.Graph, train bool) Losses {
+	c := m.Config
+	dt := m.Store.DType()
+	a := m.Assign(g, train)
+	e := ops.GraphPool(a.H, g, ops.MeanPool)
+
+	sub := m.Subgraphs(g, a, train)
+	s := sub.Pool(a.H)
+	// P sees s cut from the gradient: only M and W_s learn from L_mot-sub.
+	logP := ops.Cosine(m.Ws.Forward(m.cut("subgraph_embeddings@P", s)), m.Motifs).DivScalar(c.Tau).LogSoftmax(1)
+	var target *torch.Tensor
+	if c.Sampler == SamplerMotif {
+		// Slot graph·K + k holds motif k.
+		target = torch.Arange(0, float64(sub.NumSlots), 1, torch.Options{DType: torch.Int64, Device: s.Device()}).
+			RemainderScalar(float64(c.Motifs))
+	} else {
+		torch.NoGrad(func() { target = logP.Argmax(1, false) })
+	}
+	live := sub.Live.ToDType(dt)
+
+	l := Losses{
+		NodeMot:   ops.NLL(a.LogQ, a.Motif, nil),
+		MotSub:    ops.NLL(logP, target, live),
+		Contra:    ops.GraphSubgraphContrast(m.We.Forward(e), s, sub, c.Tau),
+		Subgraphs: sub.Count(),
+	}
+	if c.LambdaReg > 0 {
+		var selected *torch.Tensor
+		if c.OrthoSelected {
+			selected = sub.Live.Reshape(g.NumGraphs, int64(c.Motifs))
+		}
+		cut, ortho := ops.MinCut(a.LogQ.Exp(), g, selected)
+		l.Reg = cut.Add(ortho)
+	} else {
+		l.Reg = torch.Zeros(nil, torch.Options{DType: dt, Device: s.Device()})
+	}
+	motif := l.NodeMot.MulScalar(c.LambdaNode).Add(l.MotSub.MulScalar(c.LambdaSub)).Add(l.Reg.MulScalar(c.LambdaReg))
+	l.Total = motif.MulScalar(c.Alpha).Add(l.Contra.MulScalar(1 - c.Alpha))
+	return l
+}
+
+// EncoderState is the encoder's tensors named without the "encoder." prefix,
+// as an exported encoder file holds them.
+func (m *MicroGraph) EncoderState() []torch.Named {
+	var out []torch.Named
+	for _, n := range m.Store.State() {
+		if name, ok := strings.CutPrefix(n.Name, "encoder."); ok {
+			out = append(out, torch.Named{Name: name, Tensor: n.Tensor})
+		}
+	}
+	return out
+}

@@ -1,0 +1,44 @@
+package ops
+
+import (
+	"fmt"
+
+	"github.com/micrograph/micrograph/torch"
+)
+
+// Pooling is how GraphPool reduces a molecule's node embeddings.
+type Pooling int
+
+// Graph readouts.
+const (
+	MeanPool Pooling = iota
+	SumPool
+	MaxPool
+)
+
+// ParsePooling reads "mean", "sum" or "max".
+func ParsePooling(s string) (Pooling, error) {
+	switch s {
+	case "mean":
+		return MeanPool, nil
+	case "sum":
+		return SumPool, nil
+	case "max":
+		return MaxPool, nil
+	}
+	return MeanPool, fmt.Errorf("unknown pooling %q (want mean, sum or max)", s)
+}
+
+// GraphPool reads out one embedding per molecule from node embeddings h (N×d):
+//
+//	e_g = mean / sum / max of h_l over the nodes l of molecule g   (B×d)
+func GraphPool(h *torch.Tensor, g *Graph, p Pooling) *torch.Tensor {
+	switch p {
+	case SumPool:
+		return h.SegmentReduce(g.GraphPtr, torch.ReduceSum)
+	case MaxPool:
+		return SegmentMax(h, g.GraphPtr)
+	default:
+		return SegmentMean(h, g.GraphPtr)
+	}
+}
