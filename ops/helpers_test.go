@@ -58,11 +58,11 @@ func graph(mols []mol) (*ops.Graph, hostGraph) {
 	n, e := int64(len(h.nodeGraph)), int64(len(h.src))
 	return &ops.Graph{
 		NumGraphs: int64(len(mols)), NumNodes: n, NumEdges: e,
-		Atoms:     torch.Zeros([]int64{n, 9}, torch.Options{DType: torch.Int64}),
-		Bonds:     torch.Zeros([]int64{e, 3}, torch.Options{DType: torch.Int64}),
-		Src:       torch.FromSlice(h.src), Dst: torch.FromSlice(h.dst),
-		RowPtr:    torch.FromSlice(h.rowPtr), NodeGraph: torch.FromSlice(h.nodeGraph),
-		GraphPtr:  torch.FromSlice(h.graphPtr),
+		Atoms: torch.Zeros([]int64{n, 9}, torch.Options{DType: torch.Int64}),
+		Bonds: torch.Zeros([]int64{e, 3}, torch.Options{DType: torch.Int64}),
+		Src:   torch.FromSlice(h.src), Dst: torch.FromSlice(h.dst),
+		RowPtr: torch.FromSlice(h.rowPtr), NodeGraph: torch.FromSlice(h.nodeGraph),
+		GraphPtr: torch.FromSlice(h.graphPtr),
 	}, h
 }
 

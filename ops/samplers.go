@@ -17,7 +17,7 @@ func randomNodes(g *Graph, perGraph int64) *torch.Tensor {
 // uniformInts draws n integers uniformly from [lo, hi] (int64).
 func uniformInts(n, lo, hi int64, dev torch.Device) *torch.Tensor {
 	r := torch.Rand([]int64{n}, torch.Options{DType: torch.Float64, Device: dev})
-	return r.MulScalar(float64(hi-lo+1)).ToDType(torch.Int64).ClampMax(float64(hi - lo)).AddScalar(float64(lo))
+	return r.MulScalar(float64(hi - lo + 1)).ToDType(torch.Int64).ClampMax(float64(hi - lo)).AddScalar(float64(lo))
 }
 
 // RandomWalkSubgraphs is the random-walk ablation sampler of §4: perGraph
