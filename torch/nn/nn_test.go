@@ -177,3 +177,45 @@ func TestBatchNorm1dStatistics(t *testing.T) {
 		t.Errorf("dropout with P=0 changed values: %v", got)
 	}
 }
+
+// A saved store loads into a fresh one bit for bit; a store of another shape
+// is refused with every mismatched key named.
+func TestStoreSaveLoad(t *testing.T) {
+	sc := torch.NewScope()
+	defer sc.Close()
+	build := func(d int64, extra bool) *nn.Store {
+		s := nn.NewStore(torch.CPU, torch.Float32)
+		nn.NewLinear(s.Root().Sub("lin"), 3, d, true)
+		nn.NewBatchNorm1d(s.Root().Sub("bn"), d)
+		if extra {
+			nn.NewLinear(s.Root().Sub("extra"), 2, 2, false)
+		}
+		return s
+	}
+	a, b := build(4, false), build(4, false)
+	defer a.Free()
+	defer b.Free()
+	path := t.TempDir() + "/store.pt"
+	if err := a.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range a.Vars() {
+		if !slices.Equal(values(v.Tensor), values(b.Vars()[i].Tensor)) {
+			t.Errorf("%s differs after loading", v.Name)
+		}
+	}
+	c := build(5, true)
+	defer c.Free()
+	err := c.Load(path)
+	for _, want := range []string{"missing keys: extra.weight", "shape mismatch: lin.weight (want [5 3], file has [4 3])", "bn.running_var"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not say %q", err, want)
+		}
+	}
+	if err := c.Load(path + ".absent"); err == nil {
+		t.Error("loading a missing file succeeded")
+	}
+}

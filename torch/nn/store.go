@@ -77,6 +77,29 @@ func (s *Store) State() []torch.Named {
 	return out
 }
 
+// Save writes every tensor of the store to path (torch.Save), loadable in
+// PyTorch as a state_dict.
+func (s *Store) Save(path string) error { return torch.Save(path, s.State(), nil) }
+
+// Load copies the tensors of a file written by Save (or by PyTorch's
+// torch.save of a matching state_dict) into the store. Keys must match
+// exactly; the error lists the missing, unexpected and mis-shaped ones.
+func (s *Store) Load(path string) error {
+	state, _, err := torch.Load(path, s.opts.Device)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, n := range state {
+			n.Tensor.Free()
+		}
+	}()
+	if err := torch.LoadState(s.State(), state); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
 // Get is the tensor registered under name, or nil.
 func (s *Store) Get(name string) *torch.Tensor {
 	if i, ok := s.index[name]; ok {

@@ -1,0 +1,152 @@
+package torch
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"unsafe"
+
+	"github.com/micrograph/micrograph/torch/internal/ptfile"
+)
+
+var fileDTypes = map[DType]ptfile.DType{
+	Float32: ptfile.Float32, Float64: ptfile.Float64, Float16: ptfile.Float16, BFloat16: ptfile.BFloat16,
+	Int64: ptfile.Int64, Int32: ptfile.Int32, Int16: ptfile.Int16, Int8: ptfile.Int8, Uint8: ptfile.Uint8, Bool: ptfile.Bool,
+}
+
+// Save writes tensors, in order, and optional metadata strings to path in the
+// format of Python's torch.save of a state dict: a zip with an OrderedDict
+// pickle that torch.load(path, weights_only=True) reads as a plain dict, and
+// that libtorch's torch::pickle_load reads too. Metadata entries follow the
+// tensors, sorted by key. The file is replaced atomically: a crash leaves the
+// old one.
+func Save(path string, state []Named, meta map[string]string) error {
+	entries := make([]ptfile.Entry, 0, len(state)+len(meta))
+	for _, n := range state {
+		t, err := fileTensor(n.Tensor)
+		if err != nil {
+			return fmt.Errorf("save %s: %s: %w", path, n.Name, err)
+		}
+		entries = append(entries, ptfile.Entry{Name: n.Name, Value: t})
+	}
+	for _, k := range slices.Sorted(maps.Keys(meta)) {
+		entries = append(entries, ptfile.Entry{Name: k, Value: meta[k]})
+	}
+	if err := ptfile.WriteFile(path, entries); err != nil {
+		return fmt.Errorf("save %s: %w", path, err)
+	}
+	return nil
+}
+
+// Load reads a file written by Save or by PyTorch's torch.save of a state
+// dict, with every tensor on dev and bit-identical to what was saved. String,
+// integer and boolean entries come back as metadata strings.
+func Load(path string, dev Device) (state []Named, meta map[string]string, err error) {
+	entries, err := ptfile.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			for _, n := range state {
+				n.Tensor.Free()
+			}
+			state, meta = nil, nil
+		}
+	}()
+	meta = map[string]string{}
+	for _, e := range entries {
+		switch v := e.Value.(type) {
+		case *ptfile.Tensor:
+			t, err := tensorFromFile(v, dev)
+			if err != nil {
+				return state, nil, fmt.Errorf("load %s: %s: %w", path, e.Name, err)
+			}
+			state = append(state, Named{Name: e.Name, Tensor: t})
+		case string:
+			meta[e.Name] = v
+		case int64:
+			meta[e.Name] = strconv.FormatInt(v, 10)
+		case bool:
+			meta[e.Name] = strconv.FormatBool(v)
+		case float64:
+			meta[e.Name] = strconv.FormatFloat(v, 'g', -1, 64)
+		default:
+			return state, nil, fmt.Errorf("load %s: %s: unsupported value %T", path, e.Name, v)
+		}
+	}
+	return state, meta, nil
+}
+
+func fileTensor(t *Tensor) (*ptfile.Tensor, error) {
+	dt := t.DType()
+	fdt, ok := fileDTypes[dt]
+	if !ok {
+		return nil, fmt.Errorf("dtype %s cannot be saved", dt)
+	}
+	data := make([]byte, int(t.Numel())*dt.Size())
+	var p unsafe.Pointer
+	if len(data) > 0 {
+		p = unsafe.Pointer(&data[0])
+	}
+	if err := checkErr("save", C.mg_copy_to_host(t.c(), p, C.int64_t(len(data)))); err != nil {
+		return nil, err
+	}
+	return &ptfile.Tensor{DType: fdt, Shape: t.Shape(), Data: data}, nil
+}
+
+func tensorFromFile(f *ptfile.Tensor, dev Device) (*Tensor, error) {
+	dt := DType(-1)
+	for d, fd := range fileDTypes {
+		if fd == f.DType {
+			dt = d
+		}
+	}
+	if dt < 0 {
+		return nil, fmt.Errorf("dtype %s is not supported", f.DType)
+	}
+	var p unsafe.Pointer
+	if len(f.Data) > 0 {
+		p = unsafe.Pointer(&f.Data[0])
+	}
+	var out C.mg_tensor
+	o := Options{DType: dt, Device: dev}
+	if err := checkErr("load", C.mg_from_data(p, int64s(f.Shape), C.int(len(f.Shape)), o.c(), &out)); err != nil {
+		return nil, err
+	}
+	return wrap(out), nil
+}
+
+// loadWithLibtorch reads a torch.save file with libtorch's own C++ reader
+// (torch::pickle_load). Tests use it to show that libtorch reads Save's files.
+func loadWithLibtorch(path string) ([]Named, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%s is empty", path)
+	}
+	var names **C.char
+	var tensors *C.mg_tensor
+	var n C.int
+	if err := checkErr("pickle_load", C.mg_pickle_load(unsafe.Pointer(&data[0]), C.size_t(len(data)), &names, &tensors, &n)); err != nil {
+		return nil, err
+	}
+	defer C.free(unsafe.Pointer(names))
+	defer C.free(unsafe.Pointer(tensors))
+	out := make([]Named, int(n))
+	for i, name := range unsafe.Slice(names, int(n)) {
+		out[i] = Named{Name: C.GoString(name), Tensor: wrap(unsafe.Slice(tensors, int(n))[i])}
+		C.free(unsafe.Pointer(name))
+	}
+	return out, nil
+}
