@@ -34,7 +34,9 @@ func NewFeatureEncoder(p nn.Path, dims []int64, d int64) *FeatureEncoder {
 		f.Tables = append(f.Tables, e)
 		start[i], next = next, next+n
 	}
-	f.offsets = torch.FromSlice(start, 1, int64(len(dims))).To(p.Options().Device, false).Unscope()
+	host := torch.FromSlice(start, 1, int64(len(dims)))
+	f.offsets = host.To(p.Options().Device, false).Unscope()
+	host.Free()
 	return f
 }
 

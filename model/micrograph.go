@@ -105,15 +105,25 @@ func (m *MicroGraph) Subgraphs(g *ops.Graph, a Assignment, perturb bool) *ops.Su
 	return ops.MotifSubgraphs(g, a.Motif, int64(c.Motifs), c.Eta, pDrop, pAdd, dt)
 }
 
-// Step computes the objective of §3 on a batch. train selects batch
-// statistics, dropout and the subgraph perturbation; call Backward on Total.
-// Nothing in it reads values back to the host.
-func (m *MicroGraph) Step(g *ops.Graph, train bool) Losses {
+// Output is everything a forward pass computes: the losses and the
+// intermediate tensors, for analysis (motif reports, reference checks).
+type Output struct {
+	Losses
+	Assignment
+	E         *torch.Tensor  // graph embeddings, B×d
+	Subgraphs *ops.Subgraphs // the sampled subgraphs
+	S         *torch.Tensor  // slot embeddings, NumSlots×d (0 for empty slots)
+	LogP      *torch.Tensor  // log slot-to-motif probabilities, NumSlots×K
+}
+
+// Forward computes the objective of §3 on a batch. train selects batch
+// statistics, dropout and the subgraph perturbation; call Backward on
+// Total. Nothing in it reads values back to the host.
+func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
 	c := m.Config
 	dt := m.Store.DType()
 	a := m.Assign(g, train)
 	e := ops.GraphPool(a.H, g, ops.MeanPool)
-
 	sub := m.Subgraphs(g, a, train)
 	s := sub.Pool(a.H)
 	// P sees s cut from the gradient: only M and W_s learn from L_mot-sub.
@@ -146,7 +156,7 @@ func (m *MicroGraph) Step(g *ops.Graph, train bool) Losses {
 	}
 	motif := l.NodeMot.MulScalar(c.LambdaNode).Add(l.MotSub.MulScalar(c.LambdaSub)).Add(l.Reg.MulScalar(c.LambdaReg))
 	l.Total = motif.MulScalar(c.Alpha).Add(l.Contra.MulScalar(1 - c.Alpha))
-	return l
+	return Output{Losses: l, Assignment: a, E: e, Subgraphs: sub, S: s, LogP: logP}
 }
 
 // EncoderState is the encoder's tensors named without the "encoder." prefix,

@@ -14,12 +14,15 @@ func Embedding(weight, indices *Tensor) *Tensor {
 }
 
 // BatchNorm normalises x (N×C) per channel. When training it uses the batch's
-// statistics and updates runningMean and runningVar in place with momentum;
-// otherwise it uses the running statistics.
+// statistics and updates runningMean and runningVar in place with momentum
+// (unless they are nil); otherwise it uses the running statistics.
 func BatchNorm(x, weight, bias, runningMean, runningVar *Tensor, training bool, momentum, eps float64) *Tensor {
+	var rm, rv C.mg_tensor
+	if runningMean != nil {
+		rm, rv = runningMean.c(), runningVar.c()
+	}
 	return newTensor("batch_norm", func(out *C.mg_tensor) C.mg_error {
-		return C.mg_batch_norm(x.c(), weight.c(), bias.c(), runningMean.c(), runningVar.c(),
-			cbool(training), C.double(momentum), C.double(eps), out)
+		return C.mg_batch_norm(x.c(), weight.c(), bias.c(), rm, rv, cbool(training), C.double(momentum), C.double(eps), out)
 	})
 }
 

@@ -269,6 +269,13 @@ func TestSegmentReduce(t *testing.T) {
 	for _, tc := range tests {
 		assertTensor(t, "segment_reduce", data.SegmentReduce(offsets, tc.r), []int64{4, 2}, tc.want, 1e-12)
 	}
+	// No rows at all (a batch without edges): every segment is empty.
+	empty := f64(t, nil, 0, 2)
+	none := i64(t, []int64{0, 0, 0})
+	for _, tc := range tests {
+		w := tc.want[2:4] // segment 1 above is empty
+		assertTensor(t, "segment_reduce_empty", empty.SegmentReduce(none, tc.r), []int64{2, 2}, []float64{w[0], w[1], w[0], w[1]}, 0)
+	}
 }
 
 func TestNNFunctions(t *testing.T) {

@@ -168,6 +168,11 @@ func TestBatchNorm1dStatistics(t *testing.T) {
 	if n := bn.NumBatchesTracked.ItemInt(); n != 2 {
 		t.Errorf("evaluation changed num_batches_tracked to %d", n)
 	}
+	// A one-row training batch gives β and leaves the statistics alone.
+	one := values(bn.Forward(torch.FromSlice([]float64{7, -3}, 1, 2), true))
+	if !slices.Equal(one, []float64{0, 0}) || math.Abs(values(bn.RunningMean)[0]-wantMean[0]) > 1e-12 || bn.NumBatchesTracked.ItemInt() != 2 {
+		t.Errorf("one-row batch: output %v, running mean %v, tracked %d", one, values(bn.RunningMean), bn.NumBatchesTracked.ItemInt())
+	}
 	// Dropout is the identity in evaluation and with P = 0.
 	d := nn.Dropout{P: 0.5}
 	if got := values(d.Forward(x, false)); !slices.Equal(got, values(x)) {

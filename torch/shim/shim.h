@@ -159,7 +159,8 @@ mg_error mg_dropout(mg_tensor a, double p, int train, mg_tensor *out);
 
 /* ---- neural-network functions ---- */
 mg_error mg_embedding(mg_tensor weight, mg_tensor indices, mg_tensor *out);
-/* Updates running_mean and running_var in place when training. */
+/* Updates running_mean and running_var in place when training; both may be
+ * NULL (batch statistics only). */
 mg_error mg_batch_norm(mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor running_mean,
                        mg_tensor running_var, int training, double momentum, double eps,
                        mg_tensor *out);

@@ -434,11 +434,23 @@ mg_error mg_scatter_reduce(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor 
 mg_error mg_segment_reduce(mg_tensor data, mg_tensor offsets, int reduce, int has_initial, double initial,
                            mg_tensor *out) {
 	MG_TRY({
+		const auto &x = data->t;
+		if (x.numel() == 0) {
+			// libtorch refuses empty data; every segment is then empty.
+			auto sizes = x.sizes().vec();
+			sizes[0] = offsets->t.size(0) - 1;
+			double fill = reduce == MG_SUM    ? 0.0
+			              : reduce == MG_AMAX ? -INFINITY
+			              : reduce == MG_AMIN ? INFINITY
+			                                  : NAN;
+			*out = mg_wrap(at::full(sizes, fill, x.options()));
+			return nullptr;
+		}
 		// segment_reduce spells the extrema "max"/"min" where scatter_reduce says "amax"/"amin".
 		const char *name = reduce == MG_AMAX ? "max" : reduce == MG_AMIN ? "min" : reduce_name(reduce);
 		c10::optional<at::Scalar> init;
 		if (has_initial) init = at::Scalar(initial);
-		*out = mg_wrap(at::segment_reduce(data->t, name, c10::nullopt, c10::nullopt, offsets->t, 0,
+		*out = mg_wrap(at::segment_reduce(x, name, c10::nullopt, c10::nullopt, offsets->t, 0,
 		                                  /*unsafe=*/false, init));
 	})
 }

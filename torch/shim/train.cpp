@@ -76,8 +76,13 @@ mg_error mg_embedding(mg_tensor weight, mg_tensor indices, mg_tensor *out) {
 
 mg_error mg_batch_norm(mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor running_mean,
                        mg_tensor running_var, int training, double momentum, double eps, mg_tensor *out) {
-	MG_TRY(*out = mg_wrap(at::batch_norm(x->t, weight->t, bias->t, running_mean->t, running_var->t,
-	                                     training != 0, momentum, eps, /*cudnn_enabled=*/true)))
+	MG_TRY({
+		c10::optional<at::Tensor> rm, rv;
+		if (running_mean != nullptr) rm = running_mean->t;
+		if (running_var != nullptr) rv = running_var->t;
+		*out = mg_wrap(at::batch_norm(x->t, weight->t, bias->t, rm, rv, training != 0, momentum, eps,
+		                              /*cudnn_enabled=*/true));
+	})
 }
 
 // ---- autograd ----
