@@ -404,3 +404,96 @@ func TestGraphSubgraphContrast(t *testing.T) {
 		t.Errorf("no subgraphs: loss %v, gradient %v", loss.Item(), values(x.Grad()))
 	}
 }
+
+// members lists, per slot, the member nodes (weight 1) of a set of subgraphs.
+func members(s *ops.Subgraphs) map[int64][]int64 {
+	out := map[int64][]int64{}
+	node, slot, w := ints(s.Node), ints(s.Slot), values(s.Weight)
+	for i := range node {
+		if w[i] == 1 {
+			out[slot[i]] = append(out[slot[i]], node[i])
+		}
+	}
+	return out
+}
+
+// connected reports whether nodes induce a connected subgraph of h.
+func connected(nodes []int64, h hostGraph) bool {
+	in := map[int64]bool{}
+	for _, v := range nodes {
+		in[v] = true
+	}
+	seen := map[int64]bool{nodes[0]: true}
+	stack := []int64{nodes[0]}
+	for len(stack) > 0 {
+		u := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for e := range h.src {
+			if h.src[e] == u && in[h.dst[e]] && !seen[h.dst[e]] {
+				seen[h.dst[e]] = true
+				stack = append(stack, h.dst[e])
+			}
+		}
+	}
+	return len(seen) == len(in)
+}
+
+func TestAblationSamplers(t *testing.T) {
+	scope(t)
+	// A 12-atom path (diameter 11) and the test molecules.
+	path := mol{atoms: 12}
+	for i := range 11 {
+		path.bonds = append(path.bonds, [2]int{i, i + 1})
+	}
+	g, h := graph(append([]mol{path}, testMols...))
+	torch.ManualSeed(5)
+	for _, tc := range []struct {
+		name    string
+		sample  func() *ops.Subgraphs
+		maxSpan int64 // largest index span on the path molecule
+	}{
+		{"random walk", func() *ops.Subgraphs { return ops.RandomWalkSubgraphs(g, 3, 10, 40, 1, torch.Float64) }, 11},
+		{"k-hop", func() *ops.Subgraphs { return ops.KHopSubgraphs(g, 3, 1, torch.Float64) }, 4},
+	} {
+		spans := map[int64]bool{}
+		for range 20 {
+			s := tc.sample()
+			if s.NumSlots != 15 || s.PerGraph != 3 {
+				t.Fatalf("%s: %d slots (%d per graph)", tc.name, s.NumSlots, s.PerGraph)
+			}
+			m := members(s)
+			size := values(s.Size)
+			for slot := range s.NumSlots {
+				nodes := m[slot]
+				if len(nodes) == 0 || float64(len(nodes)) != size[slot] {
+					t.Fatalf("%s: slot %d has members %v, size %v", tc.name, slot, nodes, size[slot])
+				}
+				seen := map[int64]bool{}
+				lo, hi := nodes[0], nodes[0]
+				for _, v := range nodes {
+					if seen[v] {
+						t.Fatalf("%s: node %d twice in slot %d", tc.name, v, slot)
+					}
+					seen[v] = true
+					if h.nodeGraph[v] != slot/3 {
+						t.Fatalf("%s: node %d of molecule %d in slot %d", tc.name, v, h.nodeGraph[v], slot)
+					}
+					lo, hi = min(lo, v), max(hi, v)
+				}
+				if !connected(nodes, h) {
+					t.Fatalf("%s: slot %d members %v are not connected", tc.name, slot, nodes)
+				}
+				if slot < 3 {
+					if hi-lo > tc.maxSpan {
+						t.Fatalf("%s: slot %d spans %d..%d on the path", tc.name, slot, lo, hi)
+					}
+					spans[hi-lo] = true
+				}
+			}
+		}
+		// k-hop on a path spans 2 (k=1) or 4 (k=2) away from the ends; walks vary.
+		if len(spans) < 3 {
+			t.Errorf("%s: spans on the path never vary: %v", tc.name, spans)
+		}
+	}
+}
