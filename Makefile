@@ -2,6 +2,7 @@
 #
 #   make            build the shims and bin/micrograph
 #   make shim       build only the libtorch shim (g++ and libtorch; no Go needed)
+#   make chem       build only the RDKit shim (g++ and RDKit)
 #   make deps       install what is missing (Debian packages)
 #   make test       deps, build, then every test
 #   make run        deps, build, then the main job on the embedded dataset

@@ -1,0 +1,119 @@
+// Command micrograph pre-trains graph neural networks on molecules with the
+// MICRO-Graph method and evaluates them; see `micrograph --help`.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// command is one subcommand: its name, a one-line summary for the overview,
+// and its entry point, which parses its own flags from args.
+type command struct {
+	name    string
+	summary string
+	run     func(args []string) error
+}
+
+// commands lists the subcommands in the order the overview shows them.
+var commands = []command{
+	{"featurize", "turn a CSV file of SMILES and labels into an OGB dataset folder", runFeaturize},
+	{"synth", "write the built-in synthetic dataset of planted functional groups", runSynth},
+}
+
+// stdout receives the subcommands' reports; tests replace it.
+var stdout io.Writer = os.Stdout
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+// run dispatches to a subcommand and turns its outcome into an exit status:
+// 0 on success (and for --help), 2 for misuse of the command line, 1 for
+// any other failure. Errors are one line on stderr.
+func run(args []string, stderr io.Writer) int {
+	if len(args) == 0 {
+		overview(stderr)
+		return 2
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		overview(stdout)
+		return 0
+	}
+	for _, c := range commands {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(args[1:])
+		var usage usageError
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, pflag.ErrHelp):
+			return 0
+		case errors.As(err, &usage):
+			fmt.Fprintf(stderr, "micrograph %s: %v (see micrograph %s --help)\n", c.name, err, c.name)
+			return 2
+		default:
+			fmt.Fprintf(stderr, "micrograph %s: %v\n", c.name, err)
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "micrograph: unknown command %q (see micrograph --help)\n", args[0])
+	return 2
+}
+
+func overview(w io.Writer) {
+	fmt.Fprintln(w, "usage: micrograph COMMAND [flags]   (micrograph COMMAND --help for its flags)")
+	fmt.Fprintln(w, "\ncommands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
+	}
+}
+
+// usageError is a mistake on the command line rather than a failure of the work.
+type usageError struct{ error }
+
+// newFlags makes a subcommand's flag set; its --help text is usage (after
+// "micrograph NAME ") followed by about and the flag defaults.
+func newFlags(name, usage, about string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported once, by run
+	fs.SortFlags = false
+	fs.Usage = func() {
+		fmt.Fprintf(stdout, "usage: micrograph %s %s\n\n%s\n\nflags:\n", name, usage, about)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
+}
+
+// parseFlags parses args, which may hold flags only, and checks that every
+// flag listed in required was given.
+func parseFlags(fs *pflag.FlagSet, args []string, required ...string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	var missing []string
+	for _, name := range required {
+		if !fs.Changed(name) {
+			missing = append(missing, "--"+name)
+		}
+	}
+	if len(missing) > 0 {
+		return usageError{fmt.Errorf("missing %s", strings.Join(missing, ", "))}
+	}
+	return nil
+}

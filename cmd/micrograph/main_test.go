@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCLI runs the command line args and returns the exit status, stdout and
+// stderr.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errs bytes.Buffer
+	saved := stdout
+	stdout = &out
+	defer func() { stdout = saved }()
+	code := run(args, &errs)
+	return code, out.String(), errs.String()
+}
+
+// Misuse of the command line gives one line on stderr and status 2; --help
+// prints the usage and succeeds.
+func TestDispatcher(t *testing.T) {
+	tests := []struct {
+		args    []string
+		code    int
+		stdout  string
+		stderr  string
+		oneLine bool
+	}{
+		{nil, 2, "", "usage: micrograph COMMAND", false},
+		{[]string{"--help"}, 0, "featurize", "", false},
+		{[]string{"train-everything"}, 2, "", `micrograph: unknown command "train-everything" (see micrograph --help)`, true},
+		{[]string{"featurize", "--help"}, 0, "usage: micrograph featurize --csv FILE --out DIR", "", false},
+		{[]string{"synth", "-h"}, 0, "usage: micrograph synth --out DIR", "", false},
+		{[]string{"featurize", "--csv", "x.csv"}, 2, "", "micrograph featurize: missing --out (see micrograph featurize --help)", true},
+		{[]string{"featurize", "--bogus"}, 2, "", "micrograph featurize: unknown flag: --bogus", true},
+		{[]string{"featurize", "--csv", "a", "--out", "b", "extra"}, 2, "", `unexpected argument "extra"`, true},
+		{[]string{"featurize", "--csv", "a", "--out", "b", "--split", "stratified"}, 2, "", `--split "stratified"`, true},
+		{[]string{"synth", "--out", "x", "--molecules", "many"}, 2, "", `invalid argument "many" for "--molecules"`, true},
+		{[]string{"featurize", "--csv", "/nonexistent.csv", "--out", "/nonexistent-out"}, 1, "", "micrograph featurize: open /nonexistent.csv", true},
+	}
+	for _, tc := range tests {
+		code, out, errs := runCLI(t, tc.args...)
+		if code != tc.code || !strings.Contains(out, tc.stdout) || !strings.Contains(errs, tc.stderr) {
+			t.Errorf("%q: status %d, stdout %q, stderr %q", tc.args, code, out, errs)
+		}
+		if tc.oneLine && strings.Count(errs, "\n") != 1 {
+			t.Errorf("%q: stderr is not one line: %q", tc.args, errs)
+		}
+	}
+}
+
+func TestFeaturizeCommand(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.csv")
+	content := "smiles,\"active, really\",other,mol_id\nCCO,1,0,m1\nC1CC,0,1,m2\nc1ccccc1O,,1,m3\n"
+	if err := os.WriteFile(in, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	code, stdoutText, errs := runCLI(t, "featurize", "--csv", in, "--out", out, "--label-cols", `"active, really"`, "--split", "none")
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, errs)
+	}
+	for _, want := range []string{"in.csv: 2 of 3 rows featurised into " + out, "1 rows rejected", `row 1 (line 3) "C1CC": SMILES Parse Error: unclosed ring`} {
+		if !strings.Contains(stdoutText, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdoutText)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "raw", "node-feat.csv.gz")); err != nil {
+		t.Error(err)
+	}
+	// The output folder exists now, so a second run fails and changes nothing.
+	if code, _, errs := runCLI(t, "featurize", "--csv", in, "--out", out); code != 1 || !strings.Contains(errs, "already exists") {
+		t.Errorf("second run: status %d, %q", code, errs)
+	}
+}
+
+func TestSynthCommand(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "synth")
+	code, stdoutText, errs := runCLI(t, "synth", "--out", out, "--molecules", "40", "--seed", "3")
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, errs)
+	}
+	if !strings.Contains(stdoutText, "40 of 40 rows featurised") || !strings.Contains(stdoutText, "scaffold split: 32 train, 4 valid, 4 test") {
+		t.Errorf("summary:\n%s", stdoutText)
+	}
+	if _, err := os.Stat(filepath.Join(out, "raw", "node_group.csv.gz")); err != nil {
+		t.Error(err)
+	}
+}

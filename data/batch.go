@@ -1,0 +1,153 @@
+package data
+
+import "fmt"
+
+// Batch is B molecules collated into one disjoint graph (all index slices
+// int64 for libtorch). Its slices are reused from batch to batch, so a Batch
+// handed back to a Loader must no longer be read.
+type Batch struct {
+	Graphs    []int32   // dataset index of each molecule, len B
+	X         []int64   // atom features, N×9 row-major
+	EdgeSrc   []int64   // source atom of each directed edge (batch-global), len E
+	EdgeDst   []int64   // destination atom, len E; edges sorted by destination (stable)
+	RowPtr    []int64   // CSR offsets over EdgeDst, len N+1: incoming edges of atom i are [RowPtr[i], RowPtr[i+1])
+	EdgeAttr  []int64   // bond features of each directed edge, E×3
+	NodeGraph []int64   // molecule (0..B-1) of each atom, len N
+	GraphPtr  []int64   // atom offsets per molecule, len B+1 (atoms per molecule = differences)
+	Labels    []float32 // B×T, 0 where missing
+	LabelMask []bool    // B×T, true where the label is present
+	AtomGroup []int32   // synthetic datasets only: planted functional group of each atom (-1: linker); nil otherwise
+
+	// Pos is where the batch stands in the loader's sequence.
+	Pos Position
+	// Aux belongs to LoaderConfig.Prepare, which may keep per-buffer state
+	// here (for example pinned host tensors); it survives buffer reuse.
+	Aux any
+
+	cursor []int64    // next free slot per destination atom during collation
+	job    *loaderJob // the loader's work order for this buffer; nil outside a Loader
+}
+
+// NumGraphs is B, the number of molecules.
+func (b *Batch) NumGraphs() int { return len(b.Graphs) }
+
+// NumAtoms is N, the number of atoms over all molecules.
+func (b *Batch) NumAtoms() int { return len(b.NodeGraph) }
+
+// NumEdges is E, the number of directed edges (twice the bonds).
+func (b *Batch) NumEdges() int { return len(b.EdgeSrc) }
+
+// NumTasks is T, the number of label columns.
+func (b *Batch) NumTasks() int {
+	if len(b.Graphs) == 0 {
+		return 0
+	}
+	return len(b.Labels) / len(b.Graphs)
+}
+
+// resize returns s with length n, reusing its memory when large enough; new
+// memory gets a quarter extra so that slightly larger batches do not
+// allocate again.
+func resize[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n, n+n/4)
+}
+
+// Collate fills b with the molecules graphs of d as one disjoint graph,
+// reusing b's slices (no allocation once they are large enough). Each bond
+// (u,v) becomes the directed edges u→v and v→u, in OGB's order, and the edges
+// are then sorted stably by destination with a counting sort, which also
+// yields the CSR offsets.
+func Collate(d *Dataset, graphs []int32, b *Batch) error {
+	nt := len(d.Tasks)
+	natoms, nbonds := 0, 0
+	for _, g := range graphs {
+		if g < 0 || int(g) >= d.NumGraphs() {
+			return fmt.Errorf("collate: molecule %d outside 0..%d", g, d.NumGraphs()-1)
+		}
+		natoms += d.NumAtoms(int(g))
+		nbonds += d.NumBonds(int(g))
+	}
+	nedges := 2 * nbonds
+	b.Graphs = append(b.Graphs[:0], graphs...)
+	b.X = resize(b.X, natoms*NumAtomFeatures)
+	b.EdgeSrc = resize(b.EdgeSrc, nedges)
+	b.EdgeDst = resize(b.EdgeDst, nedges)
+	b.EdgeAttr = resize(b.EdgeAttr, nedges*NumBondFeatures)
+	b.RowPtr = resize(b.RowPtr, natoms+1)
+	b.NodeGraph = resize(b.NodeGraph, natoms)
+	b.GraphPtr = resize(b.GraphPtr, len(graphs)+1)
+	b.Labels = resize(b.Labels, len(graphs)*nt)
+	b.LabelMask = resize(b.LabelMask, len(graphs)*nt)
+	b.cursor = resize(b.cursor, natoms)
+	if d.AtomGroup != nil {
+		b.AtomGroup = resize(b.AtomGroup, natoms)
+	} else {
+		b.AtomGroup = nil
+	}
+
+	// Atoms, molecule membership, labels, and in-degrees (counted one slot
+	// ahead in RowPtr, so that the prefix sum below gives the offsets).
+	clear(b.RowPtr)
+	b.GraphPtr[0] = 0
+	off := 0
+	for i, g := range graphs {
+		a0, a1 := d.NodePtr[g], d.NodePtr[g+1]
+		n := int(a1 - a0)
+		x := b.X[off*NumAtomFeatures : (off+n)*NumAtomFeatures]
+		for k, v := range d.AtomFeat[a0*NumAtomFeatures : a1*NumAtomFeatures] {
+			x[k] = int64(v)
+		}
+		ng := b.NodeGraph[off : off+n]
+		for k := range ng {
+			ng[k] = int64(i)
+		}
+		if d.AtomGroup != nil {
+			copy(b.AtomGroup[off:off+n], d.AtomGroup[a0:a1])
+		}
+		indeg := b.RowPtr[off+1 : off+n+1]
+		for _, a := range d.BondAtoms[2*d.BondPtr[g] : 2*d.BondPtr[g+1]] {
+			indeg[a]++ // each endpoint is the destination of one of the bond's two edges
+		}
+		for j := 0; j < nt; j++ {
+			v := d.Labels[int(g)*nt+j]
+			present := v == v
+			b.LabelMask[i*nt+j] = present
+			if !present {
+				v = 0
+			}
+			b.Labels[i*nt+j] = v
+		}
+		off += n
+		b.GraphPtr[i+1] = int64(off)
+	}
+	for i := 1; i <= natoms; i++ {
+		b.RowPtr[i] += b.RowPtr[i-1]
+	}
+	copy(b.cursor, b.RowPtr[:natoms])
+
+	// Place the edges in OGB's order at their destination's next free slot.
+	for i, g := range graphs {
+		o := b.GraphPtr[i]
+		bonds := d.BondAtoms[2*d.BondPtr[g] : 2*d.BondPtr[g+1]]
+		feats := d.BondFeat[d.BondPtr[g]*NumBondFeatures : d.BondPtr[g+1]*NumBondFeatures]
+		for k := 0; k < len(bonds); k += 2 {
+			u, v := o+int64(bonds[k]), o+int64(bonds[k+1])
+			f := feats[k/2*NumBondFeatures : k/2*NumBondFeatures+NumBondFeatures]
+			b.placeEdge(u, v, f)
+			b.placeEdge(v, u, f)
+		}
+	}
+	return nil
+}
+
+func (b *Batch) placeEdge(src, dst int64, f []uint8) {
+	p := b.cursor[dst]
+	b.cursor[dst] = p + 1
+	b.EdgeSrc[p] = src
+	b.EdgeDst[p] = dst
+	a := b.EdgeAttr[p*NumBondFeatures : p*NumBondFeatures+NumBondFeatures]
+	a[0], a[1], a[2] = int64(f[0]), int64(f[1]), int64(f[2])
+}

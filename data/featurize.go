@@ -1,0 +1,309 @@
+package data
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/micrograph/micrograph/data/rdkit"
+	"github.com/micrograph/micrograph/internal/atomicfile"
+)
+
+// Table is molecules to featurise: SMILES with their labels, one row each.
+type Table struct {
+	Source     string    // where the rows come from, for messages
+	SMILES     []string  // one per row
+	Lines      []int     // line of each row in Source, from 1
+	Tasks      []string  // label column names
+	Labels     []float32 // rows×len(Tasks) row-major, NaN where missing
+	MolIDs     []string  // the source's mol_id column, or nil to number rows from 0
+	AtomGroups [][]int32 // synthetic data: the planted group of each atom in SMILES order; else nil
+}
+
+// RejectFile is the report of rows that could not be featurised, written
+// into every featurised folder (header only when none were rejected).
+const RejectFile = "rejected.csv"
+
+// idColumn is OGB's molecule identifier column; it is carried into the
+// mapping, never taken as a label.
+const idColumn = "mol_id"
+
+// ReadTable reads a CSV file with a header row, gzip-compressed or not.
+// smilesCol names the SMILES column (matched ignoring case); labelCols the
+// label columns, all columns but the SMILES and mol_id ones when nil. Labels
+// must be numbers; an empty field is a missing label.
+func ReadTable(path, smilesCol string, labelCols []string) (*Table, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<16)
+	var in io.Reader = br
+	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		in = gz
+	}
+	cr := newCSVReader(path, in)
+	header, err := cr.read()
+	if err == io.EOF {
+		return nil, fmt.Errorf("%s:1: empty file: no header and no molecules", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	smi := slices.IndexFunc(header, func(h string) bool { return strings.EqualFold(h, smilesCol) })
+	if smi < 0 {
+		return nil, fmt.Errorf("%s:1: no SMILES column %q among %s", path, smilesCol, columnList(header))
+	}
+	id := slices.Index(header, idColumn)
+	var cols []int
+	if labelCols == nil {
+		for c := range header {
+			if c != smi && c != id {
+				cols = append(cols, c)
+			}
+		}
+	} else {
+		for _, name := range labelCols {
+			c := slices.Index(header, name)
+			if c < 0 {
+				return nil, fmt.Errorf("%s:1: no label column %q among %s", path, name, columnList(header))
+			}
+			cols = append(cols, c)
+		}
+	}
+	t := &Table{Source: path}
+	for _, c := range cols {
+		t.Tasks = append(t.Tasks, header[c])
+	}
+	if id >= 0 {
+		t.MolIDs = []string{}
+	}
+	for {
+		rec, err := cr.read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		line, _ := cr.FieldPos(0)
+		t.SMILES = append(t.SMILES, rec[smi])
+		t.Lines = append(t.Lines, line)
+		if id >= 0 {
+			t.MolIDs = append(t.MolIDs, rec[id])
+		}
+		for _, c := range cols {
+			v, ok := parseLabel([]byte(strings.TrimSpace(rec[c])))
+			if !ok {
+				return nil, fmt.Errorf("%s:%d: column %q: %q is not a number", path, line, header[c], truncate([]byte(rec[c])))
+			}
+			t.Labels = append(t.Labels, v)
+		}
+	}
+	if len(t.SMILES) == 0 {
+		return nil, fmt.Errorf("%s:2: no molecules: the file has only a header", path)
+	}
+	return t, nil
+}
+
+// columnList quotes the first few column names of a header for a message;
+// toxcast's has 618.
+func columnList(header []string) string {
+	const show = 8
+	if len(header) <= show {
+		return fmt.Sprintf("%q", header)
+	}
+	return fmt.Sprintf("%q and %d more", header[:show], len(header)-show)
+}
+
+// FeaturizeOptions control Featurize.
+type FeaturizeOptions struct {
+	Split   string // "scaffold" (the default when empty), "random" or "none"
+	Seed    uint64 // seed of a random split
+	Workers int    // parallel RDKit calls; 0 means GOMAXPROCS
+}
+
+// Rejection is a row that could not be featurised.
+type Rejection struct {
+	Row    int    // data row, from 0
+	Line   int    // line in the source file, from 1
+	SMILES string // the rejected SMILES
+	Reason string // RDKit's reason
+}
+
+// FeaturizeReport summarises a Featurize run.
+type FeaturizeReport struct {
+	Rows      int         // rows read
+	Molecules int         // molecules written
+	Atoms     int         // atoms over all molecules written
+	Bonds     int         // bonds over all molecules written, each once
+	Rejected  []Rejection // rows skipped, in row order
+	Split     *Split      // the split written, or nil
+}
+
+// Featurize turns every SMILES of t into a graph as OGB's smiles2graph does
+// (through RDKit, method.md §8) and writes the molecules in OGB's layout into
+// the new folder out, with the split opt asks for (scaffold by default).
+// Rows whose SMILES RDKit rejects are skipped and listed, with RDKit's
+// reason, in the report and in out/rejected.csv. The folder appears only once
+// it is complete; on error nothing is left behind.
+func Featurize(t *Table, out string, opt FeaturizeOptions) (*FeaturizeReport, error) {
+	split := opt.Split
+	if split == "" {
+		split = "scaffold"
+	}
+	if split != "scaffold" && split != "random" && split != "none" {
+		return nil, fmt.Errorf("unknown split %q (want scaffold, random or none)", split)
+	}
+	if _, err := os.Stat(out); err == nil {
+		return nil, fmt.Errorf("%s already exists", out)
+	}
+	if err := rdkit.Load(); err != nil {
+		return nil, err
+	}
+	graphs, rejected := featurizeAll(t.SMILES, split == "scaffold", opt.Workers)
+	d := &Dataset{Name: filepath.Base(filepath.Clean(out)), Tasks: t.Tasks}
+	rep := &FeaturizeReport{Rows: len(t.SMILES)}
+	var kept []int
+	for i, g := range graphs {
+		if g == nil {
+			rep.Rejected = append(rep.Rejected, Rejection{Row: i, Line: t.Lines[i], SMILES: t.SMILES[i], Reason: rejected[i]})
+		} else {
+			kept = append(kept, i)
+		}
+	}
+	if len(kept) == 0 {
+		return rep, fmt.Errorf("%s: none of the %d SMILES could be featurised (row 0: %s)", t.Source, len(t.SMILES), rejected[0])
+	}
+	if err := fillDataset(d, t, graphs, kept); err != nil {
+		return rep, err
+	}
+	var molIDs []string
+	if t.MolIDs != nil {
+		for _, i := range kept {
+			molIDs = append(molIDs, t.MolIDs[i])
+		}
+	} else {
+		for _, i := range kept {
+			molIDs = append(molIDs, strconv.Itoa(i))
+		}
+	}
+	switch split {
+	case "scaffold":
+		scaffolds := make([]string, len(kept))
+		for k, i := range kept {
+			scaffolds[k] = graphs[i].Scaffold
+		}
+		d.Split = ScaffoldSplit(scaffolds)
+	case "random":
+		d.Split = RandomSplit(len(kept), opt.Seed)
+	}
+	if err := d.validate(); err != nil {
+		return rep, fmt.Errorf("%s: %w", t.Source, err)
+	}
+	err := atomicfile.WriteDir(out, func(tmp string) error {
+		if err := writeOGB(tmp, d, molIDs); err != nil {
+			return err
+		}
+		return writeRejections(filepath.Join(tmp, RejectFile), rep.Rejected)
+	})
+	if err != nil {
+		return rep, err
+	}
+	rep.Molecules, rep.Atoms, rep.Bonds, rep.Split = len(kept), d.TotalAtoms(), d.TotalBonds(), d.Split
+	return rep, nil
+}
+
+// featurizeAll runs RDKit on every SMILES with several goroutines; a nil
+// graph marks a rejected row, whose reason is in the second result.
+func featurizeAll(smiles []string, scaffolds bool, workers int) ([]*rdkit.Graph, []string) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	graphs := make([]*rdkit.Graph, len(smiles))
+	reasons := make([]string, len(smiles))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(smiles) {
+					return
+				}
+				g, err := rdkit.SmilesToGraph(smiles[i], scaffolds)
+				if err != nil {
+					reasons[i] = err.Error()
+				} else {
+					graphs[i] = g
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return graphs, reasons
+}
+
+// fillDataset concatenates the kept rows' graphs, labels, SMILES and atom
+// groups into d.
+func fillDataset(d *Dataset, t *Table, graphs []*rdkit.Graph, kept []int) error {
+	nt := len(t.Tasks)
+	d.NodePtr = make([]int64, 1, len(kept)+1)
+	d.BondPtr = make([]int64, 1, len(kept)+1)
+	d.SMILES = make([]string, 0, len(kept))
+	d.Labels = make([]float32, 0, len(kept)*nt)
+	if t.AtomGroups != nil {
+		d.AtomGroup = []int32{}
+	}
+	for _, i := range kept {
+		g := graphs[i]
+		d.NodePtr = append(d.NodePtr, d.NodePtr[len(d.NodePtr)-1]+int64(g.NumAtoms()))
+		d.BondPtr = append(d.BondPtr, d.BondPtr[len(d.BondPtr)-1]+int64(g.NumBonds()))
+		d.AtomFeat = append(d.AtomFeat, g.AtomFeatures...)
+		d.BondAtoms = append(d.BondAtoms, g.BondAtoms...)
+		d.BondFeat = append(d.BondFeat, g.BondFeatures...)
+		d.SMILES = append(d.SMILES, t.SMILES[i])
+		d.Labels = append(d.Labels, t.Labels[i*nt:(i+1)*nt]...)
+		if t.AtomGroups != nil {
+			if len(t.AtomGroups[i]) != g.NumAtoms() {
+				return fmt.Errorf("%s row %d: %d atom groups for the %d atoms RDKit made of %q",
+					t.Source, i, len(t.AtomGroups[i]), g.NumAtoms(), t.SMILES[i])
+			}
+			d.AtomGroup = append(d.AtomGroup, t.AtomGroups[i]...)
+		}
+	}
+	return nil
+}
+
+func writeRejections(path string, rejected []Rejection) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	cw := csv.NewWriter(f)
+	cw.Write([]string{"row", "line", "smiles", "reason"})
+	for _, r := range rejected {
+		cw.Write([]string{strconv.Itoa(r.Row), strconv.Itoa(r.Line), r.SMILES, r.Reason})
+	}
+	cw.Flush()
+	return errors.Join(cw.Error(), f.Close())
+}

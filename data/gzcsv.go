@@ -1,0 +1,257 @@
+package data
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+)
+
+// lineReader reads a gzip-compressed, headerless CSV file line by line and
+// names the file and line in its errors.
+type lineReader struct {
+	path string
+	f    *os.File
+	br   *bufio.Reader
+	line int // number of the line last returned, from 1
+}
+
+func openLines(path string) (*lineReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	gz, err := gzip.NewReader(bufio.NewReaderSize(f, 1<<16))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a gzip file: %w", path, err)
+	}
+	return &lineReader{path: path, f: f, br: bufio.NewReaderSize(gz, 1<<16)}, nil
+}
+
+func (r *lineReader) close() error { return r.f.Close() }
+
+// next returns the next line without its line ending; the slice is valid
+// until the following call. At the end it returns io.EOF; a damaged or
+// truncated gzip stream is an error naming the line where it broke off.
+func (r *lineReader) next() ([]byte, error) {
+	line, err := r.br.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		// A line longer than the buffer: collect it whole.
+		long := append([]byte(nil), line...)
+		for err == bufio.ErrBufferFull {
+			line, err = r.br.ReadSlice('\n')
+			long = append(long, line...)
+		}
+		line = long
+	}
+	switch {
+	case err == io.EOF && len(line) == 0:
+		return nil, io.EOF
+	case err != nil && err != io.EOF:
+		return nil, r.gzipError(err)
+	}
+	r.line++
+	line = bytes.TrimSuffix(line, []byte{'\n'})
+	return bytes.TrimSuffix(line, []byte{'\r'}), nil
+}
+
+func (r *lineReader) gzipError(err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = errors.New("gzip data truncated")
+	}
+	return fmt.Errorf("%s:%d: %w", r.path, r.line+1, err)
+}
+
+// errorf formats an error about the line last returned.
+func (r *lineReader) errorf(format string, args ...any) error {
+	return fmt.Errorf("%s:%d: %s", r.path, r.line, fmt.Sprintf(format, args...))
+}
+
+// finish reports an error if rows remain after the expected count.
+func (r *lineReader) finish(what string) error {
+	line, err := r.next()
+	if err == io.EOF {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return r.errorf("extra row %q: %s", truncate(line), what)
+}
+
+// ints parses a line of exactly len(dst) comma-separated integers into dst.
+func (r *lineReader) ints(line []byte, dst []int64) error {
+	if n := bytes.Count(line, []byte{','}) + 1; n != len(dst) {
+		return r.errorf("%d fields, want %d", n, len(dst))
+	}
+	for i := range dst {
+		end := bytes.IndexByte(line, ',')
+		if end < 0 {
+			end = len(line)
+		}
+		v, ok := parseInt(line[:end])
+		if !ok {
+			return r.errorf("field %d %q is not an integer", i+1, truncate(line[:end]))
+		}
+		dst[i] = v
+		if end < len(line) {
+			line = line[end+1:]
+		}
+	}
+	return nil
+}
+
+// expectRow reads the next line, which must exist: rows says how many the
+// file should hold and why.
+func (r *lineReader) expectRow(rows int64, why string) ([]byte, error) {
+	line, err := r.next()
+	if err == io.EOF {
+		return nil, fmt.Errorf("%s:%d: file ends after %d rows, want %d (%s)", r.path, r.line+1, r.line, rows, why)
+	}
+	return line, err
+}
+
+// parseInt parses a decimal integer with optional sign, the only form OGB's
+// files contain; it is much faster than strconv for these short fields.
+func parseInt(b []byte) (int64, bool) {
+	neg := false
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		neg = b[0] == '-'
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+// parseLabel parses a label field: empty (or NaN) is a missing label.
+func parseLabel(b []byte) (float32, bool) {
+	if len(b) == 0 {
+		return nan32, true
+	}
+	v, err := strconv.ParseFloat(string(b), 32)
+	if err != nil || v > maxLabel || v < -maxLabel {
+		return 0, false
+	}
+	return float32(v), true
+}
+
+// maxLabel rejects infinities (and overflowing values) as labels.
+const maxLabel = 3.4e38
+
+// truncate shortens a field quoted in an error message.
+func truncate(b []byte) string {
+	if len(b) > 40 {
+		return string(b[:40]) + "..."
+	}
+	return string(b)
+}
+
+// gzipWriter writes text to a gzip stream through a buffer: the caller
+// appends a line's text to buf and then calls endLine.
+type gzipWriter struct {
+	gz  *gzip.Writer
+	buf []byte
+}
+
+func newGzipWriter(w io.Writer) *gzipWriter {
+	return &gzipWriter{gz: gzip.NewWriter(w), buf: make([]byte, 0, 1<<16)}
+}
+
+// endLine finishes a line and writes the buffer once it is large.
+func (w *gzipWriter) endLine() error {
+	w.buf = append(w.buf, '\n')
+	if len(w.buf) >= 1<<15 {
+		return w.flush()
+	}
+	return nil
+}
+
+func (w *gzipWriter) flush() error {
+	_, err := w.gz.Write(w.buf)
+	w.buf = w.buf[:0]
+	return err
+}
+
+func (w *gzipWriter) close() error {
+	if err := w.flush(); err != nil {
+		return err
+	}
+	return w.gz.Close()
+}
+
+// appendInts appends comma-separated integers.
+func appendInts[T uint8 | int32](buf []byte, vals []T) []byte {
+	for i, v := range vals {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = strconv.AppendInt(buf, int64(v), 10)
+	}
+	return buf
+}
+
+// appendLabel formats a label as OGB's files hold integer labels: whole
+// numbers without a decimal point, other values in the shortest form that
+// reads back as the same float32, a missing label as an empty field.
+func appendLabel(buf []byte, v float32) []byte {
+	switch {
+	case v != v:
+		return buf
+	case v == float32(math.Trunc(float64(v))) && math.Abs(float64(v)) < 1e9:
+		return strconv.AppendInt(buf, int64(v), 10)
+	}
+	return strconv.AppendFloat(buf, float64(v), 'g', -1, 32)
+}
+
+// csvReader reads a CSV file with encoding/csv and names file and line in
+// its errors, including those (such as a truncated gzip stream) for which
+// encoding/csv gives no line.
+type csvReader struct {
+	*csv.Reader
+	path string
+	line int // line where the last record read ends
+}
+
+func newCSVReader(path string, r io.Reader) *csvReader {
+	return &csvReader{Reader: csv.NewReader(r), path: path}
+}
+
+// read returns the next record, or io.EOF after the last one. The record's
+// strings are new; FieldPos locates its fields.
+func (c *csvReader) read() ([]string, error) {
+	rec, err := c.Read()
+	switch {
+	case err == io.EOF:
+		return nil, err
+	case err != nil:
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%s:%d: %v", c.path, pe.StartLine, pe.Err)
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = errors.New("gzip data truncated")
+		}
+		return nil, fmt.Errorf("%s:%d: %w", c.path, c.line+1, err)
+	}
+	c.line, _ = c.FieldPos(len(rec) - 1)
+	return rec, nil
+}

@@ -1,0 +1,274 @@
+// Package rdkit turns SMILES into molecular graphs, Murcko scaffolds and
+// depictions through RDKit's C++ library.
+//
+// The RDKit code lives in libmgchem.so (built by `make chem` from shim/), which
+// this package loads with dlopen at first use rather than linking: a micrograph
+// binary then starts, trains and evaluates on machines without RDKit, and only
+// the calls below fail there, with an error naming the places searched.
+package rdkit
+
+/*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include "shim/mgchem.h"
+
+// Entry points of the loaded library; their types follow the header, so a
+// signature change there breaks this build instead of a call at run time.
+static __typeof__(&mgchem_abi_version) fn_abi_version;
+static __typeof__(&mgchem_rdkit_version) fn_rdkit_version;
+static __typeof__(&mgchem_free) fn_free;
+static __typeof__(&mgchem_mol_graph) fn_mol_graph;
+static __typeof__(&mgchem_graph_free) fn_graph_free;
+static __typeof__(&mgchem_murcko_scaffold) fn_murcko_scaffold;
+static __typeof__(&mgchem_depict_svg) fn_depict_svg;
+
+// Opens the library at path and resolves every entry point. Returns NULL or a
+// message to release with free().
+static char *chem_open(const char *path) {
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (h == NULL) return strdup(dlerror());
+	void *syms[7];
+	static const char *names[7] = {
+		"mgchem_abi_version", "mgchem_rdkit_version", "mgchem_free", "mgchem_mol_graph",
+		"mgchem_graph_free", "mgchem_murcko_scaffold", "mgchem_depict_svg",
+	};
+	for (int i = 0; i < 7; i++) {
+		syms[i] = dlsym(h, names[i]);
+		if (syms[i] == NULL) {
+			char *msg = strdup(dlerror());
+			dlclose(h);
+			return msg;
+		}
+	}
+	fn_abi_version = (__typeof__(fn_abi_version))syms[0];
+	fn_rdkit_version = (__typeof__(fn_rdkit_version))syms[1];
+	fn_free = (__typeof__(fn_free))syms[2];
+	fn_mol_graph = (__typeof__(fn_mol_graph))syms[3];
+	fn_graph_free = (__typeof__(fn_graph_free))syms[4];
+	fn_murcko_scaffold = (__typeof__(fn_murcko_scaffold))syms[5];
+	fn_depict_svg = (__typeof__(fn_depict_svg))syms[6];
+	return NULL;
+}
+
+static int call_abi_version(void) { return fn_abi_version(); }
+static const char *call_rdkit_version(void) { return fn_rdkit_version(); }
+static void call_free(void *p) { fn_free(p); }
+static mgchem_error call_mol_graph(const char *s, size_t n, int scaffold, mgchem_graph **out) {
+	return fn_mol_graph(s, n, scaffold, out);
+}
+static void call_graph_free(mgchem_graph *g) { fn_graph_free(g); }
+static mgchem_error call_murcko_scaffold(const char *s, size_t n, char **out) {
+	return fn_murcko_scaffold(s, n, out);
+}
+static mgchem_error call_depict_svg(const char *s, size_t n, const int32_t *hl, int32_t nhl,
+                                    int32_t w, int32_t h, char **out) {
+	return fn_depict_svg(s, n, hl, nhl, w, h, out);
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+// Features per atom and per bond, as in OGB's smiles2graph (method.md §8).
+const (
+	NumAtomFeatures = C.MGCHEM_ATOM_FEATURES
+	NumBondFeatures = C.MGCHEM_BOND_FEATURES
+)
+
+// LibraryEnv names the environment variable that points at libmgchem.so,
+// searched before the build folders.
+const LibraryEnv = "MICROGRAPH_CHEM_LIB"
+
+// Graph is one molecule as OGB's smiles2graph describes it: atoms and bonds in
+// RDKit's order, features as indices into OGB's allowable-feature lists.
+type Graph struct {
+	AtomFeatures []uint8 // NumAtomFeatures per atom
+	BondAtoms    []int32 // begin and end atom of each bond
+	BondFeatures []uint8 // NumBondFeatures per bond
+	Scaffold     string  // Murcko scaffold SMILES when asked for ("" if acyclic)
+}
+
+// NumAtoms is the number of heavy atoms (and hydrogens RDKit keeps explicit).
+func (g *Graph) NumAtoms() int { return len(g.AtomFeatures) / NumAtomFeatures }
+
+// NumBonds is the number of bonds, each counted once.
+func (g *Graph) NumBonds() int { return len(g.BondAtoms) / 2 }
+
+var (
+	loadOnce sync.Once
+	loadErr  error
+	version  string
+)
+
+// Load loads libmgchem.so if that has not happened yet and reports whether
+// RDKit is usable. The other functions call it themselves; callers use it to
+// fail early, before any work.
+func Load() error {
+	loadOnce.Do(func() { loadErr = load() })
+	return loadErr
+}
+
+// RDKitVersion is the version of RDKit the loaded library was built with.
+func RDKitVersion() (string, error) {
+	if err := Load(); err != nil {
+		return "", err
+	}
+	return version, nil
+}
+
+// searchPath lists where libmgchem.so may be, in order: $MICROGRAPH_CHEM_LIB,
+// then build/lib next to the executable's folder (bin/micrograph) or inside
+// it, then build/lib of the module this package was compiled from. The module
+// folder comes from runtime.Caller rather than a cgo -D define of ${SRCDIR},
+// because cgo refuses -D values containing '-' or '@', which ordinary checkout
+// and module-cache paths contain.
+func searchPath() []string {
+	var paths []string
+	if p := os.Getenv(LibraryEnv); p != "" {
+		paths = append(paths, p)
+	}
+	const rel = "build/lib/libmgchem.so"
+	if exe, err := os.Executable(); err == nil {
+		if exe, err = filepath.EvalSymlinks(exe); err == nil {
+			dir := filepath.Dir(exe)
+			paths = append(paths, filepath.Join(dir, "..", rel), filepath.Join(dir, rel))
+		}
+	}
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		paths = append(paths, filepath.Join(filepath.Dir(file), "..", "..", rel))
+	}
+	return paths
+}
+
+func load() error { return loadFrom(searchPath()) }
+
+// loadFrom opens the first of paths that loads; the error lists every attempt.
+func loadFrom(paths []string) error {
+	var tried []string
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			tried = append(tried, p+" (absent)")
+			continue
+		}
+		cpath := C.CString(p)
+		msg := C.chem_open(cpath)
+		C.free(unsafe.Pointer(cpath))
+		if msg != nil {
+			tried = append(tried, fmt.Sprintf("%s (%s)", p, C.GoString(msg)))
+			C.free(unsafe.Pointer(msg))
+			continue
+		}
+		if v := int(C.call_abi_version()); v != C.MGCHEM_ABI_VERSION {
+			return fmt.Errorf("rdkit: %s was built from another version of its header (ABI %d, want %d); run `make chem`", p, v, C.MGCHEM_ABI_VERSION)
+		}
+		version = C.GoString(C.call_rdkit_version())
+		return nil
+	}
+	return fmt.Errorf("rdkit: cannot load libmgchem.so (RDKit support); run `make` to build it, or set %s; searched: %s",
+		LibraryEnv, strings.Join(tried, "; "))
+}
+
+// cstr passes s to C without copying; the shim reads it during the call only.
+func cstr(s string) (*C.char, C.size_t) {
+	return (*C.char)(unsafe.Pointer(unsafe.StringData(s))), C.size_t(len(s))
+}
+
+// takeError converts a message from the library into a Go error and frees it.
+func takeError(msg C.mgchem_error) error {
+	if msg == nil {
+		return nil
+	}
+	defer C.call_free(unsafe.Pointer(msg))
+	return errors.New(C.GoString(msg))
+}
+
+// SmilesToGraph parses smiles as RDKit's Python MolFromSmiles does and
+// featurises it following OGB's smiles2graph exactly (method.md §8); with
+// scaffold it also computes the Murcko scaffold, saving a second parse. An
+// invalid SMILES gives an error carrying RDKit's reason.
+func SmilesToGraph(smiles string, scaffold bool) (*Graph, error) {
+	if err := Load(); err != nil {
+		return nil, err
+	}
+	s, n := cstr(smiles)
+	var out *C.mgchem_graph
+	withScaffold := C.int(0)
+	if scaffold {
+		withScaffold = 1
+	}
+	if err := takeError(C.call_mol_graph(s, n, withScaffold, &out)); err != nil {
+		return nil, err
+	}
+	defer C.call_graph_free(out)
+	atoms, bonds := int(out.num_atoms), int(out.num_bonds)
+	g := &Graph{
+		AtomFeatures: C.GoBytes(unsafe.Pointer(out.atom_features), C.int(atoms*NumAtomFeatures)),
+		BondAtoms:    make([]int32, 2*bonds),
+		BondFeatures: C.GoBytes(unsafe.Pointer(out.bond_features), C.int(bonds*NumBondFeatures)),
+	}
+	copy(g.BondAtoms, unsafe.Slice((*int32)(unsafe.Pointer(out.bond_atoms)), 2*bonds))
+	if out.scaffold != nil {
+		g.Scaffold = C.GoString(out.scaffold)
+	}
+	return g, nil
+}
+
+// MurckoScaffold is the Bemis–Murcko scaffold of smiles as canonical isomeric
+// SMILES, as RDKit's MurckoScaffoldSmiles(includeChirality=True) gives it; ""
+// for a molecule without rings.
+func MurckoScaffold(smiles string) (string, error) {
+	if err := Load(); err != nil {
+		return "", err
+	}
+	s, n := cstr(smiles)
+	var out *C.char
+	if err := takeError(C.call_murcko_scaffold(s, n, &out)); err != nil {
+		return "", err
+	}
+	defer C.call_free(unsafe.Pointer(out))
+	return C.GoString(out), nil
+}
+
+// maxImageSide bounds depictions to a sane size (and to C's int32).
+const maxImageSide = 1 << 14
+
+// DepictSVG draws smiles as an SVG document of width×height pixels with the
+// given atoms (RDKit atom indices, i.e. positions in the graph) and the bonds
+// between them highlighted.
+func DepictSVG(smiles string, highlight []int, width, height int) (string, error) {
+	if err := Load(); err != nil {
+		return "", err
+	}
+	if width <= 0 || height <= 0 || width > maxImageSide || height > maxImageSide {
+		return "", fmt.Errorf("rdkit: image size %dx%d outside 1..%d", width, height, maxImageSide)
+	}
+	atoms := make([]C.int32_t, len(highlight))
+	for i, a := range highlight {
+		if a < 0 || a > 1<<31-1 {
+			return "", fmt.Errorf("rdkit: highlighted atom %d out of range", a)
+		}
+		atoms[i] = C.int32_t(a)
+	}
+	var hl *C.int32_t
+	if len(atoms) > 0 {
+		hl = &atoms[0]
+	}
+	s, n := cstr(smiles)
+	var out *C.char
+	if err := takeError(C.call_depict_svg(s, n, hl, C.int32_t(len(atoms)), C.int32_t(width), C.int32_t(height), &out)); err != nil {
+		return "", err
+	}
+	defer C.call_free(unsafe.Pointer(out))
+	return C.GoString(out), nil
+}
