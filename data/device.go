@@ -5,25 +5,73 @@ import (
 	"github.com/micrograph/micrograph/torch"
 )
 
-// Graph puts the batch's graph on dev. The tensors join the caller's scope,
-// if one is open.
+// staged is a collated batch copied by a loader worker into page-locked host
+// tensors, from which copies to a GPU need not block.
+type staged struct {
+	atoms, bonds, src, dst, rowPtr, nodeGraph, graphPtr, labels, mask *torch.Tensor
+}
+
+func (s *staged) free() {
+	for _, t := range []*torch.Tensor{s.atoms, s.bonds, s.src, s.dst, s.rowPtr, s.nodeGraph, s.graphPtr, s.labels, s.mask} {
+		t.Free()
+	}
+}
+
+// PinMemory is a LoaderConfig.Prepare for training on a GPU: on the worker
+// goroutine it copies the collated batch into page-locked host memory, so that
+// Graph and Targets copy it to the GPU without blocking while the previous step
+// runs. The page-locked blocks come from libtorch's caching host allocator,
+// which recycles a block only once the copies that read it have completed.
+// Without CUDA the memory is ordinary.
+func PinMemory(b *Batch) error {
+	if old, ok := b.Aux.(*staged); ok {
+		old.free() // a batch that was never put on a device
+	}
+	n, e, bt, tasks := int64(b.NumAtoms()), int64(b.NumEdges()), int64(b.NumGraphs()), int64(b.NumTasks())
+	b.Aux = &staged{
+		atoms:     pinned(b.X, n, NumAtomFeatures),
+		bonds:     pinned(b.EdgeAttr, e, NumBondFeatures),
+		src:       pinned(b.EdgeSrc, e),
+		dst:       pinned(b.EdgeDst, e),
+		rowPtr:    pinned(b.RowPtr, n+1),
+		nodeGraph: pinned(b.NodeGraph, n),
+		graphPtr:  pinned(b.GraphPtr, bt+1),
+		labels:    pinned(b.Labels, bt, tasks),
+		mask:      pinned(b.LabelMask, bt, tasks),
+	}
+	return nil
+}
+
+func pinned[T torch.Element](data []T, shape ...int64) *torch.Tensor {
+	t := torch.Empty(shape, torch.Options{DType: torch.DTypeOf[T](), Pinned: true})
+	copy(torch.HostData[T](t), data)
+	return t
+}
+
+// Graph puts the batch's graph on dev; the tensors join the caller's scope,
+// if one is open. After PinMemory the copies do not block; otherwise the
+// batch is copied from Go memory.
 func (b *Batch) Graph(dev torch.Device) *ops.Graph {
 	n, e := int64(b.NumAtoms()), int64(b.NumEdges())
-	return &ops.Graph{
-		NumGraphs: int64(b.NumGraphs()), NumNodes: n, NumEdges: e,
-		Atoms:     upload(b.X, dev, n, NumAtomFeatures),
-		Bonds:     upload(b.EdgeAttr, dev, e, NumBondFeatures),
-		Src:       upload(b.EdgeSrc, dev),
-		Dst:       upload(b.EdgeDst, dev),
-		RowPtr:    upload(b.RowPtr, dev),
-		NodeGraph: upload(b.NodeGraph, dev),
-		GraphPtr:  upload(b.GraphPtr, dev),
+	g := &ops.Graph{NumGraphs: int64(b.NumGraphs()), NumNodes: n, NumEdges: e}
+	if s, ok := b.Aux.(*staged); ok {
+		g.Atoms, g.Bonds = s.atoms.To(dev, true), s.bonds.To(dev, true)
+		g.Src, g.Dst, g.RowPtr = s.src.To(dev, true), s.dst.To(dev, true), s.rowPtr.To(dev, true)
+		g.NodeGraph, g.GraphPtr = s.nodeGraph.To(dev, true), s.graphPtr.To(dev, true)
+		return g
 	}
+	g.Atoms, g.Bonds = upload(b.X, dev, n, NumAtomFeatures), upload(b.EdgeAttr, dev, e, NumBondFeatures)
+	g.Src, g.Dst, g.RowPtr = upload(b.EdgeSrc, dev), upload(b.EdgeDst, dev), upload(b.RowPtr, dev)
+	g.NodeGraph, g.GraphPtr = upload(b.NodeGraph, dev), upload(b.GraphPtr, dev)
+	return g
 }
 
 // Targets are the batch's labels (B×T float32, 0 where missing) and the mask
 // of present labels (B×T bool), on dev.
 func (b *Batch) Targets(dev torch.Device) (labels, mask *torch.Tensor) {
+	if s, ok := b.Aux.(*staged); ok {
+		return s.labels.To(dev, true), s.mask.To(dev, true)
+	}
 	bt, tasks := int64(b.NumGraphs()), int64(b.NumTasks())
 	return upload(b.Labels, dev, bt, tasks), upload(b.LabelMask, dev, bt, tasks)
 }

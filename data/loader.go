@@ -51,7 +51,7 @@ type Loader struct {
 	cfg      LoaderConfig
 	indices  []int32
 	perEpoch int
-	buffers  int
+	buffers  []*Batch // every buffer, wherever it is
 
 	free  chan *Batch // buffers ready for reuse
 	jobs  chan *Batch // buffers to fill, with Pos and want set
@@ -111,7 +111,6 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 		cfg:      cfg,
 		indices:  indices,
 		perEpoch: perEpoch,
-		buffers:  buffers,
 		free:     make(chan *Batch, buffers),
 		jobs:     make(chan *Batch, buffers),
 		order:    make(chan *Batch, buffers),
@@ -120,7 +119,9 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 		next: Position{cfg.Start.Epoch + cfg.Start.Batch/perEpoch, cfg.Start.Batch % perEpoch},
 	}
 	for range buffers {
-		l.free <- &Batch{job: &loaderJob{done: make(chan error, 1)}}
+		b := &Batch{job: &loaderJob{done: make(chan error, 1)}}
+		l.buffers = append(l.buffers, b)
+		l.free <- b
 	}
 	l.wg.Add(1 + workers)
 	go l.dispatch()
@@ -208,8 +209,8 @@ func (l *Loader) Next() (*Batch, error) {
 		return nil, l.err
 	case l.closed:
 		return nil, errors.New("loader: Next after Close")
-	case l.held.Load() == int64(l.buffers):
-		return nil, fmt.Errorf("loader: all %d buffers are held by the consumer; Release batches before asking for more", l.buffers)
+	case l.held.Load() == int64(len(l.buffers)):
+		return nil, fmt.Errorf("loader: all %d buffers are held by the consumer; Release batches before asking for more", len(l.buffers))
 	}
 	b, ok := <-l.order
 	if !ok {
@@ -235,8 +236,8 @@ func (l *Loader) Release(b *Batch) {
 	l.free <- b
 }
 
-// Close stops the goroutines and waits for them; batches still held must
-// not be used afterwards.
+// Close stops the goroutines and waits for them, and frees what Prepare kept
+// (PinMemory's tensors); batches still held must not be used afterwards.
 func (l *Loader) Close() {
 	if l.closed {
 		return
@@ -246,4 +247,11 @@ func (l *Loader) Close() {
 	// workers stop once it closes their queue.
 	close(l.quit)
 	l.wg.Wait()
+	// What Prepare kept per buffer (PinMemory's tensors) goes with the loader.
+	for _, b := range l.buffers {
+		if f, ok := b.Aux.(interface{ free() }); ok {
+			f.free()
+		}
+		b.Aux = nil
+	}
 }
