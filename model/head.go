@@ -54,6 +54,10 @@ func (c *Classifier) Forward(g *ops.Graph, train bool) *torch.Tensor {
 	return c.Head.Forward(c.Encoder.Forward(g, train), g)
 }
 
+// EncoderState is the encoder's tensors named without the "encoder." prefix:
+// load an exported encoder into it with torch.LoadState.
+func (c *Classifier) EncoderState() []torch.Named { return encoderState(c.Store) }
+
 // Free releases every tensor of the classifier.
 func (c *Classifier) Free() {
 	c.Encoder.Free()

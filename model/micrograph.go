@@ -161,9 +161,11 @@ func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
 
 // EncoderState is the encoder's tensors named without the "encoder." prefix,
 // as an exported encoder file holds them.
-func (m *MicroGraph) EncoderState() []torch.Named {
+func (m *MicroGraph) EncoderState() []torch.Named { return encoderState(m.Store) }
+
+func encoderState(s *nn.Store) []torch.Named {
 	var out []torch.Named
-	for _, n := range m.Store.State() {
+	for _, n := range s.State() {
 		if name, ok := strings.CutPrefix(n.Name, "encoder."); ok {
 			out = append(out, torch.Named{Name: name, Tensor: n.Tensor})
 		}

@@ -22,8 +22,11 @@ type command struct {
 
 // commands lists the subcommands in the order the overview shows them.
 var commands = []command{
+	{"pretrain", "pre-train an encoder with MICRO-Graph, with checkpoints and resume", runPretrain},
+	{"export", "write a run's encoder for fine-tuning here or in PyTorch", runExport},
 	{"featurize", "turn a CSV file of SMILES and labels into an OGB dataset folder", runFeaturize},
 	{"synth", "write the built-in synthetic dataset of planted functional groups", runSynth},
+	{"version", "print the versions of micrograph, libtorch and RDKit, and whether CUDA works", runVersion},
 }
 
 // stdout receives the subcommands' reports; tests replace it.
@@ -117,3 +120,11 @@ func parseFlags(fs *pflag.FlagSet, args []string, required ...string) error {
 	}
 	return nil
 }
+
+// printf writes a line of a subcommand's report on stdout.
+func printf(format string, args ...any) { fmt.Fprintf(stdout, format+"\n", args...) }
+
+// logf writes a progress message on stderr.
+func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, "micrograph: "+format+"\n", args...) }
+
+func errMissing(flag string) error { return fmt.Errorf("missing %s", flag) }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/micrograph/micrograph/internal/failpoint"
 )
 
 // Write creates or replaces path with what fill writes. If fill fails, path is
@@ -37,6 +39,7 @@ func Write(path string, perm os.FileMode, fill func(w io.Writer) error) (err err
 	if err = f.Close(); err != nil {
 		return err
 	}
+	failpoint.Crash("before rename " + filepath.Base(path))
 	if err = os.Rename(tmp, path); err != nil {
 		return err
 	}

@@ -44,7 +44,9 @@ func NewAdam(vars []nn.Var, lr float64) *Adam {
 	}
 	o.steps = torch.Zeros([]int64{int64(len(o.params))}, torch.Options{DType: torch.Int64}).Unscope()
 	for i := range o.params {
-		o.stepViews = append(o.stepViews, o.steps.Narrow(0, int64(i), 1).Reshape().Unscope())
+		row := o.steps.Narrow(0, int64(i), 1)
+		o.stepViews = append(o.stepViews, row.Reshape().Unscope())
+		row.Free()
 	}
 	return o
 }

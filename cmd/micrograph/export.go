@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/trainer"
+)
+
+func runExport(args []string) error {
+	fs := newFlags("export", "(--run RUNDIR | --checkpoint FILE) --out encoder.pt",
+		"Writes the pre-trained encoder's weights (PyTorch state_dict names, loadable with\n"+
+			"torch.load(path, weights_only=True)) to --out, and its architecture to the .json next to it.")
+	run := fs.String("run", "", "run folder: its newest readable checkpoint")
+	checkpoint := fs.String("checkpoint", "", "a checkpoint file")
+	out := fs.String("out", "", "encoder file to write (.pt); the description goes to the same name with .json")
+	if err := parseFlags(fs, args, "out"); err != nil {
+		return err
+	}
+	if (*run == "") == (*checkpoint == "") {
+		return usageError{fmt.Errorf("give exactly one of --run and --checkpoint")}
+	}
+	if !strings.HasSuffix(*out, ".pt") {
+		return usageError{fmt.Errorf("--out %s: want a .pt file", *out)}
+	}
+	var ck *trainer.Checkpoint
+	var err error
+	if *run != "" {
+		ck, _, err = trainer.LatestCheckpoint(*run)
+	} else {
+		ck, err = trainer.LoadCheckpoint(*checkpoint)
+	}
+	if err != nil {
+		return err
+	}
+	defer ck.Free()
+	var state []torch.Named
+	for _, n := range ck.Model {
+		if name, ok := strings.CutPrefix(n.Name, "encoder."); ok {
+			state = append(state, torch.Named{Name: name, Tensor: n.Tensor})
+		}
+	}
+	if err := trainer.SaveEncoder(*out, ck.Config.Model.Encoder, state, ck.Path, ck.Step); err != nil {
+		return err
+	}
+	printf("encoder of %s (step %d): %d tensors in %s, architecture in %s", ck.Path, ck.Step, len(state), *out, trainer.InfoPath(*out))
+	return nil
+}

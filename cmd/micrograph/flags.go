@@ -1,0 +1,48 @@
+package main
+
+import (
+	"github.com/micrograph/micrograph/model"
+	"github.com/spf13/pflag"
+)
+
+// The flags below mean the same in every subcommand that has them. Each
+// registers into a struct the caller filled with defaults.
+
+// encoderFlags registers the DeeperGCN flags (method.md §2) into c.
+func encoderFlags(fs *pflag.FlagSet, c *model.EncoderConfig) {
+	fs.IntVar(&c.Hidden, "hidden", c.Hidden, "width d of node, graph, motif and projection embeddings")
+	fs.IntVar(&c.Layers, "layers", c.Layers, "GENConv layers")
+	fs.Float64Var(&c.Dropout, "dropout", c.Dropout, "dropout between layers")
+	fs.IntVar(&c.MLPLayers, "mlp-layers", c.MLPLayers, "Linear layers of each GENConv's update MLP")
+	fs.BoolVar(&c.LearnT, "learn-t", c.LearnT, "learn the softmax aggregation temperature of each layer")
+	fs.Float64Var(&c.T, "t", c.T, "softmax aggregation temperature (initial value with --learn-t)")
+	fs.BoolVar(&c.BondPerLayer, "bond-per-layer", c.BondPerLayer, "one BondEncoder per layer instead of a shared one")
+}
+
+// objectiveFlags registers the MICRO-Graph objective's flags (§1, §3–§6) and
+// the encoder's into c.
+func objectiveFlags(fs *pflag.FlagSet, c *model.Config) {
+	encoderFlags(fs, &c.Encoder)
+	fs.IntVar(&c.Motifs, "motifs", c.Motifs, "K, motif slots")
+	fs.Float64Var(&c.Tau, "tau", c.Tau, "temperature of every softmax over cosine similarities")
+	fs.Float64Var(&c.Alpha, "alpha", c.Alpha, "L = alpha·L_motif + (1−alpha)·L_contra")
+	fs.Float64Var(&c.LambdaNode, "lambda-node", c.LambdaNode, "weight of L_node-mot in L_motif")
+	fs.Float64Var(&c.LambdaSub, "lambda-sub", c.LambdaSub, "weight of L_mot-sub in L_motif")
+	fs.Float64Var(&c.LambdaReg, "lambda-reg", c.LambdaReg, "weight of the MinCut regulariser in L_motif (0: the without-L_reg ablation)")
+	fs.Float64Var(&c.SinkhornLambda, "sinkhorn-lambda", c.SinkhornLambda, "Sinkhorn entropy parameter λ")
+	fs.IntVar(&c.SinkhornIters, "sinkhorn-iters", c.SinkhornIters, "Sinkhorn iterations")
+	fs.IntVar(&c.Eta, "eta", c.Eta, "smallest motif-like subgraph kept, in atoms; also the pre-training filter")
+	fs.Float64Var(&c.PDrop, "p-drop", c.PDrop, "probability that a subgraph member is dropped (§4)")
+	fs.Float64Var(&c.PAdd, "p-add", c.PAdd, "probability that an adjacent atom joins a subgraph (§4)")
+	fs.StringVar(&c.Sampler, "sampler", c.Sampler, "subgraph sampler: motif, random-walk or k-hop (ablations)")
+	fs.IntVar(&c.SubgraphsPerGraph, "subgraphs-per-graph", c.SubgraphsPerGraph, "subgraphs per molecule for the ablation samplers")
+	fs.BoolVar(&c.OrthoSelected, "ortho-selected", c.OrthoSelected, "MinCut's orthogonality term over the motifs forming subgraphs only")
+}
+
+// runtimeFlags registers where and how work runs.
+func runtimeFlags(fs *pflag.FlagSet, device *string, threads, workers *int, seed *uint64) {
+	fs.StringVar(device, "device", *device, "cpu, cuda, cuda:N, or auto (CUDA when available)")
+	fs.IntVar(threads, "threads", *threads, "libtorch intra-op threads (0: libtorch's default, one per core)")
+	fs.IntVar(workers, "workers", *workers, "goroutines collating batches ahead of the device")
+	fs.Uint64Var(seed, "seed", *seed, "seed of initialisation, shuffling and sampling")
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/micrograph/micrograph/trainer"
+	"github.com/spf13/pflag"
+)
+
+// pretrainFlags registers pretrain's flags into cfg.
+func pretrainFlags(cfg *trainer.PretrainConfig, run *string, resume *bool, cache *string) *pflag.FlagSet {
+	fs := newFlags("pretrain", "--data DIR|CSV --run RUNDIR [flags]",
+		"Pre-trains a DeeperGCN encoder with MICRO-Graph (../shared/docs/method.md) and writes\n"+
+			"RUNDIR/config.json, RUNDIR/log.jsonl (one line per logged step) and checkpoints in\n"+
+			"RUNDIR/checkpoints/ (libtorch's format, atomic, the last --keep kept). SIGINT or SIGTERM\n"+
+			"finishes the step, checkpoints and exits 0; --resume continues from the newest readable\n"+
+			"checkpoint, keeping the run's settings except those given (only the run's length and\n"+
+			"where it runs may change).")
+	fs.StringVar(&cfg.Data, "data", cfg.Data, "OGB dataset folder, or CSV file of SMILES (featurised once and cached)")
+	fs.StringVar(run, "run", "", "run folder")
+	fs.BoolVar(resume, "resume", false, "continue the run in --run")
+	objectiveFlags(fs, &cfg.Model)
+	fs.IntVar(&cfg.BatchSize, "batch-size", cfg.BatchSize, "molecules per batch")
+	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "Adam learning rate")
+	fs.Float64Var(&cfg.ClipGradNorm, "clip-grad-norm", cfg.ClipGradNorm, "clip gradients to this global L2 norm (0: no clipping)")
+	fs.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "epochs over the filtered dataset")
+	fs.IntVar(&cfg.MaxSteps, "max-steps", cfg.MaxSteps, "stop after this many optimiser steps in all (0: no limit)")
+	fs.IntVar(&cfg.CheckpointEvery, "checkpoint-every", cfg.CheckpointEvery, "steps between checkpoints")
+	fs.IntVar(&cfg.Keep, "keep", cfg.Keep, "checkpoints kept")
+	fs.IntVar(&cfg.LogEvery, "log-every", cfg.LogEvery, "steps between log.jsonl lines")
+	fs.BoolVar(&cfg.SkipNonFinite, "skip-nonfinite", cfg.SkipNonFinite, "skip the update of a batch whose loss is NaN or Inf instead of stopping")
+	runtimeFlags(fs, &cfg.Device, &cfg.Threads, &cfg.Workers, &cfg.Seed)
+	fs.StringVar(cache, "cache", "", "folder for featurised CSVs and dataset caches (default: the user cache folder)")
+	return fs
+}
+
+func runPretrain(args []string) error {
+	cfg := trainer.DefaultPretrainConfig()
+	var run, cache string
+	var resume bool
+	fs := pretrainFlags(&cfg, &run, &resume, &cache)
+	if err := parseFlags(fs, args, "run"); err != nil {
+		return err
+	}
+	if resume {
+		// The run's own settings, overridden by the flags given.
+		saved, err := trainer.ReadConfig(run)
+		if err != nil {
+			return err
+		}
+		if err := pretrainFlags(&saved, &run, &resume, &cache).Parse(args); err != nil {
+			return usageError{err}
+		}
+		cfg = saved
+	} else if cfg.Data == "" {
+		return usageError{errMissing("--data")}
+	}
+
+	stop := make(chan struct{})
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	go func() {
+		<-signals
+		logf("signal received: finishing the step and checkpointing (again to quit at once)")
+		close(stop)
+		<-signals
+		os.Exit(130)
+	}()
+
+	res, err := trainer.Pretrain(run, cfg, trainer.PretrainOptions{
+		Resume: resume, Progress: os.Stderr, Stop: stop, Dataset: trainer.DatasetOptions{CacheDir: cache},
+	})
+	if err != nil {
+		return err
+	}
+	if res.Stopped {
+		logf("stopped at step %d; checkpoint %s; continue with: micrograph pretrain --run %s --resume", res.Steps, res.Checkpoint, run)
+	} else {
+		printf("pre-trained %d steps: checkpoint %s, log %s", res.Steps, res.Checkpoint, trainer.LogPath(run))
+	}
+	return nil
+}

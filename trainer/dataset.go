@@ -1,0 +1,110 @@
+// Package trainer holds micrograph's training loops (pre-training with
+// checkpoints and resume, fine-tuning, linear evaluation), their metrics and
+// files (checkpoints, logs, exported encoders), read top to bottom like the
+// method they run (../shared/docs/method.md).
+package trainer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/micrograph/micrograph/data"
+)
+
+// DatasetOptions say where OpenDataset may keep what it derives.
+type DatasetOptions struct {
+	// CacheDir holds featurised CSVs and binary caches of read-only folders;
+	// empty means os.UserCacheDir()/micrograph.
+	CacheDir string
+	// SmilesCol names a CSV's SMILES column; empty tries "smiles", then "mol"
+	// (MoleculeNet's bace).
+	SmilesCol string
+}
+
+func (o DatasetOptions) cacheDir() (string, error) {
+	if o.CacheDir != "" {
+		return o.CacheDir, nil
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "micrograph"), nil
+}
+
+// OpenDataset loads an OGB dataset folder, or a CSV file of SMILES and labels
+// (gzip-compressed or not), which it featurises once with OGB's rules and a
+// scaffold split and keeps under the cache folder, keyed by the file's content.
+func OpenDataset(path string, opt DatasetOptions) (*data.Dataset, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	cache, err := opt.cacheDir()
+	if err != nil {
+		return nil, err
+	}
+	dir := path
+	if !st.IsDir() {
+		if dir, err = featurized(path, opt.SmilesCol, filepath.Join(cache, "featurized")); err != nil {
+			return nil, err
+		}
+	}
+	ds, _, err := data.Load(dir, data.LoadOptions{CacheDir: filepath.Join(cache, "datasets")})
+	return ds, err
+}
+
+// featurized is the folder holding csv featurised, made if missing.
+func featurized(csv, smilesCol, cache string) (string, error) {
+	sum, err := fileSHA256(csv)
+	if err != nil {
+		return "", err
+	}
+	name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(csv), ".gz"), ".csv")
+	dir := filepath.Join(cache, fmt.Sprintf("%s-%s-%s", name, smilesCol, sum[:16]))
+	if _, err := os.Stat(dir); err == nil {
+		return dir, nil
+	}
+	cols := []string{smilesCol}
+	if smilesCol == "" {
+		cols = []string{"smiles", "mol"}
+	}
+	var table *data.Table
+	for _, col := range cols {
+		if table, err = data.ReadTable(csv, col, nil); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", err
+	}
+	if _, err := data.Featurize(table, dir, data.FeaturizeOptions{Split: "scaffold"}); err != nil {
+		if _, statErr := os.Stat(dir); statErr == nil && errors.Is(err, os.ErrExist) {
+			return dir, nil // another process finished it first
+		}
+		return "", err
+	}
+	return dir, nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,84 @@
+package trainer
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/micrograph/micrograph/internal/atomicfile"
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/torch"
+)
+
+// EncoderFormat names the layout of exported encoders.
+const EncoderFormat = "micrograph-encoder/1"
+
+// EncoderInfo is encoder.json, written next to an exported encoder.pt: what a
+// reader needs to rebuild the DeeperGCN (method.md §2) and load the weights.
+type EncoderInfo struct {
+	Format          string              `json:"format"`
+	Architecture    string              `json:"architecture"`
+	Encoder         model.EncoderConfig `json:"encoder"`
+	AtomFeatureDims []int64             `json:"atom_feature_dims"`
+	BondFeatureDims []int64             `json:"bond_feature_dims"`
+	Pool            string              `json:"pool"`
+	Keys            []string            `json:"keys"`
+	Source          string              `json:"source,omitempty"` // checkpoint it came from
+	Step            int64               `json:"step,omitempty"`
+}
+
+// InfoPath is the encoder.json belonging to an encoder .pt file.
+func InfoPath(encoderPath string) string {
+	return strings.TrimSuffix(encoderPath, ".pt") + ".json"
+}
+
+// SaveEncoder writes an encoder's tensors (named without "encoder.") to path
+// and its description to InfoPath(path), both atomically.
+func SaveEncoder(path string, cfg model.EncoderConfig, state []torch.Named, source string, step int64) error {
+	info := EncoderInfo{
+		Format:          EncoderFormat,
+		Architecture:    "DeeperGCN res+ with GENConv softmax aggregation (method.md §2)",
+		Encoder:         cfg,
+		AtomFeatureDims: model.AtomFeatureDims,
+		BondFeatureDims: model.BondFeatureDims,
+		Pool:            "mean",
+		Source:          source,
+		Step:            step,
+	}
+	for _, n := range state {
+		info.Keys = append(info.Keys, n.Name)
+	}
+	b, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := torch.Save(path, state, nil); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(InfoPath(path), append(b, '\n'), 0o644)
+}
+
+// LoadEncoder reads an exported encoder and its description; the tensors are
+// on the CPU and belong to the caller.
+func LoadEncoder(path string) (EncoderInfo, []torch.Named, error) {
+	var info EncoderInfo
+	b, err := os.ReadFile(InfoPath(path))
+	if err != nil {
+		return info, nil, fmt.Errorf("encoder %s: its description: %w", path, err)
+	}
+	if err := json.Unmarshal(b, &info); err != nil {
+		return info, nil, fmt.Errorf("%s: %w", InfoPath(path), err)
+	}
+	if info.Format != EncoderFormat {
+		return info, nil, fmt.Errorf("%s: format %q, want %q", InfoPath(path), info.Format, EncoderFormat)
+	}
+	if err := info.Encoder.Validate(); err != nil {
+		return info, nil, fmt.Errorf("%s: %w", InfoPath(path), err)
+	}
+	state, _, err := torch.Load(path, torch.CPU)
+	if err != nil {
+		return info, nil, err
+	}
+	return info, state, nil
+}

@@ -1,0 +1,351 @@
+package trainer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/optim"
+)
+
+// PretrainOptions are how a run talks to its caller.
+type PretrainOptions struct {
+	// Resume continues RUNDIR from its newest readable checkpoint.
+	Resume bool
+	// Progress receives the progress display and messages (usually
+	// os.Stderr); nil is silent.
+	Progress *os.File
+	// Stop, when closed (SIGINT, SIGTERM), ends the run after the current
+	// step with a checkpoint.
+	Stop <-chan struct{}
+	// Dataset options for opening Data.
+	Dataset DatasetOptions
+}
+
+// PretrainResult summarises a finished or stopped run.
+type PretrainResult struct {
+	Steps      int64  // optimiser steps done in all
+	Checkpoint string // the last checkpoint written
+	Stopped    bool   // ended early by Stop
+	Filter     data.FilterStats
+}
+
+// Pretrain runs MICRO-Graph pre-training (method.md §3) in folder run:
+// config.json, log.jsonl with one line per logged step, and checkpoints/.
+// Killed at any moment and resumed, it logs exactly what an uninterrupted run
+// logs (on the CPU), because the model, the optimiser, the random generators
+// and the data position all come back from the checkpoint.
+func Pretrain(run string, cfg PretrainConfig, opt PretrainOptions) (res *PretrainResult, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ck, err := prepareRun(run, &cfg, opt.Resume)
+	if err != nil {
+		return nil, err
+	}
+	if ck != nil {
+		defer ck.Free()
+	}
+
+	// libtorch keeps grad mode and scopes per OS thread: drive it from one.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev, err := torch.ParseDevice(cfg.Device)
+	if err != nil {
+		return nil, fmt.Errorf("--device: %w", err)
+	}
+	if cfg.Threads > 0 {
+		torch.SetNumThreads(cfg.Threads)
+	}
+	torch.ManualSeed(cfg.Seed)
+
+	// Data: every molecule that can form a subgraph (§4's η filter).
+	ds, err := OpenDataset(cfg.Data, opt.Dataset)
+	if err != nil {
+		return nil, err
+	}
+	indices, filter := data.PretrainFilter(ds, ds.All(), cfg.Model.Eta)
+	res = &PretrainResult{Filter: filter}
+
+	// Model and optimiser, from the checkpoint when resuming.
+	m, err := model.New(cfg.Model, dev, torch.Float32)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Free()
+	adam := optim.NewAdam(m.Store.Trainable(), cfg.LR)
+	defer adam.Free()
+	var step int64
+	var start data.Position
+	if ck != nil {
+		if err := restore(ck, m, adam, dev); err != nil {
+			return nil, err
+		}
+		step, start = ck.Step, ck.Position
+	}
+
+	prepare := func(*data.Batch) error { return nil }
+	if dev.IsCUDA() {
+		prepare = data.PinMemory
+	}
+	loader, err := data.NewLoader(data.LoaderConfig{
+		Dataset: ds, Indices: indices, BatchSize: cfg.BatchSize, Shuffle: true, Seed: cfg.Seed,
+		DropLast: true, Epochs: cfg.Epochs, Start: start, Workers: cfg.Workers, Prepare: prepare,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer loader.Close()
+	perEpoch := int64(loader.BatchesPerEpoch())
+	total := perEpoch * int64(cfg.Epochs)
+	if cfg.MaxSteps > 0 {
+		total = min(total, int64(cfg.MaxSteps))
+	}
+
+	runLog, err := openRunLog(run, step)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := runLog.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	bar := newProgress(opt.Progress, step, total, perEpoch)
+	defer bar.finish()
+	bar.printf("micrograph: %s: %d molecules for pre-training (%d left out: %d under η=%d atoms, %d without bonds, %d with isolated atoms); %d steps per epoch",
+		cfg.Data, filter.Kept, filter.Removed(), filter.TooSmall, cfg.Model.Eta, filter.NoBonds, filter.IsolatedAtoms, perEpoch)
+	if ck != nil {
+		bar.printf("micrograph: resuming %s at step %d (%s)", ck.Path, step, start)
+	}
+
+	t := &pretrainer{cfg: cfg, run: run, dev: dev, model: m, adam: adam, loader: loader, log: runLog, bar: bar, lastLog: time.Now()}
+	checkpointed := step
+	for step < total {
+		select {
+		case <-opt.Stop:
+			res.Stopped = true
+		default:
+		}
+		if res.Stopped {
+			break
+		}
+		b, err := loader.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		step++
+		values, skipped := t.step(b) // queued on the device, not yet read
+		next := &pendingStep{step: step, epoch: b.Pos.Epoch + 1, values: values, skipped: skipped,
+			molecules: b.NumGraphs(), queued: time.Now()}
+		loader.Release(b)
+		// Read the previous step's losses now that this one is queued: the
+		// device never waits for the host.
+		if err := t.flush(); err != nil {
+			return nil, err
+		}
+		t.pending = next
+		if step%int64(cfg.CheckpointEvery) == 0 {
+			if err := t.checkpoint(step); err != nil {
+				return nil, err
+			}
+			checkpointed = step
+		}
+	}
+	if err := t.flush(); err != nil {
+		return nil, err
+	}
+	if step > checkpointed || ck == nil && step == 0 {
+		if err := t.checkpoint(step); err != nil {
+			return nil, err
+		}
+	}
+	res.Steps, res.Checkpoint = step, t.lastCheckpoint
+	if res.Checkpoint == "" && ck != nil {
+		res.Checkpoint = ck.Path
+	}
+	return res, nil
+}
+
+// pretrainer carries a run's state through its steps.
+type pretrainer struct {
+	cfg    PretrainConfig
+	run    string
+	dev    torch.Device
+	model  *model.MicroGraph
+	adam   *optim.Adam
+	loader *data.Loader
+	log    *runLog
+	bar    *progress
+
+	pending        *pendingStep
+	molecules      int       // since the last log line
+	lastLog        time.Time // when the step of the last log line was queued
+	lastCheckpoint string
+}
+
+// pendingStep is a step whose losses are still on the device.
+type pendingStep struct {
+	step      int64
+	epoch     int
+	values    *torch.Tensor // total, node_mot, mot_sub, reg, contra, subgraphs
+	skipped   bool
+	molecules int
+	queued    time.Time // once steps are queued as fast as the device runs them, their spacing is its pace
+}
+
+// step runs one optimiser step on a batch and returns its losses, stacked
+// and still on the device. With SkipNonFinite it reads the loss first and
+// skips the update of a non-finite one.
+func (t *pretrainer) step(b *data.Batch) (values *torch.Tensor, skipped bool) {
+	s := torch.NewScope()
+	defer s.Close()
+	out := t.model.Forward(b.Graph(t.dev), true)
+	t.adam.ZeroGrad()
+	out.Total.Backward()
+	if t.cfg.ClipGradNorm > 0 {
+		t.adam.ClipGradNorm(t.cfg.ClipGradNorm)
+	}
+	if t.cfg.SkipNonFinite && !isFinite(out.Total.Item()) {
+		t.adam.ZeroGrad()
+		skipped = true
+	} else {
+		t.adam.Step()
+	}
+	l := out.Losses
+	return s.Keep(torch.Stack([]*torch.Tensor{l.Total, l.NodeMot, l.MotSub, l.Reg, l.Contra,
+		l.Subgraphs.ToDType(l.Total.DType())}, 0).ToDType(torch.Float64)), skipped
+}
+
+// flush reads the pending step's losses, logs them, and stops the run on a
+// non-finite loss unless it was skipped.
+func (t *pretrainer) flush() error {
+	p := t.pending
+	if p == nil {
+		return nil
+	}
+	t.pending = nil
+	v := torch.ToSlice[float64](p.values)
+	p.values.Free()
+	r := LogRecord{
+		Step: p.step, Epoch: p.epoch,
+		Loss: Value(v[0]), NodeMot: Value(v[1]), MotSub: Value(v[2]), Reg: Value(v[3]), Contra: Value(v[4]),
+		Subgraphs: int64(v[5]), LR: Value(t.adam.LR), Skipped: p.skipped,
+	}
+	t.molecules += p.molecules
+	if p.step%int64(t.cfg.LogEvery) == 0 || !isFinite(v[0]) {
+		r.MoleculesPerS = Value(float64(t.molecules) / p.queued.Sub(t.lastLog).Seconds())
+		t.molecules, t.lastLog = 0, p.queued
+		if err := t.log.Write(r); err != nil {
+			return err
+		}
+		t.bar.update(r)
+	}
+	if !isFinite(v[0]) && !p.skipped {
+		last := "none yet"
+		if paths, _ := listCheckpoints(t.run); len(paths) > 0 {
+			last = paths[0]
+		}
+		return fmt.Errorf("step %d: the loss is %v (node_mot %v, mot_sub %v, reg %v, contra %v); stopped without saving. "+
+			"The last good checkpoint is %s; --resume continues from it, and --skip-nonfinite skips such batches",
+			p.step, v[0], v[1], v[2], v[3], v[4], last)
+	}
+	if p.skipped {
+		t.bar.printf("micrograph: step %d: non-finite loss %v, update skipped", p.step, v[0])
+	}
+	return nil
+}
+
+// checkpoint saves the run's state after step (flushing first, so that a
+// checkpoint never holds the result of a non-finite step).
+func (t *pretrainer) checkpoint(step int64) error {
+	if err := t.flush(); err != nil {
+		return err
+	}
+	path, err := saveCheckpoint(t.run, step, t.loader.Position(), t.cfg, t.model, t.adam, t.dev)
+	if err != nil {
+		return fmt.Errorf("checkpoint at step %d: %w", step, err)
+	}
+	t.lastCheckpoint = path
+	return nil
+}
+
+func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// prepareRun checks the run folder and, when resuming, loads the newest
+// readable checkpoint (nil if the run has none yet) and checks that cfg may
+// continue it. It writes config.json.
+func prepareRun(run string, cfg *PretrainConfig, resume bool) (*Checkpoint, error) {
+	if st, err := os.Stat(run); err == nil && !st.IsDir() {
+		return nil, fmt.Errorf("--run %s is a file, not a folder", run)
+	}
+	saved, err := ReadConfig(run)
+	exists := err == nil
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if !resume {
+		if exists {
+			return nil, fmt.Errorf("--run %s already holds a run: add --resume to continue it, or choose another folder", run)
+		}
+		if err := os.MkdirAll(run, 0o755); err != nil {
+			return nil, err
+		}
+		return nil, WriteConfig(run, *cfg)
+	}
+	if !exists {
+		return nil, fmt.Errorf("--resume: %s holds no run (no config.json)", run)
+	}
+	var ck *Checkpoint
+	if paths, _ := listCheckpoints(run); len(paths) > 0 {
+		var skipped []string
+		if ck, skipped, err = LatestCheckpoint(run); err != nil {
+			return nil, err
+		}
+		for _, s := range skipped {
+			fmt.Fprintf(os.Stderr, "micrograph: skipping an unreadable checkpoint: %s\n", s)
+		}
+		saved = ck.Config
+	}
+	if err := CheckResume(saved, *cfg); err != nil {
+		if ck != nil {
+			ck.Free()
+		}
+		return nil, fmt.Errorf("--resume: %w", err)
+	}
+	return ck, WriteConfig(run, *cfg)
+}
+
+// restore puts a checkpoint's model, optimiser and generator states back.
+// A GPU generator is restored only when the run continues on that GPU.
+func restore(ck *Checkpoint, m *model.MicroGraph, adam *optim.Adam, dev torch.Device) error {
+	if err := torch.LoadState(m.Store.State(), ck.Model); err != nil {
+		return fmt.Errorf("%s: model: %w", ck.Path, err)
+	}
+	if err := adam.LoadState(ck.Optim); err != nil {
+		return fmt.Errorf("%s: %w", ck.Path, err)
+	}
+	for _, n := range ck.RNG {
+		d := torch.CPU
+		if n.Name != "cpu" {
+			if n.Name != dev.String() {
+				continue
+			}
+			d = dev
+		}
+		if err := torch.SetRNGState(d, n.Tensor); err != nil {
+			return fmt.Errorf("%s: generator %s: %w", ck.Path, n.Name, err)
+		}
+	}
+	return nil
+}
