@@ -36,7 +36,13 @@ $(BUILD)/shim/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch.sh
 	@mkdir -p $(@D)
 	@mode='$(call torch_var,TORCH_MODE)'; if [ "$$mode" = none ]; then \
 		echo "libtorch not found: run 'make deps', or set LIBTORCH=DIR or PYTHON=python-with-torch" >&2; exit 1; fi
-	$(CXX) $(CXXFLAGS) -D_GLIBCXX_USE_CXX11_ABI=$(call torch_var,TORCH_ABI) $(call torch_var,TORCH_INCLUDES) -c $< -o $@
+	$(CXX) $(CXXFLAGS) -D_GLIBCXX_USE_CXX11_ABI=$(call torch_var,TORCH_ABI) $(call torch_var,TORCH_INCLUDES) \
+		$$([ '$(call torch_var,TORCH_CUDA)' = 1 ] && echo -DMG_WITH_CUDA) -c $< -o $@
+
+# The fused kernels' loops vectorise for AVX2+FMA (floating-point selects need
+# -fno-trapping-math); the shim offers them only on CPUs that have both
+# (mg_gen_aggregate_supported).
+$(BUILD)/shim/gen_kernels.o: CXXFLAGS += -O3 -mavx2 -mfma -fno-trapping-math
 
 # --no-as-needed keeps libtorch_cuda linked although no symbol of it is named;
 # without it CUDA reports itself unavailable.
@@ -44,7 +50,7 @@ $(SHIM): $(patsubst torch/shim/%.cpp,$(BUILD)/shim/%.o,$(SHIM_SRC))
 	@mkdir -p $(@D)
 	libdir='$(call torch_var,TORCH_LIBDIR)'; cuda='$(call torch_var,TORCH_CUDA)'; \
 	$(CXX) -shared -o $@ $^ -L$$libdir -Wl,-rpath,$$libdir \
-		-Wl,--no-as-needed -ltorch $$([ "$$cuda" = 1 ] && echo -ltorch_cuda) -ltorch_cpu -lc10 -Wl,--as-needed
+		-Wl,--no-as-needed -ltorch $$([ "$$cuda" = 1 ] && echo -ltorch_cuda -lc10_cuda) -ltorch_cpu -lc10 -Wl,--as-needed
 
 # ---- RDKit shim (data/rdkit) ----
 # libmgchem.so: featurisation, scaffolds and depictions through RDKit's C++

@@ -57,8 +57,10 @@ func (m *DeeperGCN) Forward(g *ops.Graph, train bool) *torch.Tensor {
 	drop := nn.Dropout{P: m.Config.Dropout}
 	h := m.Convs[0].Forward(m.Atom.Forward(g.Atoms), bonds, g, train, m.cut)
 	for l := 1; l < len(m.Convs); l++ {
+		s := torch.NewScope()
 		x := drop.Forward(m.Norms[l-1].Forward(h, train).Relu(), train)
-		h = m.Convs[l].Forward(x, bonds, g, train, m.cut).Add(h)
+		h = s.Keep(m.Convs[l].Forward(x, bonds, g, train, m.cut).Add(h))
+		s.Close()
 	}
 	return drop.Forward(m.Norms[len(m.Norms)-1].Forward(h, train), train)
 }

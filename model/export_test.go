@@ -8,3 +8,11 @@ func SetStopGradient(m *MicroGraph, f func(name string, x *torch.Tensor) *torch.
 	m.cut = f
 	m.Encoder.cut = f
 }
+
+// SetUnfused makes every layer compose its aggregation from tensor ops, as on
+// devices without a fused kernel.
+func SetUnfused(m *DeeperGCN, unfused bool) {
+	for _, c := range m.Convs {
+		c.unfused = unfused
+	}
+}

@@ -17,7 +17,8 @@ var (
 //	out_r = Σ_f Table_f[x_rf]
 //
 // The tables are named "embeddings.<f>.weight". Forward looks them up as one
-// concatenated table with offset indices: one gather instead of one per feature.
+// concatenated table with offset indices and sums as it gathers
+// (torch.EmbeddingBagSum): no R×F×d intermediate.
 type FeatureEncoder struct {
 	Tables  []*nn.Embedding
 	offsets *torch.Tensor // start row of each table in the concatenation (1×F)
@@ -46,7 +47,7 @@ func (f *FeatureEncoder) Forward(x *torch.Tensor) *torch.Tensor {
 	for i, e := range f.Tables {
 		weights[i] = e.Weight
 	}
-	return torch.Embedding(torch.Cat(weights, 0), x.Add(f.offsets)).SumDim(1, false)
+	return torch.EmbeddingBagSum(torch.Cat(weights, 0), x.Add(f.offsets))
 }
 
 // Free releases the encoder's constants (its tables belong to the store).

@@ -15,7 +15,9 @@ import (
 //	h'_i  = MLP(h_i + agg_i)
 //
 // With t fixed the weights a are constants in backpropagation, as in
-// DeeperGCN; with a learned t they are differentiable. The MLP is one
+// DeeperGCN; with a learned t they are differentiable. Where the shim has a
+// fused kernel for the device (torch.GENAggregate) the whole aggregation is
+// one pass per node; elsewhere it is composed from tensor ops. The MLP is one
 // Linear(d, d) ("lin"), or for n > 1 layers PyTorch's Sequential of
 // Linear(d, 2d), BatchNorm1d, ReLU, …, Linear(2d, d) ("mlp.<index>").
 type GENConv struct {
@@ -25,8 +27,10 @@ type GENConv struct {
 	T    *torch.Tensor     // learned temperature (0-d), or nil
 	Bond *FeatureEncoder   // this layer's BondEncoder, or nil when shared
 
-	t    float64 // fixed temperature
-	name string  // path, naming the cut softmax weights
+	t       float64       // fixed temperature
+	fixedT  *torch.Tensor // t as a 0-d tensor, for the fused kernel
+	unfused bool          // compose the aggregation from tensor ops even where a fused kernel exists
+	name    string        // path, naming the cut softmax weights
 }
 
 // NewGENConv registers a layer of width d at p.
@@ -55,6 +59,8 @@ func NewGENConv(p nn.Path, c EncoderConfig) *GENConv {
 	}
 	if c.LearnT {
 		conv.T = p.Param("t", torch.Full(nil, c.T, p.Options()))
+	} else {
+		conv.fixedT = torch.Full(nil, c.T, p.Options()).Unscope()
 	}
 	if c.BondPerLayer {
 		conv.Bond = NewFeatureEncoder(p.Sub("bond_encoder"), BondFeatureDims, d)
@@ -65,18 +71,35 @@ func NewGENConv(p nn.Path, c EncoderConfig) *GENConv {
 // Forward maps node embeddings h (N×d) to the next layer's, given the bond
 // embeddings of every edge (E×d; ignored when the layer has its own encoder).
 func (c *GENConv) Forward(h, bonds *torch.Tensor, g *ops.Graph, train bool, cut stopGradient) *torch.Tensor {
+	// The layer's temporaries go as soon as it is done (autograd keeps what
+	// backpropagation needs), so that later ops reuse warm memory.
+	s := torch.NewScope()
+	defer s.Close()
+	return s.Keep(c.forward(h, bonds, g, train, cut))
+}
+
+func (c *GENConv) forward(h, bonds *torch.Tensor, g *ops.Graph, train bool, cut stopGradient) *torch.Tensor {
 	if c.Bond != nil {
 		bonds = c.Bond.Forward(g.Bonds)
 	}
-	m := h.IndexSelect(0, g.Src).Add(bonds).Relu().AddScalar(1e-7)
-	var a *torch.Tensor
-	if c.T != nil {
-		a = ops.SegmentSoftmax(m.Mul(c.T), g.RowPtr, g.Dst)
+	var agg *torch.Tensor
+	if !c.unfused && torch.GENAggregateSupported(h.Device()) {
+		t := c.T
+		if t == nil {
+			t = c.fixedT
+		}
+		agg = torch.GENAggregate(h, bonds, t, g.Src, g.RowPtr, c.T != nil)
 	} else {
-		torch.NoGrad(func() { a = ops.SegmentSoftmax(m.MulScalar(c.t), g.RowPtr, g.Dst) })
-		a = cut(c.name, a)
+		m := h.IndexSelect(0, g.Src).Add(bonds).Relu().AddScalar(1e-7)
+		var a *torch.Tensor
+		if c.T != nil {
+			a = ops.SegmentSoftmax(m.Mul(c.T), g.RowPtr, g.Dst)
+		} else {
+			torch.NoGrad(func() { a = ops.SegmentSoftmax(m.MulScalar(c.t), g.RowPtr, g.Dst) })
+			a = cut(c.name, a)
+		}
+		agg = m.Mul(a).SegmentReduce(g.RowPtr, torch.ReduceSum)
 	}
-	agg := m.Mul(a).SegmentReduce(g.RowPtr, torch.ReduceSum)
 	x := h.Add(agg)
 	if c.Lin != nil {
 		return c.Lin.Forward(x)
@@ -95,4 +118,5 @@ func (c *GENConv) Free() {
 	if c.Bond != nil {
 		c.Bond.Free()
 	}
+	c.fixedT.Free()
 }

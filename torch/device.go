@@ -88,3 +88,17 @@ func Synchronize(d Device) error {
 	}
 	return checkErr("synchronize", C.mg_cuda_synchronize(C.int(d.Index)))
 }
+
+// PeakMemory is the most memory the caching allocator has held for tensors on
+// GPU d since the last reset; reset starts a new count. It fails on the CPU
+// and when the shim was built without CUDA.
+func PeakMemory(d Device, reset bool) (int64, error) {
+	if !d.IsCUDA() {
+		return 0, fmt.Errorf("peak memory: %v is not a GPU", d)
+	}
+	var peak C.int64_t
+	if err := checkErr("peak_memory", C.mg_cuda_peak_memory(C.int(d.Index), cbool(reset), &peak)); err != nil {
+		return 0, err
+	}
+	return int64(peak), nil
+}

@@ -97,3 +97,11 @@ func NumThreads() int { return int(C.mg_get_num_threads()) }
 func SetNumInteropThreads(n int) error {
 	return checkErr("set_num_interop_threads", C.mg_set_num_interop_threads(C.int(n)))
 }
+
+// SetDeterministic makes libtorch use deterministic algorithms only, and fail
+// where an operation has none (PyTorch's use_deterministic_algorithms). On
+// CUDA, cuBLAS also needs CUBLAS_WORKSPACE_CONFIG=:4096:8 in the environment
+// before the first GPU call.
+func SetDeterministic(on bool) error {
+	return checkErr("set_deterministic", C.mg_set_deterministic(cbool(on)))
+}

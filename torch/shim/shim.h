@@ -69,6 +69,11 @@ mg_error mg_cuda_synchronize(int device_index);
 void mg_set_num_threads(int n);
 int mg_get_num_threads(void);
 mg_error mg_set_num_interop_threads(int n);
+/* Deterministic algorithms only (PyTorch's use_deterministic_algorithms). */
+mg_error mg_set_deterministic(int on);
+/* Peak bytes allocated on a GPU since the last reset; reset restarts the count.
+ * Fails when the shim was built without CUDA. */
+mg_error mg_cuda_peak_memory(int device_index, int reset, int64_t *peak);
 
 /* ---- metadata (cannot fail on a live handle) ---- */
 int mg_dim(mg_tensor t);
@@ -164,6 +169,17 @@ mg_error mg_embedding(mg_tensor weight, mg_tensor indices, mg_tensor *out);
 mg_error mg_batch_norm(mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor running_mean,
                        mg_tensor running_var, int training, double momentum, double eps,
                        mg_tensor *out);
+
+/* ---- fused kernels (fused.cpp) ---- */
+/* GENConv's aggregation in one pass per node: out_i = Σ_k a_k m_k over the
+ * edges k→i (CSR rowptr), m_k = ReLU(h[src_k] + e_k) + 1e-7, a = softmax over
+ * the node's edges of t·m, per channel; with learn_t = 0, a is a constant in
+ * backpropagation. t is a 0-d tensor. */
+int mg_gen_aggregate_supported(int device_type);
+mg_error mg_gen_aggregate(mg_tensor h, mg_tensor e, mg_tensor t, mg_tensor src, mg_tensor rowptr, int learn_t,
+                          mg_tensor *out);
+/* Row i of the result sums the rows of weight at indices[i, :] (N×F). */
+mg_error mg_embedding_bag_sum(mg_tensor weight, mg_tensor indices, mg_tensor *out);
 
 /* ---- autograd ---- */
 int mg_set_grad_enabled(int enabled); /* returns the previous mode of this thread */

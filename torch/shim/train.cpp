@@ -4,7 +4,13 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/version.h>
 
+#include <dlfcn.h>
+
 #include <cmath>
+
+#ifdef MG_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 
 #include "internal.h"
 
@@ -36,11 +42,32 @@ mg_error mg_cuda_synchronize(int device_index) {
 	})
 }
 
-void mg_set_num_threads(int n) { at::set_num_threads(n); }
+void mg_set_num_threads(int n) {
+	at::set_num_threads(n);
+	// Debian's libtorch does its matrix products in OpenBLAS, whose own
+	// thread pool busy-waits and ignores at::set_num_threads: bound it too.
+	// PyTorch's wheels use MKL instead, which at::set_num_threads governs.
+	using setter = void (*)(int);
+	if (auto f = reinterpret_cast<setter>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(n);
+}
 
 int mg_get_num_threads(void) { return at::get_num_threads(); }
 
 mg_error mg_set_num_interop_threads(int n) { MG_TRY(at::set_num_interop_threads(n)) }
+
+mg_error mg_set_deterministic(int on) { MG_TRY(at::globalContext().setDeterministicAlgorithms(on != 0, false)) }
+
+mg_error mg_cuda_peak_memory(int device_index, int reset, int64_t *peak) {
+	MG_TRY({
+#ifdef MG_WITH_CUDA
+		auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device_index);
+		*peak = stats.allocated_bytes[0].peak; // [0]: the aggregate over pool kinds
+		if (reset) c10::cuda::CUDACachingAllocator::resetPeakStats(device_index);
+#else
+		TORCH_CHECK(false, "the shim was built without CUDA");
+#endif
+	})
+}
 
 // ---- randomness ----
 

@@ -1,0 +1,100 @@
+package ops_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/micrograph/micrograph/ops"
+	"github.com/micrograph/micrograph/torch"
+)
+
+// unfusedAggregate is GENConv's aggregation composed from tensor ops, the
+// way the model computes it where there is no fused kernel.
+func unfusedAggregate(h, e, t *torch.Tensor, g *ops.Graph, learnT bool) *torch.Tensor {
+	m := h.IndexSelect(0, g.Src).Add(e).Relu().AddScalar(1e-7)
+	var a *torch.Tensor
+	if learnT {
+		a = ops.SegmentSoftmax(m.Mul(t), g.RowPtr, g.Dst)
+	} else {
+		torch.NoGrad(func() { a = ops.SegmentSoftmax(m.Mul(t), g.RowPtr, g.Dst) })
+	}
+	return m.Mul(a).SegmentReduce(g.RowPtr, torch.ReduceSum)
+}
+
+// The fused kernel gives the unfused ops' values and gradients, for fixed and
+// learned temperatures, in float64 and float32, including a node without
+// incoming edges.
+func TestFusedAggregationMatchesUnfused(t *testing.T) {
+	scope(t)
+	if !torch.GENAggregateSupported(torch.CPU) {
+		t.Skip("this CPU lacks AVX2/FMA: the model uses the unfused ops, tested elsewhere")
+	}
+	g, h := graph(testMols)
+	r := rand.New(rand.NewPCG(8, 8))
+	n, e, d := int64(len(h.nodeGraph)), int64(len(h.src)), int64(5)
+	hv, ev := randomMatrix(r, int(n), int(d)), randomMatrix(r, int(e), int(d))
+	weights := randomMatrix(r, int(n), int(d))
+	for _, tc := range []struct {
+		name   string
+		dtype  torch.DType
+		t      float64
+		learnT bool
+		tol    float64
+	}{
+		{"fixed t, float64", torch.Float64, 1, false, 1e-12},
+		{"learned t, float64", torch.Float64, 0.7, true, 1e-12},
+		{"large t, float64", torch.Float64, 30, true, 1e-11},
+		{"fixed t, float32", torch.Float32, 1, false, 1e-5},
+		{"learned t, float32", torch.Float32, 1.3, true, 1e-5},
+	} {
+		var grads [2][][]float64
+		var outs [2][]float64
+		for i, fused := range []bool{true, false} {
+			o := torch.Options{DType: tc.dtype}
+			hh := torch.FromSlice(hv, n, d).ToDType(tc.dtype).SetRequiresGrad(true)
+			ee := torch.FromSlice(ev, e, d).ToDType(tc.dtype).SetRequiresGrad(true)
+			tt := torch.Full(nil, tc.t, o).SetRequiresGrad(tc.learnT)
+			var out *torch.Tensor
+			if fused {
+				out = torch.GENAggregate(hh, ee, tt, g.Src, g.RowPtr, tc.learnT)
+			} else {
+				out = unfusedAggregate(hh, ee, tt, g, tc.learnT)
+			}
+			out.Mul(torch.FromSlice(weights, n, d).ToDType(tc.dtype)).Sum().Backward()
+			outs[i] = values(out)
+			grads[i] = [][]float64{values(hh.Grad()), values(ee.Grad())}
+			if tc.learnT {
+				grads[i] = append(grads[i], values(tt.Grad()))
+			}
+		}
+		near(t, tc.name+" out", outs[0], outs[1], tc.tol)
+		for k, name := range []string{"dh", "de", "dt"}[:len(grads[0])] {
+			near(t, tc.name+" "+name, grads[0][k], grads[1][k], tc.tol)
+		}
+		// Atom 7 (the one-atom molecule) has no incoming edges: 0.
+		near(t, tc.name+" isolated", outs[0][7*d:8*d], make([]float64, d), 0)
+	}
+	// And against central differences, through the learned temperature too.
+	tt := torch.Full(nil, 0.9, torch.Options{DType: torch.Float64})
+	gradCheck(t, "fused dh", torch.FromSlice(hv, n, d), func(x *torch.Tensor) *torch.Tensor {
+		return weighted(torch.GENAggregate(x, torch.FromSlice(ev, e, d), tt, g.Src, g.RowPtr, true))
+	})
+	gradCheck(t, "fused dt", torch.Full(nil, 0.9, torch.Options{DType: torch.Float64}), func(x *torch.Tensor) *torch.Tensor {
+		return weighted(torch.GENAggregate(torch.FromSlice(hv, n, d), torch.FromSlice(ev, e, d), x, g.Src, g.RowPtr, true))
+	})
+}
+
+func TestEmbeddingBagSumMatchesEmbedding(t *testing.T) {
+	scope(t)
+	r := rand.New(rand.NewPCG(9, 9))
+	w := randomMatrix(r, 7, 3)
+	idx := torch.FromSlice([]int64{0, 6, 2, 2, 3, 1, 5, 5, 0}, 3, 3)
+	bagW := torch.FromSlice(w, 7, 3).SetRequiresGrad(true)
+	bag := torch.EmbeddingBagSum(bagW, idx)
+	refW := torch.FromSlice(w, 7, 3).SetRequiresGrad(true)
+	ref := torch.Embedding(refW, idx).SumDim(1, false)
+	near(t, "embedding bag", values(bag), values(ref), 1e-12)
+	weighted(bag).Backward()
+	weighted(ref).Backward()
+	near(t, "embedding bag grad", values(bagW.Grad()), values(refW.Grad()), 1e-12)
+}
