@@ -5,6 +5,7 @@ go 1.26
 require (
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/pflag v1.0.10
+	golang.org/x/net v0.56.0
 	golang.org/x/term v0.44.0
 )
 

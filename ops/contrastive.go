@@ -16,13 +16,17 @@ const maskedLogit = -1e4
 // Subgraphs of other molecules are the negatives. It is 0 when no molecule
 // has a subgraph.
 func GraphSubgraphContrast(z, s *torch.Tensor, sub *Subgraphs, tau float64) *torch.Tensor {
-	live := sub.Live.Unsqueeze(0)
-	y := Cosine(z, s).DivScalar(tau).MaskedFill(live.LogicalNot(), maskedLogit)
-	logp := y.LogSoftmax(1)
-	graphs := torch.Arange(0, float64(z.Size(0)), 1, torch.Options{DType: torch.Int64, Device: z.Device()})
-	positive := sub.SlotGraph().Unsqueeze(0).Eq(graphs.Unsqueeze(1)).LogicalAnd(live)
-	perGraph := torch.Where(positive, logp, logp.MulScalar(0)).SumDim(1, false)
-	has := positive.ToDType(z.DType()).SumDim(1, false).GtScalar(0).ToDType(z.DType())
+	b, per := z.Size(0), sub.PerGraph
+	y := Cosine(z, s).DivScalar(tau).MaskedFill(sub.Live.LogicalNot().Unsqueeze(0), maskedLogit)
+	logp := y.LogSoftmax(1) // B × B·S
+	// Molecule i's own slots are i·S … i·S+S−1: gather those diagonal blocks,
+	// entry i·(B·S+S)+k of the flattened B×B·S matrix.
+	ints := torch.Options{DType: torch.Int64, Device: z.Device()}
+	rows := torch.Arange(0, float64(b), 1, ints).MulScalar(float64(b*per + per)).Unsqueeze(1)
+	own := logp.Reshape(-1).IndexSelect(0, rows.Add(torch.Arange(0, float64(per), 1, ints).Unsqueeze(0)).Reshape(-1))
+	live := sub.Live.ToDType(z.DType()).Reshape(b, per)
+	perGraph := own.Reshape(b, per).Mul(live).SumDim(1, false)
+	has := live.SumDim(1, false).GtScalar(0).ToDType(z.DType())
 	return perGraph.Mul(has).Sum().Neg().Div(has.Sum().ClampMin(1))
 }
 

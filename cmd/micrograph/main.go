@@ -24,6 +24,12 @@ type command struct {
 var commands = []command{
 	{"pretrain", "pre-train an encoder with MICRO-Graph, with checkpoints and resume", runPretrain},
 	{"export", "write a run's encoder for fine-tuning here or in PyTorch", runExport},
+	{"motifs", "write an HTML report of a run's motifs and their closest subgraphs", runMotifs},
+	{"plot", "draw a run's loss parts over the steps as an SVG", runPlot},
+	{"finetune", "fine-tune an encoder on a labelled dataset; ROC-AUC over seeds (method.md §7)", runFinetune},
+	{"linear-eval", "fit linear classifiers on a frozen encoder's embeddings; ROC-AUC over seeds", runLinearEval},
+	{"suite", "run both protocols on the seven benchmarks and print the paper-style table", runSuite},
+	{"bench", "time pre-training steps and print one JSON line", runBench},
 	{"featurize", "turn a CSV file of SMILES and labels into an OGB dataset folder", runFeaturize},
 	{"synth", "write the built-in synthetic dataset of planted functional groups", runSynth},
 	{"version", "print the versions of micrograph, libtorch and RDKit, and whether CUDA works", runVersion},

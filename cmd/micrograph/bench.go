@@ -1,0 +1,52 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/trainer"
+)
+
+func runBench(args []string) error {
+	fs := newFlags("bench", "--data DIR|CSV [--device D] [--threads T] [--steps N | --epoch] [model flags]",
+		"Times pre-training steps (forward, backward, Adam) on --data after --warmup untimed ones\n"+
+			"and prints one JSON line: molecules_per_s, s_per_step, s_per_epoch, data_wait_fraction,\n"+
+			"peak_memory_bytes (GPU: allocator peak; CPU: peak RSS), device, libtorch.")
+	cfg := trainer.BenchConfig{Pretrain: trainer.DefaultPretrainConfig(), Warmup: 3, Steps: 20}
+	pc := &cfg.Pretrain
+	fs.StringVar(&pc.Data, "data", "", "OGB dataset folder, or CSV file of SMILES")
+	objectiveFlags(fs, &pc.Model)
+	fs.IntVar(&pc.BatchSize, "batch-size", pc.BatchSize, "molecules per batch")
+	fs.Float64Var(&pc.LR, "lr", pc.LR, "Adam learning rate")
+	fs.IntVar(&cfg.Warmup, "warmup", cfg.Warmup, "untimed steps first")
+	fs.IntVar(&cfg.Steps, "steps", cfg.Steps, "timed steps")
+	fs.BoolVar(&cfg.Epoch, "epoch", false, "time one whole epoch instead of --steps")
+	deterministic := fs.Bool("deterministic", false, "deterministic algorithms only (bit-identical repeated runs)")
+	runtimeFlags(fs, &pc.Device, &pc.Threads, &pc.Workers, &pc.Seed)
+	cache := fs.String("cache", "", "folder for featurised CSVs and dataset caches (default: the user cache folder)")
+	if err := parseFlags(fs, args, "data"); err != nil {
+		return err
+	}
+	if *deterministic {
+		if err := enableDeterminism(); err != nil {
+			return err
+		}
+	}
+	res, err := trainer.Bench(cfg, trainer.DatasetOptions{CacheDir: *cache})
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(res)
+	printf("%s", b)
+	return nil
+}
+
+// enableDeterminism switches libtorch to deterministic algorithms; cuBLAS
+// needs its workspace setting before the first GPU call.
+func enableDeterminism() error {
+	if os.Getenv("CUBLAS_WORKSPACE_CONFIG") == "" {
+		os.Setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+	}
+	return torch.SetDeterministic(true)
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/micrograph/micrograph/internal/testenv"
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/trainer"
+)
+
+// tinyEncoderFlags keep the command tests within seconds.
+var tinyEncoderFlags = []string{"--hidden", "16", "--layers", "2", "--device", "cpu"}
+
+// writeTinyEncoder exports a randomly initialised tiny encoder as
+// `micrograph export` would.
+func writeTinyEncoder(t *testing.T) string {
+	t.Helper()
+	arch := model.EncoderConfig{Hidden: 16, Layers: 2, MLPLayers: 1, T: 1}
+	clf, err := model.NewClassifier(arch, 1, torch.CPU, torch.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clf.Free()
+	path := filepath.Join(t.TempDir(), "encoder.pt")
+	if err := trainer.SaveEncoder(path, arch, clf.EncoderState(), "test", 0); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Every misuse of finetune, linear-eval and suite fails with one line on
+// stderr (status 2 for the command line, 1 for what it names) and leaves no
+// output behind: not the result, not a temporary file.
+func TestDownstreamMisuse(t *testing.T) {
+	tmp := t.TempDir()
+	out := filepath.Join(tmp, "out", "result.json") // in a folder of its own, to check it stays empty
+	if err := os.Mkdir(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dummy := filepath.Join(tmp, "ogbg_molbace") // a path that names a benchmark, for checks before any data is read
+	if err := os.WriteFile(dummy, []byte("not a dataset"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	encoder := writeTinyEncoder(t)
+	badEncoder := filepath.Join(tmp, "bad.pt")
+	if err := os.WriteFile(badEncoder, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(trainer.InfoPath(badEncoder), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	suiteOut := filepath.Join(filepath.Dir(out), "suite")
+	fileAsDir := filepath.Join(tmp, "a-file")
+	if err := os.WriteFile(fileAsDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	ft := func(extra ...string) []string {
+		return append([]string{"finetune", "--data", dummy, "--out", out}, extra...)
+	}
+	lin := func(extra ...string) []string {
+		return append([]string{"linear-eval", "--data", dummy, "--out", out}, extra...)
+	}
+	suite := func(extra ...string) []string {
+		return append([]string{"suite", "--encoder", encoder, "--datasets", dummy, "--out", suiteOut}, extra...)
+	}
+	tests := []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"finetune", "--out", out}, 2, "micrograph finetune: missing --data (see micrograph finetune --help)"},
+		{[]string{"finetune", "--data", dummy}, 2, "missing --out"},
+		{ft("--cv", "1"), 2, "--cv 1: want 0 (the dataset's scaffold split) or K ≥ 3 folds"},
+		{ft("--cv", "2"), 2, "--cv 2"},
+		{ft("--cv", "-4"), 2, "--cv -4"},
+		{ft("--cv", "three"), 2, `invalid argument "three" for "--cv"`},
+		{ft("--seeds", "0"), 2, "--seeds 0 must be positive"},
+		{ft("--epochs", "0"), 2, "--epochs 0 must be positive"},
+		{ft("--batch-size", "0"), 2, "--batch-size 0 must be positive"},
+		{ft("--lr", "0"), 2, "--lr 0 must be positive"},
+		{ft("--dropout", "1"), 2, "--dropout 1 must be in [0, 1)"},
+		{ft("--hidden", "0"), 2, "hidden width 0 must be positive"},
+		{ft("--workers", "0"), 2, "--workers 0 must be positive"},
+		{ft("--encoder", encoder, "--layers", "3"), 2, "--layers: the architecture comes from --encoder"},
+		{ft("--out", filepath.Join(tmp, "missing", "result.json")), 2, "folder " + filepath.Join(tmp, "missing") + " does not exist"},
+		{ft("--out", tmp), 2, "is a folder; want a file name"},
+		{ft("--encoder", filepath.Join(tmp, "none.pt")), 1, "micrograph finetune: encoder " + filepath.Join(tmp, "none.pt") + ": its description"},
+		{ft("--encoder", badEncoder), 1, "bad.json"},
+		{ft("--data", filepath.Join(tmp, "none")), 1, "--data " + filepath.Join(tmp, "none")},
+		{ft("--device", "tpu"), 1, `--device: unknown device "tpu"`},
+		{[]string{"linear-eval", "--data", dummy}, 2, "micrograph linear-eval: missing --out"},
+		{lin("--l2-grid", "0.1,-1"), 2, "--l2-grid value -1 must be finite and not negative"},
+		{lin("--l2-grid", "strong"), 2, `invalid argument "strong" for "--l2-grid"`},
+		{lin("--steps", "0"), 2, "--steps 0 must be positive"},
+		{lin("--dropout", "0.3"), 2, "--dropout: the frozen encoder runs in evaluation mode"},
+		{lin("--encoder", encoder, "--hidden", "32"), 2, "--hidden: the architecture comes from --encoder"},
+		{lin("--out", filepath.Join(tmp, "missing", "r.json")), 2, "does not exist"},
+		{lin("--encoder", badEncoder), 1, "bad.json"},
+		{[]string{"suite", "--datasets", dummy, "--out", suiteOut}, 2, "micrograph suite: missing --encoder"},
+		{suite("--datasets", filepath.Join(tmp, "esol.csv")), 2, "cannot tell which benchmark"},
+		{suite("--datasets", dummy, filepath.Join(tmp, "BACE.csv")), 2, "are both bace"},
+		{suite("--protocols", "finetune,probe"), 2, `unknown protocol "probe"`},
+		{suite("--seeds", "0"), 2, "--seeds 0 must be positive"},
+		{suite("--out", fileAsDir), 2, "is a file; want a folder"},
+		{suite("--out", filepath.Join(tmp, "missing", "suite")), 2, "does not exist"},
+		{suite("--encoder", badEncoder), 1, "bad.json"},
+	}
+	for _, tc := range tests {
+		code, stdoutText, errs := runCLI(t, tc.args...)
+		if code != tc.code || !strings.Contains(errs, tc.stderr) || strings.Count(errs, "\n") != 1 || stdoutText != "" {
+			t.Errorf("%q: status %d, stderr %q, stdout %q; want status %d and one line with %q", tc.args, code, errs, stdoutText, tc.code, tc.stderr)
+		}
+		if left, _ := os.ReadDir(filepath.Dir(out)); len(left) > 0 {
+			t.Errorf("%q left %s behind", tc.args, left[0].Name())
+			os.RemoveAll(filepath.Join(filepath.Dir(out), left[0].Name()))
+		}
+	}
+
+}
+
+// finetune, linear-eval and suite on ogbg-molbace write complete results and
+// print their one-line summaries (and the suite its table); a misuse found
+// only once the dataset is open fails as the others do.
+func TestDownstreamCommands(t *testing.T) {
+	bace := testenv.SharedData(t, "ogb/ogbg_molbace")
+	tmp, cache := t.TempDir(), t.TempDir()
+
+	out := filepath.Join(tmp, "finetune.json")
+	args := append([]string{"finetune", "--data", bace, "--out", out, "--cv", "5000", "--cache", cache}, tinyEncoderFlags...)
+	code, stdoutText, errs := runCLI(t, args...)
+	if code != 1 || errs != "micrograph finetune: --cv 5000: want between 3 and the number of molecules (1513)\n" || stdoutText != "" {
+		t.Errorf("--cv 5000: status %d, stderr %q, stdout %q", code, errs, stdoutText)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("--cv 5000 wrote a result")
+	}
+
+	args = append([]string{"finetune", "--data", bace, "--out", out, "--epochs", "2", "--seeds", "1", "--cache", cache}, tinyEncoderFlags...)
+	code, stdoutText, errs = runCLI(t, args...)
+	if code != 0 || !strings.HasPrefix(stdoutText, "finetune ogbg_molbace, random encoder (no pre-training): test ROC-AUC 0.") ||
+		!strings.HasSuffix(stdoutText, "result in "+out+"\n") || strings.Count(stdoutText, "\n") != 1 {
+		t.Fatalf("finetune: status %d, stdout %q, stderr %q", code, stdoutText, errs)
+	}
+	var ft struct {
+		Protocol string `json:"protocol"`
+		Config   struct {
+			Epochs  int                 `json:"epochs"`
+			Encoder model.EncoderConfig `json:"encoder"`
+		} `json:"config"`
+		Runs []struct {
+			ValidROCAUC []float64 `json:"valid_roc_auc"`
+			TestROCAUC  []float64 `json:"test_roc_auc"`
+			BestEpoch   int       `json:"best_epoch"`
+		} `json:"runs"`
+		Test trainer.Stat `json:"test"`
+	}
+	readJSON(t, out, &ft)
+	if ft.Protocol != "finetune" || ft.Config.Epochs != 2 || ft.Config.Encoder.Hidden != 16 || ft.Config.Encoder.Dropout != 0.5 ||
+		len(ft.Runs) != 1 || len(ft.Runs[0].ValidROCAUC) != 2 || len(ft.Runs[0].TestROCAUC) != 2 || ft.Runs[0].BestEpoch < 1 || ft.Test.N != 1 {
+		t.Errorf("finetune result: %+v", ft)
+	}
+
+	out = filepath.Join(tmp, "linear.json")
+	args = append([]string{"linear-eval", "--data", bace, "--out", out, "--seeds", "2", "--steps", "50", "--cache", cache}, tinyEncoderFlags...)
+	code, stdoutText, errs = runCLI(t, args...)
+	if code != 0 || !strings.HasPrefix(stdoutText, "linear-eval ogbg_molbace, random encoder (no pre-training): test ROC-AUC 0.") {
+		t.Fatalf("linear-eval: status %d, stdout %q, stderr %q", code, stdoutText, errs)
+	}
+	var lin trainer.LinearEvalResult
+	readJSON(t, out, &lin)
+	if lin.Protocol != "linear" || len(lin.Runs) != 2 || lin.Test.N != 2 || len(lin.Runs[1].ValidByL2) != 7 || lin.Config.Steps != 50 {
+		t.Errorf("linear-eval result: %+v", lin)
+	}
+
+	dir := filepath.Join(tmp, "suite")
+	code, stdoutText, errs = runCLI(t, "suite", "--encoder", writeTinyEncoder(t), "--datasets", bace, "--out", dir,
+		"--protocols", "linear", "--seeds", "1", "--linear-steps", "50", "--device", "cpu", "--cache", cache)
+	if code != 0 || !strings.Contains(stdoutText, "| Feature extraction | micrograph pre-trained | ") ||
+		!strings.Contains(stdoutText, "suite: 2 evaluations in ") {
+		t.Fatalf("suite: status %d, stdout %q, stderr %q", code, stdoutText, errs)
+	}
+	table, err := os.ReadFile(filepath.Join(dir, "suite.md"))
+	if err != nil || !strings.HasPrefix(stdoutText, string(table)) {
+		t.Errorf("suite.md (%v) is not the table printed:\n%s", err, table)
+	}
+	var suite trainer.SuiteResult
+	readJSON(t, filepath.Join(dir, "suite.json"), &suite)
+	if len(suite.Entries) != 2 || suite.Entries[0].Linear == nil || !suite.Entries[0].Pretrained || suite.Entries[1].Pretrained {
+		t.Errorf("suite.json: %+v", suite.Entries)
+	}
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}

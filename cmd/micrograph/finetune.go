@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/micrograph/micrograph/internal/atomicfile"
+	"github.com/micrograph/micrograph/trainer"
+	"github.com/spf13/pflag"
+)
+
+func runFinetune(args []string) error {
+	cfg := trainer.DefaultFinetuneConfig()
+	cfg.Encoder.Dropout = cfg.Dropout // --dropout is the fine-tuning dropout
+	var out, cache string
+	fs := newFlags("finetune", "--data DIR|CSV --out FILE [--encoder encoder.pt] [flags]",
+		"Fine-tunes an encoder with a graph-property head on a labelled dataset (../shared/docs/method.md §7):\n"+
+			"BCE with logits on the labelled entries, Adam; after every epoch ROC-AUC (OGB's rules) on the\n"+
+			"valid and test parts; reports the test ROC-AUC at the epoch of best valid ROC-AUC, mean ± std\n"+
+			"over seeds (and folds with --cv). Without --encoder the encoder is randomly initialised\n"+
+			"(the Non-Pretrain baseline) with the architecture flags below; with it, the architecture\n"+
+			"is the encoder's. Writes every epoch's figures, per task, to --out (JSON).")
+	fs.StringVar(&cfg.Data, "data", "", "OGB dataset folder, or CSV file of SMILES and labels (featurised once and cached; scaffold split)")
+	fs.StringVar(&cfg.EncoderPath, "encoder", "", "pre-trained encoder (.pt from micrograph export, with its .json); none: random initialisation")
+	fs.StringVar(&out, "out", "", "result file (JSON), written atomically once every run is done; its folder must exist")
+	fs.IntVar(&cfg.Seeds, "seeds", cfg.Seeds, "runs per split, seeded --seed, --seed+1, …")
+	fs.IntVar(&cfg.CVFolds, "cv", cfg.CVFolds, "K-fold cross-validation (K ≥ 3: fold i tests, fold i+1 validates) instead of the dataset's scaffold split (0)")
+	fs.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "epochs per run")
+	fs.IntVar(&cfg.BatchSize, "batch-size", cfg.BatchSize, "molecules per training batch")
+	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "Adam learning rate")
+	encoderFlags(fs, &cfg.Encoder)
+	runtimeFlags(fs, &cfg.Device, &cfg.Threads, &cfg.Workers, &cfg.Seed)
+	fs.StringVar(&cache, "cache", "", "folder for featurised CSVs and dataset caches (default: the user cache folder)")
+	if err := parseFlags(fs, args, "data", "out"); err != nil {
+		return err
+	}
+	cfg.Dropout = cfg.Encoder.Dropout
+	if err := rejectArchitectureFlags(fs, cfg.EncoderPath); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{err}
+	}
+	if err := checkResultFile("--out", out); err != nil {
+		return err
+	}
+	cfg.Dataset, cfg.Progress = trainer.DatasetOptions{CacheDir: cache}, os.Stderr
+
+	res, err := trainer.Finetune(cfg)
+	if err != nil {
+		return err
+	}
+	if err := writeResultJSON(out, res); err != nil {
+		return err
+	}
+	printf("finetune %s, %s: test ROC-AUC %.4f ± %.4f over %d runs (best valid %.4f ± %.4f), %.1fs; result in %s",
+		res.Dataset.Name, encoderKind(res.Pretrained), res.Test.Mean, res.Test.Std, res.Test.N, res.Valid.Mean, res.Valid.Std, res.Seconds, out)
+	return nil
+}
+
+// The shared helpers of finetune, linear-eval and suite follow.
+
+// architectureFlags are encoderFlags' flags that shape the encoder, which
+// an encoder file fixes.
+var architectureFlags = []string{"hidden", "layers", "mlp-layers", "learn-t", "t", "bond-per-layer"}
+
+// rejectArchitectureFlags is a usage error when an architecture flag is given
+// together with an encoder file, whose description decides the architecture.
+func rejectArchitectureFlags(fs *pflag.FlagSet, encoderPath string) error {
+	if encoderPath == "" {
+		return nil
+	}
+	for _, name := range architectureFlags {
+		if fs.Changed(name) {
+			return usageError{fmt.Errorf("--%s: the architecture comes from --encoder (%s), not from flags", name, trainer.InfoPath(encoderPath))}
+		}
+	}
+	return nil
+}
+
+// checkResultFile makes sure, before hours of work, that the result can be
+// written: path is not a folder and its folder exists and takes new files.
+func checkResultFile(flag, path string) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return usageError{fmt.Errorf("%s %s is a folder; want a file name", flag, path)}
+	}
+	return checkWritableFolder(flag, path, filepath.Dir(path))
+}
+
+// checkWritableFolder makes sure that dir (where flag's value path goes)
+// exists and takes new files, leaving nothing behind.
+func checkWritableFolder(flag, path, dir string) error {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return usageError{fmt.Errorf("%s %s: folder %s does not exist", flag, path, dir)}
+	}
+	probe, err := os.CreateTemp(dir, ".micrograph-probe-*")
+	if err != nil {
+		return fmt.Errorf("%s %s: folder %s does not take new files: %w", flag, path, dir, err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
+}
+
+// writeResultJSON writes v as indented JSON to path, atomically.
+func writeResultJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// l2GridFlag registers linear evaluation's λ grid, its default written as
+// %g values rather than pflag's fixed-point ones.
+func l2GridFlag(fs *pflag.FlagSet, grid *[]float64, name, usage string) {
+	fs.Float64SliceVar(grid, name, *grid, usage)
+	shown := make([]string, len(*grid))
+	for i, l := range *grid {
+		shown[i] = strconv.FormatFloat(l, 'g', -1, 64)
+	}
+	fs.Lookup(name).DefValue = "[" + strings.Join(shown, ",") + "]"
+}
+
+// encoderKind says in a summary which encoder a result used.
+func encoderKind(pretrained bool) string {
+	if pretrained {
+		return "pre-trained encoder"
+	}
+	return "random encoder (no pre-training)"
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"errors"
+	"os"
+
+	"github.com/micrograph/micrograph/trainer"
+)
+
+// errDropoutFrozen answers --dropout given to linear-eval.
+var errDropoutFrozen = errors.New("--dropout: the frozen encoder runs in evaluation mode, without dropout")
+
+func runLinearEval(args []string) error {
+	cfg := trainer.DefaultLinearEvalConfig()
+	var out, cache string
+	fs := newFlags("linear-eval", "--data DIR|CSV --out FILE [--encoder encoder.pt] [flags]",
+		"Linear evaluation (\"feature extraction\", ../shared/docs/method.md §7): embeds every molecule\n"+
+			"with the frozen encoder (evaluation mode, mean pooling), fits one L2-regularised logistic\n"+
+			"regression per task on the train part's standardised embeddings (full-batch Adam, every λ\n"+
+			"of --l2-grid), keeps per task the λ with the best valid ROC-AUC, and reports its test ROC-AUC\n"+
+			"(OGB's rules), mean ± std over seeds (and folds with --cv).\n"+
+			"Without --encoder the encoder is random (a new one per seed) with the architecture flags\n"+
+			"below: the baseline without pre-training.")
+	fs.StringVar(&cfg.Data, "data", "", "OGB dataset folder, or CSV file of SMILES and labels (featurised once and cached; scaffold split)")
+	fs.StringVar(&cfg.EncoderPath, "encoder", "", "pre-trained encoder (.pt from micrograph export, with its .json); none: a random encoder, the baseline")
+	fs.StringVar(&out, "out", "", "result file (JSON), written atomically once every run is done; its folder must exist")
+	fs.IntVar(&cfg.Seeds, "seeds", cfg.Seeds, "runs per split, seeded --seed, --seed+1, … (the classifiers' initialisation; a random encoder's too)")
+	fs.IntVar(&cfg.CVFolds, "cv", cfg.CVFolds, "K-fold cross-validation (K ≥ 3: fold i tests, fold i+1 validates) instead of the dataset's scaffold split (0)")
+	l2GridFlag(fs, &cfg.L2Grid, "l2-grid", "L2 strengths λ tried: each task minimises mean BCE + λ/2·‖w‖²")
+	fs.IntVar(&cfg.Steps, "steps", cfg.Steps, "full-batch Adam steps per fit")
+	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "Adam learning rate of the classifiers")
+	encoderFlags(fs, &cfg.Encoder)
+	// The encoder runs in evaluation mode, where dropout does nothing.
+	if err := fs.MarkHidden("dropout"); err != nil {
+		return err
+	}
+	runtimeFlags(fs, &cfg.Device, &cfg.Threads, &cfg.Workers, &cfg.Seed)
+	fs.StringVar(&cache, "cache", "", "folder for featurised CSVs and dataset caches (default: the user cache folder)")
+	if err := parseFlags(fs, args, "data", "out"); err != nil {
+		return err
+	}
+	if fs.Changed("dropout") {
+		return usageError{errDropoutFrozen}
+	}
+	if err := rejectArchitectureFlags(fs, cfg.EncoderPath); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{err}
+	}
+	if err := checkResultFile("--out", out); err != nil {
+		return err
+	}
+	cfg.Dataset, cfg.Progress = trainer.DatasetOptions{CacheDir: cache}, os.Stderr
+
+	res, err := trainer.LinearEval(cfg)
+	if err != nil {
+		return err
+	}
+	if err := writeResultJSON(out, res); err != nil {
+		return err
+	}
+	printf("linear-eval %s, %s: test ROC-AUC %.4f ± %.4f over %d runs (valid %.4f ± %.4f), %.1fs; result in %s",
+		res.Dataset.Name, encoderKind(res.Pretrained), res.Test.Mean, res.Test.Std, res.Test.N, res.Valid.Mean, res.Valid.Std, res.Seconds, out)
+	return nil
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/micrograph/micrograph/data/rdkit"
+	"github.com/micrograph/micrograph/internal/atomicfile"
+	"github.com/micrograph/micrograph/trainer"
+)
+
+func runMotifs(args []string) error {
+	fs := newFlags("motifs", "--run RUNDIR --out motifs.html [flags]",
+		"Writes a self-contained HTML report of what a run's newest checkpoint makes of a dataset's\n"+
+			"molecules (../shared/docs/method.md §3–§4): the atoms per motif, and per motif its\n"+
+			"subgraphs, their mean size and the ones closest to it, drawn by RDKit with their atoms\n"+
+			"highlighted. On the synthetic dataset it also names each motif's dominant planted group\n"+
+			"and the NMI between motifs and groups. The model runs in evaluation mode, without the\n"+
+			"subgraph perturbation.")
+	opt := trainer.MotifReportOptions{Molecules: 2000, PerMotif: 6, Device: "auto"}
+	var cache, out string
+	fs.StringVar(&opt.Run, "run", "", "run folder: its newest readable checkpoint")
+	fs.StringVar(&opt.Data, "data", "", "OGB dataset folder or CSV file of SMILES (default: the run's own dataset)")
+	fs.StringVar(&out, "out", "", "HTML file to write")
+	fs.IntVar(&opt.PerMotif, "per-motif", opt.PerMotif, "closest subgraphs drawn per motif")
+	fs.IntVar(&opt.Molecules, "molecules", opt.Molecules, "molecules analysed: the first ones pre-training can use (0: all)")
+	fs.IntVar(&opt.BatchSize, "batch-size", 0, "molecules per forward pass; Sinkhorn balances motifs over each (default: the run's)")
+	fs.StringVar(&opt.Device, "device", opt.Device, "cpu, cuda, cuda:N, or auto (CUDA when available)")
+	fs.StringVar(&cache, "cache", "", "folder for featurised CSVs and dataset caches (default: the user cache folder)")
+	if err := parseFlags(fs, args, "run", "out"); err != nil {
+		return err
+	}
+	switch {
+	case !strings.HasSuffix(out, ".html"):
+		return usageError{fmt.Errorf("--out %s: want an .html file", out)}
+	case opt.PerMotif < 0:
+		return usageError{fmt.Errorf("--per-motif %d: want 0 or more", opt.PerMotif)}
+	case opt.Molecules < 0:
+		return usageError{fmt.Errorf("--molecules %d: want 0 (all) or more", opt.Molecules)}
+	case opt.BatchSize < 0:
+		return usageError{fmt.Errorf("--batch-size %d: want 0 (the run's) or more", opt.BatchSize)}
+	}
+	if err := checkOutFolder(out); err != nil {
+		return err
+	}
+	opt.Dataset = trainer.DatasetOptions{CacheDir: cache}
+
+	r, err := trainer.BuildMotifReport(opt)
+	if err != nil {
+		return err
+	}
+	if err := rdkit.Load(); err != nil && r.SMILES {
+		logf("molecules are not drawn: %v", err)
+	}
+	// Rendered in memory first, so that a failure leaves no partial file.
+	var page bytes.Buffer
+	if err := r.WriteHTML(&page); err != nil {
+		return fmt.Errorf("rendering the report: %w", err)
+	}
+	if err := atomicfile.WriteFile(out, page.Bytes(), 0o644); err != nil {
+		return err
+	}
+	empty := 0
+	for _, s := range r.Motifs {
+		if s.Subgraphs == 0 {
+			empty++
+		}
+	}
+	printf("motifs of %s (step %d) on %d molecules of %s: %d atoms, %d subgraphs, %d of %d motifs without subgraphs",
+		r.Checkpoint, r.Step, r.Molecules, r.Data, r.Atoms, len(r.Subgraphs), empty, len(r.Motifs))
+	if !math.IsNaN(r.NMI) {
+		printf("NMI between motifs and planted groups: %.3f", r.NMI)
+	}
+	printf("report: %s", out)
+	return nil
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/micrograph/micrograph/internal/atomicfile"
+	"github.com/micrograph/micrograph/trainer"
+)
+
+func runPlot(args []string) error {
+	fs := newFlags("plot", "--run RUNDIR --out curves.svg",
+		"Draws each part of a run's pre-training loss (RUNDIR/log.jsonl) over the steps, and the\n"+
+			"subgraphs per batch, as one SVG of small multiples: every logged value faint, a moving\n"+
+			"average solid, gaps where a value is not finite, dashed lines where an epoch begins.")
+	run := fs.String("run", "", "run folder")
+	out := fs.String("out", "", "SVG file to write")
+	if err := parseFlags(fs, args, "run", "out"); err != nil {
+		return err
+	}
+	if !strings.HasSuffix(*out, ".svg") {
+		return usageError{fmt.Errorf("--out %s: want an .svg file", *out)}
+	}
+	if err := checkOutFolder(*out); err != nil {
+		return err
+	}
+	records, err := trainer.ReadLog(*run)
+	if err != nil {
+		return err
+	}
+	if len(records) == 0 {
+		return fmt.Errorf("%s has no records yet", trainer.LogPath(*run))
+	}
+	var svg bytes.Buffer
+	if err := trainer.WriteLossPlot(&svg, records, "micrograph pre-training: "+*run); err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(*out, svg.Bytes(), 0o644); err != nil {
+		return err
+	}
+	printf("%d logged steps of %s drawn in %s", len(records), *run, *out)
+	return nil
+}
+
+// checkOutFolder fails early, before any work, when the folder that is to
+// hold out does not exist.
+func checkOutFolder(out string) error {
+	dir := filepath.Dir(out)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return usageError{fmt.Errorf("--out %s: folder %s does not exist", out, dir)}
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/micrograph/micrograph/internal/atomicfile"
+	"github.com/micrograph/micrograph/trainer"
+)
+
+func runSuite(args []string) error {
+	cfg := trainer.SuiteConfig{Finetune: trainer.DefaultFinetuneConfig(), Linear: trainer.DefaultLinearEvalConfig()}
+	cfg.Protocols = []string{trainer.ProtocolFinetune, trainer.ProtocolLinear}
+	ft, lin := &cfg.Finetune, &cfg.Linear
+	var out, cache string
+	fs := newFlags("suite", "--encoder encoder.pt --datasets PATH... --out DIR [flags]",
+		"Runs the paper's downstream evaluation (../shared/docs/method.md §7) on the benchmarks given\n"+
+			"("+strings.Join(trainer.Benchmarks, ", ")+"; OGB folders such as ogbg_molbace or MoleculeNet\n"+
+			"CSVs such as BBBP.csv, told apart by name): every protocol with the pre-trained encoder and\n"+
+			"without pre-training (the same architecture randomly initialised). Prints a table in the\n"+
+			"paper's layout, next to the paper's figures, and writes it to DIR/suite.md and every result to\n"+
+			"DIR/suite.json (DIR is made if missing; its parent must exist). The settings of the finetune\n"+
+			"and linear-eval commands apply; --seeds and --cv to both protocols.")
+	fs.StringVar(&cfg.EncoderPath, "encoder", "", "pre-trained encoder (.pt from micrograph export, with its .json)")
+	fs.StringSliceVar(&cfg.Datasets, "datasets", nil, "benchmark datasets: paths after the flag, comma-separated, or the flag repeated")
+	fs.StringVar(&out, "out", "", "folder for suite.md and suite.json, written once everything is done")
+	fs.StringSliceVar(&cfg.Protocols, "protocols", cfg.Protocols, "protocols to run: finetune, linear")
+	fs.IntVar(&ft.Seeds, "seeds", ft.Seeds, "runs per split and protocol, seeded --seed, --seed+1, …")
+	fs.IntVar(&ft.CVFolds, "cv", ft.CVFolds, "K-fold cross-validation (K ≥ 3) instead of the scaffold split (0)")
+	fs.IntVar(&ft.Epochs, "epochs", ft.Epochs, "fine-tuning epochs per run")
+	fs.IntVar(&ft.BatchSize, "batch-size", ft.BatchSize, "fine-tuning batch size")
+	fs.Float64Var(&ft.LR, "lr", ft.LR, "fine-tuning Adam learning rate")
+	fs.Float64Var(&ft.Dropout, "dropout", ft.Dropout, "encoder dropout while fine-tuning")
+	l2GridFlag(fs, &lin.L2Grid, "l2-grid", "linear evaluation's L2 strengths λ (mean BCE + λ/2·‖w‖² per task)")
+	fs.IntVar(&lin.Steps, "linear-steps", lin.Steps, "linear evaluation's full-batch Adam steps per fit")
+	fs.Float64Var(&lin.LR, "linear-lr", lin.LR, "linear evaluation's Adam learning rate")
+	runtimeFlags(fs, &ft.Device, &ft.Threads, &ft.Workers, &ft.Seed)
+	fs.StringVar(&cache, "cache", "", "folder for featurised CSVs and dataset caches (default: the user cache folder)")
+	if err := parseFlags(fs, expandDatasets(args), "encoder", "datasets", "out"); err != nil {
+		return err
+	}
+	lin.Seeds, lin.CVFolds = ft.Seeds, ft.CVFolds
+	lin.Device, lin.Threads, lin.Workers, lin.Seed = ft.Device, ft.Threads, ft.Workers, ft.Seed
+	ft.Dataset = trainer.DatasetOptions{CacheDir: cache}
+	lin.Dataset = ft.Dataset
+	if err := cfg.Validate(); err != nil {
+		return usageError{err}
+	}
+	if err := checkResultFolder("--out", out); err != nil {
+		return err
+	}
+	cfg.Progress = os.Stderr
+
+	res, err := trainer.Suite(cfg)
+	if err != nil {
+		return err
+	}
+	table := res.Markdown()
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(out, "suite.md"), []byte(table), 0o644); err != nil {
+		return err
+	}
+	if err := writeResultJSON(filepath.Join(out, "suite.json"), res); err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, table)
+	printf("suite: %d evaluations in %.1fs; table in %s, results in %s",
+		len(res.Entries), res.Seconds, filepath.Join(out, "suite.md"), filepath.Join(out, "suite.json"))
+	return nil
+}
+
+// checkResultFolder makes sure, before hours of work, that the folder dir
+// exists and takes new files, or can be made in a folder that does.
+func checkResultFolder(flag, dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case err == nil && !st.IsDir():
+		return usageError{fmt.Errorf("%s %s is a file; want a folder", flag, dir)}
+	case err == nil:
+		return checkWritableFolder(flag, dir, dir)
+	}
+	return checkWritableFolder(flag, dir, filepath.Dir(dir))
+}
+
+// expandDatasets lets --datasets take several paths in a row, as a shell
+// glob gives them: "--datasets a b --out d" becomes
+// "--datasets a --datasets b --out d".
+func expandDatasets(args []string) []string {
+	var out []string
+	inList := false // the tokens so far are --datasets and its paths
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return append(out, args[i:]...)
+		case a == "--datasets" && i+1 < len(args):
+			out = append(out, a, args[i+1])
+			i++
+			inList = true
+		case strings.HasPrefix(a, "--datasets="):
+			out = append(out, a)
+			inList = true
+		case inList && !strings.HasPrefix(a, "-"):
+			out = append(out, "--datasets", a)
+		default:
+			out = append(out, a)
+			inList = false
+		}
+	}
+	return out
+}

@@ -1,0 +1,321 @@
+package trainer
+
+// What fine-tuning (finetune.go), linear evaluation (linear.go) and the
+// benchmark suite (suite.go) share: the masked loss, the splits they evaluate
+// on, batched passes over a split, and summaries over runs (method.md §7).
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/torch"
+)
+
+// evalBatchSize is the number of molecules per forward pass when nothing is
+// learned (evaluation, embedding). In evaluation mode batch norm uses its
+// running statistics and dropout is off, so the values do not depend on it.
+const evalBatchSize = 256
+
+// cvStream separates the stream of the cross-validation permutation from any
+// other use of the same seed.
+const cvStream = 0x6376 // "cv"
+
+// MaskedBCEWithLogits is binary cross-entropy on logits (B×T) against labels
+// (B×T, 0 or 1) averaged over the labelled entries only (mask B×T bool), as
+// method.md §7 and OGB's examples compute it. Each entry is
+// max(x,0) − x·y + log(1 + e^−|x|), which never overflows. A batch without
+// labels has loss 0.
+func MaskedBCEWithLogits(logits, labels, mask *torch.Tensor) *torch.Tensor {
+	m := mask.ToDType(logits.DType())
+	return bceWithLogits(logits, labels).Mul(m).Sum().Div(m.Sum().ClampMin(1))
+}
+
+// bceWithLogits is the elementwise binary cross-entropy of logits x against
+// targets y.
+func bceWithLogits(x, y *torch.Tensor) *torch.Tensor {
+	return x.Relu().Sub(x.Mul(y)).Add(x.Abs().Neg().Exp().AddScalar(1).Log())
+}
+
+// CrossValidationSplits is K-fold cross-validation over n molecules (the
+// paper's alternative to the scaffold split, method.md §7): a permutation
+// drawn from seed cut into K folds whose sizes differ by at most one (the
+// first n mod K folds hold one more); split i tests on fold i, validates on
+// fold (i+1) mod K and trains on the others. Every molecule is tested exactly
+// once. Each part is sorted. K must be at least 3, so that training keeps a
+// fold, and at most n.
+func CrossValidationSplits(n, k int, seed uint64) ([]*data.Split, error) {
+	if k < 3 || k > n {
+		return nil, fmt.Errorf("--cv %d: want between 3 and the number of molecules (%d)", k, n)
+	}
+	perm := rand.New(rand.NewPCG(seed, cvStream)).Perm(n)
+	folds := make([][]int32, k)
+	start := 0
+	for i := range folds {
+		size := n / k
+		if i < n%k {
+			size++
+		}
+		for _, g := range perm[start : start+size] {
+			folds[i] = append(folds[i], int32(g))
+		}
+		slices.Sort(folds[i])
+		start += size
+	}
+	splits := make([]*data.Split, k)
+	for i := range splits {
+		valid := (i + 1) % k
+		s := &data.Split{Name: fmt.Sprintf("cv%d-fold%d", k, i), Test: folds[i], Valid: folds[valid]}
+		for j, f := range folds {
+			if j != i && j != valid {
+				s.Train = append(s.Train, f...)
+			}
+		}
+		slices.Sort(s.Train)
+		splits[i] = s
+	}
+	return splits, nil
+}
+
+// evaluationSplits are the splits a protocol runs on: the dataset's own
+// (scaffold) split, or K-fold cross-validation when cvFolds > 0. Each must
+// leave molecules to train on and, in its valid and test parts, a task with
+// both classes, or ROC-AUC (and with it model selection) is undefined. name
+// is the dataset's in messages.
+func evaluationSplits(name string, ds *data.Dataset, cvFolds int, seed uint64) ([]*data.Split, error) {
+	var splits []*data.Split
+	if cvFolds > 0 {
+		var err error
+		if splits, err = CrossValidationSplits(ds.NumGraphs(), cvFolds, seed); err != nil {
+			return nil, err
+		}
+	} else {
+		if ds.Split == nil {
+			return nil, fmt.Errorf("dataset %s has no split: use --cv K for K-fold cross-validation", name)
+		}
+		splits = []*data.Split{ds.Split}
+	}
+	for _, s := range splits {
+		if len(s.Train) == 0 {
+			return nil, fmt.Errorf("%s split of %s: no molecule to train on", s.Name, name)
+		}
+		for _, part := range []struct {
+			name string
+			idx  []int32
+		}{{"valid", s.Valid}, {"test", s.Test}} {
+			if !hasBothClasses(splitLabels(ds, part.idx), ds.NumTasks()) {
+				return nil, fmt.Errorf("%s split of %s: the %s part (%d molecules) has no task with both classes, so ROC-AUC is undefined",
+					s.Name, name, part.name, len(part.idx))
+			}
+		}
+	}
+	return splits, nil
+}
+
+// splitLabels is the label matrix (len(idx)×T, NaN where missing) of the
+// molecules idx, in that order.
+func splitLabels(ds *data.Dataset, idx []int32) []float32 {
+	t := ds.NumTasks()
+	out := make([]float32, 0, len(idx)*t)
+	for _, g := range idx {
+		out = append(out, ds.Labels[int(g)*t:int(g+1)*t]...)
+	}
+	return out
+}
+
+// hasBothClasses reports whether some task has a positive and a negative label.
+func hasBothClasses(labels []float32, tasks int) bool {
+	for t := range tasks {
+		var pos, neg bool
+		for i := t; i < len(labels); i += tasks {
+			switch labels[i] {
+			case 1:
+				pos = true
+			case 0:
+				neg = true
+			}
+		}
+		if pos && neg {
+			return true
+		}
+	}
+	return false
+}
+
+// batchPrepare is the loader's Prepare for dev: pinned staging on a GPU.
+func batchPrepare(dev torch.Device) func(*data.Batch) error {
+	if dev.IsCUDA() {
+		return data.PinMemory
+	}
+	return nil
+}
+
+// forEachBatch calls fn on the molecules idx of ds, in order, evalBatchSize
+// at a time, each call inside its own scope (passed to fn, to Keep what must
+// outlive it) and without autograd.
+func forEachBatch(ds *data.Dataset, idx []int32, workers int, dev torch.Device, fn func(b *data.Batch, s *torch.Scope)) error {
+	loader, err := data.NewLoader(data.LoaderConfig{
+		Dataset: ds, Indices: idx, BatchSize: evalBatchSize, Epochs: 1, Workers: workers, Prepare: batchPrepare(dev),
+	})
+	if err != nil {
+		return err
+	}
+	defer loader.Close()
+	for {
+		b, err := loader.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		func() {
+			s := torch.NewScope()
+			defer s.Close()
+			defer loader.Release(b)
+			torch.NoGrad(func() { fn(b, s) })
+		}()
+	}
+}
+
+// downstreamEncoder is the architecture a protocol runs and, when path is
+// not empty, the pre-trained weights to load into it (CPU tensors the caller
+// frees with freeNamed). Without a file the architecture is arch, randomly
+// initialised: the "Non-Pretrain" baseline of method.md §7.
+func downstreamEncoder(path string, arch model.EncoderConfig) (model.EncoderConfig, []torch.Named, error) {
+	if path == "" {
+		return arch, nil, arch.Validate()
+	}
+	info, state, err := LoadEncoder(path)
+	if err != nil {
+		return arch, nil, err
+	}
+	return info.Encoder, state, nil
+}
+
+// freeNamed frees the tensors of a state list.
+func freeNamed(state []torch.Named) {
+	for _, n := range state {
+		n.Tensor.Free()
+	}
+}
+
+// DatasetSummary identifies the data a result was computed on.
+type DatasetSummary struct {
+	Name      string   `json:"name"` // base name of the path: folder or CSV file
+	Path      string   `json:"path"`
+	Molecules int      `json:"molecules"`
+	Tasks     []string `json:"tasks"`
+	Split     string   `json:"split"` // "scaffold" or "cvK"
+}
+
+func summarizeDataset(path string, ds *data.Dataset, cvFolds int) DatasetSummary {
+	split := fmt.Sprintf("cv%d", cvFolds)
+	if cvFolds == 0 {
+		split = ds.Split.Name
+	}
+	return DatasetSummary{Name: filepath.Base(path), Path: path, Molecules: ds.NumGraphs(), Tasks: ds.Tasks, Split: split}
+}
+
+// Stat is a metric over runs: mean and population standard deviation (as
+// numpy's std, which the papers of method.md §7 report) of the defined values,
+// and how many there were.
+type Stat struct {
+	Mean Value `json:"mean"`
+	Std  Value `json:"std"`
+	N    int   `json:"n"`
+}
+
+// statOf summarises xs, leaving out NaN (a task without both classes in a run).
+func statOf(xs []float64) Stat {
+	var sum float64
+	n := 0
+	for _, x := range xs {
+		if !math.IsNaN(x) {
+			sum += x
+			n++
+		}
+	}
+	if n == 0 {
+		return Stat{Mean: Value(math.NaN()), Std: Value(math.NaN())}
+	}
+	mean := sum / float64(n)
+	var sq float64
+	for _, x := range xs {
+		if !math.IsNaN(x) {
+			sq += (x - mean) * (x - mean)
+		}
+	}
+	return Stat{Mean: Value(mean), Std: Value(math.Sqrt(sq / float64(n))), N: n}
+}
+
+// TaskStat is one task's test ROC-AUC over runs.
+type TaskStat struct {
+	Task string `json:"task"`
+	Stat
+}
+
+// perTaskStats summarises, task by task, the per-task values of every run.
+func perTaskStats(tasks []string, runs [][]Value) []TaskStat {
+	out := make([]TaskStat, len(tasks))
+	for t, name := range tasks {
+		xs := make([]float64, len(runs))
+		for r, run := range runs {
+			xs[r] = float64(run[t])
+		}
+		out[t] = TaskStat{Task: name, Stat: statOf(xs)}
+	}
+	return out
+}
+
+// toValues converts float64s to JSON-safe Values.
+func toValues(xs []float64) []Value {
+	out := make([]Value, len(xs))
+	for i, x := range xs {
+		out[i] = Value(x)
+	}
+	return out
+}
+
+// downstreamSetup is what both protocols do first: the device, the libtorch
+// thread count, and the dataset.
+func downstreamSetup(device string, threads int, dataPath string, opt DatasetOptions) (torch.Device, *data.Dataset, error) {
+	dev, err := torch.ParseDevice(device)
+	if err != nil {
+		return dev, nil, fmt.Errorf("--device: %w", err)
+	}
+	if threads > 0 {
+		torch.SetNumThreads(threads)
+	}
+	ds, err := OpenDataset(dataPath, opt)
+	if err != nil {
+		return dev, nil, fmt.Errorf("--data %s: %w", dataPath, err)
+	}
+	if ds.NumTasks() == 0 {
+		return dev, nil, fmt.Errorf("--data %s: no label column to evaluate on", dataPath)
+	}
+	return dev, ds, nil
+}
+
+// validateCommon checks the settings both protocols share, naming their flags.
+func validateCommon(dataPath string, seeds, cvFolds, threads, workers int) error {
+	switch {
+	case dataPath == "":
+		return errors.New("no --data")
+	case seeds < 1:
+		return fmt.Errorf("--seeds %d must be positive", seeds)
+	case cvFolds < 0 || cvFolds == 1 || cvFolds == 2:
+		return fmt.Errorf("--cv %d: want 0 (the dataset's scaffold split) or K ≥ 3 folds", cvFolds)
+	case threads < 0:
+		return fmt.Errorf("--threads %d must not be negative", threads)
+	case workers < 1:
+		return fmt.Errorf("--workers %d must be positive", workers)
+	}
+	return nil
+}

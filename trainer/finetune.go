@@ -1,0 +1,290 @@
+package trainer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/optim"
+)
+
+// FinetuneConfig is a fine-tuning experiment, method.md §7's "transfer
+// fine-tune" protocol. DefaultFinetuneConfig holds §1's downstream settings.
+type FinetuneConfig struct {
+	Data        string `json:"data"`                   // OGB dataset folder or CSV of SMILES and labels
+	EncoderPath string `json:"encoder_path,omitempty"` // exported encoder (.pt); empty: random initialisation ("Non-Pretrain")
+	// Encoder is the architecture trained without EncoderPath; with it the
+	// file's architecture is used. Results record the one used. Its Dropout
+	// is ignored in favour of Dropout.
+	Encoder model.EncoderConfig `json:"encoder"`
+	Dropout float64             `json:"dropout"` // encoder dropout while fine-tuning (§1: 0.5)
+
+	Epochs    int     `json:"epochs"`
+	BatchSize int     `json:"batch_size"`
+	LR        float64 `json:"lr"`       // Adam
+	Seeds     int     `json:"seeds"`    // runs per split; run i is seeded with Seed+i
+	Seed      uint64  `json:"seed"`     // also seeds the cross-validation permutation
+	CVFolds   int     `json:"cv_folds"` // 0: the dataset's scaffold split; K ≥ 3: K-fold cross-validation
+
+	Device  string `json:"device"`  // cpu, cuda, cuda:N or auto
+	Threads int    `json:"threads"` // libtorch intra-op threads; 0: libtorch's default
+	Workers int    `json:"workers"` // goroutines collating batches
+
+	Dataset  DatasetOptions `json:"-"` // where a CSV's featurisation is cached
+	Progress io.Writer      `json:"-"` // one line per epoch; nil is silent
+}
+
+// DefaultFinetuneConfig is method.md §1's downstream setting: Adam 1e-3,
+// batch 32, 100 epochs, dropout 0.5, 10 seeds, on the scaffold split, with
+// §1's encoder architecture for runs without a pre-trained encoder.
+func DefaultFinetuneConfig() FinetuneConfig {
+	return FinetuneConfig{
+		Encoder:   model.DefaultEncoderConfig(),
+		Dropout:   0.5,
+		Epochs:    100,
+		BatchSize: 32,
+		LR:        1e-3,
+		Seeds:     10,
+		Device:    "auto",
+		Workers:   2,
+	}
+}
+
+// Validate reports the first setting that cannot work, naming its flag.
+func (c FinetuneConfig) Validate() error {
+	if err := validateCommon(c.Data, c.Seeds, c.CVFolds, c.Threads, c.Workers); err != nil {
+		return err
+	}
+	switch {
+	case c.Dropout < 0 || c.Dropout >= 1:
+		return fmt.Errorf("--dropout %g must be in [0, 1)", c.Dropout)
+	case c.Epochs < 1:
+		return fmt.Errorf("--epochs %d must be positive", c.Epochs)
+	case c.BatchSize < 1:
+		return fmt.Errorf("--batch-size %d must be positive", c.BatchSize)
+	case !(c.LR > 0):
+		return fmt.Errorf("--lr %g must be positive", c.LR)
+	case c.EncoderPath == "":
+		arch := c.Encoder
+		arch.Dropout = c.Dropout // the one trained with
+		return arch.Validate()
+	}
+	return nil
+}
+
+// FinetuneResult is a fine-tuning experiment's outcome, written as JSON.
+// ROC-AUC values follow OGB's rules (ROCAUC) and lie in [0, 1].
+type FinetuneResult struct {
+	Protocol   string         `json:"protocol"` // "finetune"
+	Config     FinetuneConfig `json:"config"`   // as run: Encoder is the architecture trained, dropout included
+	Device     string         `json:"device"`
+	Dataset    DatasetSummary `json:"dataset"`
+	Pretrained bool           `json:"pretrained"` // weights loaded from Config.EncoderPath
+
+	Runs []FinetuneRun `json:"runs"` // seed by seed, fold by fold within a seed
+
+	// Test is the test ROC-AUC at each run's best-valid epoch, over runs:
+	// the figure method.md §7 reports. Valid is the best valid ROC-AUC.
+	Test        Stat       `json:"test"`
+	Valid       Stat       `json:"valid"`
+	TestPerTask []TaskStat `json:"test_per_task"` // at each run's best-valid epoch
+	Seconds     float64    `json:"seconds"`
+}
+
+// FinetuneRun is one seed on one split.
+type FinetuneRun struct {
+	Seed  uint64 `json:"seed"`
+	Split string `json:"split"` // "scaffold" or "cvK-foldI"
+	Train int    `json:"train"` // molecules in each part
+	Valid int    `json:"valid"`
+	Test  int    `json:"test"`
+
+	// Per epoch, in order: mean training loss over the epoch's batches, and
+	// evaluation-mode ROC-AUC on the valid and test parts.
+	TrainLoss    []Value   `json:"train_loss"`
+	ValidROCAUC  []Value   `json:"valid_roc_auc"`
+	TestROCAUC   []Value   `json:"test_roc_auc"`
+	EpochSeconds []float64 `json:"epoch_seconds"`
+
+	BestEpoch   int     `json:"best_epoch"` // from 1: the first epoch with the highest valid ROC-AUC
+	BestValid   Value   `json:"best_valid"`
+	TestAtBest  Value   `json:"test_at_best"`
+	TestPerTask []Value `json:"test_per_task"` // at BestEpoch; null for a task lacking a class in the test part
+	Seconds     float64 `json:"seconds"`
+}
+
+// Finetune trains a classifier (encoder + graph head, model.Classifier) on
+// every split and seed, and reports the test ROC-AUC at the epoch of best
+// valid ROC-AUC, mean ± std over runs (method.md §7). The loss is BCE with
+// logits over labelled entries only; training batches are reshuffled every
+// epoch from the run's seed; evaluation covers every molecule of a part.
+func Finetune(cfg FinetuneConfig) (*FinetuneResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	// libtorch keeps grad mode and scopes per OS thread: drive it from one.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	arch, state, err := downstreamEncoder(cfg.EncoderPath, cfg.Encoder)
+	if err != nil {
+		return nil, err
+	}
+	defer freeNamed(state)
+	arch.Dropout = cfg.Dropout
+	dev, ds, err := downstreamSetup(cfg.Device, cfg.Threads, cfg.Data, cfg.Dataset)
+	if err != nil {
+		return nil, err
+	}
+	name := filepath.Base(cfg.Data)
+	splits, err := evaluationSplits(name, ds, cfg.CVFolds, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+
+	res := &FinetuneResult{Protocol: "finetune", Config: cfg, Device: dev.String(),
+		Dataset: summarizeDataset(cfg.Data, ds, cfg.CVFolds), Pretrained: state != nil}
+	res.Config.Encoder = arch
+	for i := range cfg.Seeds {
+		for _, split := range splits {
+			f := &finetuner{cfg: &res.Config, name: name, ds: ds, split: split, dev: dev, seed: cfg.Seed + uint64(i)}
+			var run FinetuneRun
+			var runErr error
+			if err := torch.Catch(func() { run, runErr = f.run(state) }); err != nil || runErr != nil {
+				return nil, fmt.Errorf("seed %d, %s split: %w", f.seed, split.Name, errors.Join(err, runErr))
+			}
+			res.Runs = append(res.Runs, run)
+		}
+	}
+
+	tests, valids := make([]float64, len(res.Runs)), make([]float64, len(res.Runs))
+	perTask := make([][]Value, len(res.Runs))
+	for i, r := range res.Runs {
+		tests[i], valids[i], perTask[i] = float64(r.TestAtBest), float64(r.BestValid), r.TestPerTask
+	}
+	res.Test, res.Valid = statOf(tests), statOf(valids)
+	res.TestPerTask = perTaskStats(ds.Tasks, perTask)
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// finetuner is one run: a seed on a split.
+type finetuner struct {
+	cfg   *FinetuneConfig
+	name  string // the dataset's, in progress lines
+	ds    *data.Dataset
+	split *data.Split
+	dev   torch.Device
+	seed  uint64
+}
+
+// run trains from a fresh classifier (pre-trained encoder weights from state
+// when not nil) for cfg.Epochs epochs, evaluating after each.
+func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
+	start := time.Now()
+	run := FinetuneRun{Seed: f.seed, Split: f.split.Name, Train: len(f.split.Train), Valid: len(f.split.Valid), Test: len(f.split.Test),
+		BestValid: Value(math.NaN()), TestAtBest: Value(math.NaN())}
+	// The seed fixes the head's (and a scratch encoder's) initialisation and
+	// the dropout masks; the loader's shuffles follow it too.
+	torch.ManualSeed(f.seed)
+	clf, err := model.NewClassifier(f.cfg.Encoder, f.ds.NumTasks(), f.dev, torch.Float32)
+	if err != nil {
+		return run, err
+	}
+	defer clf.Free()
+	if state != nil {
+		if err := torch.LoadState(clf.EncoderState(), state); err != nil {
+			return run, fmt.Errorf("encoder %s: %w", f.cfg.EncoderPath, err)
+		}
+	}
+	adam := optim.NewAdam(clf.Store.Trainable(), f.cfg.LR)
+	defer adam.Free()
+	loader, err := data.NewLoader(data.LoaderConfig{
+		Dataset: f.ds, Indices: f.split.Train, BatchSize: f.cfg.BatchSize, Shuffle: true, Seed: f.seed,
+		Epochs: f.cfg.Epochs, Workers: f.cfg.Workers, Prepare: batchPrepare(f.dev),
+	})
+	if err != nil {
+		return run, err
+	}
+	defer loader.Close()
+
+	validLabels, testLabels := splitLabels(f.ds, f.split.Valid), splitLabels(f.ds, f.split.Test)
+	for epoch := 1; epoch <= f.cfg.Epochs; epoch++ {
+		epochStart := time.Now()
+		loss, err := trainEpoch(clf, adam, loader, f.dev)
+		if err != nil {
+			return run, fmt.Errorf("epoch %d: %w", epoch, err)
+		}
+		_, valid, err := f.evaluate(clf, f.split.Valid, validLabels)
+		if err != nil {
+			return run, fmt.Errorf("epoch %d, valid: %w", epoch, err)
+		}
+		testPerTask, test, err := f.evaluate(clf, f.split.Test, testLabels)
+		if err != nil {
+			return run, fmt.Errorf("epoch %d, test: %w", epoch, err)
+		}
+		run.TrainLoss = append(run.TrainLoss, Value(loss))
+		run.ValidROCAUC = append(run.ValidROCAUC, Value(valid))
+		run.TestROCAUC = append(run.TestROCAUC, Value(test))
+		run.EpochSeconds = append(run.EpochSeconds, time.Since(epochStart).Seconds())
+		// Model selection on valid only (§7); the earliest epoch wins ties.
+		if run.BestEpoch == 0 || valid > float64(run.BestValid) {
+			run.BestEpoch, run.BestValid, run.TestAtBest = epoch, Value(valid), Value(test)
+			run.TestPerTask = toValues(testPerTask)
+		}
+		if f.cfg.Progress != nil {
+			fmt.Fprintf(f.cfg.Progress, "finetune %s: seed %d, %s split, epoch %d/%d: loss %.4f, valid ROC-AUC %.4f, test %.4f (%.1fs)\n",
+				f.name, f.seed, f.split.Name, epoch, f.cfg.Epochs, loss, valid, test, time.Since(epochStart).Seconds())
+		}
+	}
+	run.Seconds = time.Since(start).Seconds()
+	return run, nil
+}
+
+// trainEpoch runs one epoch of optimiser steps and returns the mean of the
+// batches' losses. The losses stay on the device until the epoch ends, so
+// that the steps never wait to read them.
+func trainEpoch(clf *model.Classifier, adam *optim.Adam, loader *data.Loader, dev torch.Device) (float64, error) {
+	epoch := torch.NewScope()
+	defer epoch.Close()
+	losses := make([]*torch.Tensor, 0, loader.BatchesPerEpoch())
+	for range loader.BatchesPerEpoch() {
+		b, err := loader.Next()
+		if err != nil {
+			return 0, err
+		}
+		func() {
+			s := torch.NewScope()
+			defer s.Close()
+			defer loader.Release(b)
+			labels, mask := b.Targets(dev)
+			loss := MaskedBCEWithLogits(clf.Forward(b.Graph(dev), true), labels, mask)
+			adam.ZeroGrad()
+			loss.Backward()
+			adam.Step()
+			losses = append(losses, s.Keep(loss.Detach()))
+		}()
+	}
+	return torch.Stack(losses, 0).Mean().Item(), nil
+}
+
+// evaluate is the evaluation-mode ROC-AUC of the classifier on molecules idx
+// (labels: their label matrix), per task and averaged by OGB's rules.
+func (f *finetuner) evaluate(clf *model.Classifier, idx []int32, labels []float32) ([]float64, float64, error) {
+	scores := make([]float32, 0, len(labels))
+	err := forEachBatch(f.ds, idx, f.cfg.Workers, f.dev, func(b *data.Batch, _ *torch.Scope) {
+		scores = append(scores, torch.ToSlice[float32](clf.Forward(b.Graph(f.dev), false))...)
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return ROCAUC(labels, scores, f.ds.NumTasks())
+}

@@ -1,0 +1,376 @@
+package trainer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/ops"
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/nn"
+	"github.com/micrograph/micrograph/torch/optim"
+)
+
+// LinearEvalConfig is a linear evaluation ("feature extraction", method.md
+// §7): a frozen encoder's mean-pooled graph embeddings, and on them one
+// L2-regularised logistic regression per task.
+//
+// The classifier is fitted with libtorch: features are standardised with the
+// train part's mean and std; for every L2 strength λ of L2Grid at once, a
+// weight vector w_t and bias per task t minimise, full batch, with Adam for
+// Steps steps at rate LR,
+//
+//	mean over the train molecules labelled for t of BCE(x·w_t + b_t, y_t) + λ/2·‖w_t‖²
+//
+// (scikit-learn's LogisticRegression with C = 1/(λ·n_t)). Tasks and grid
+// values share nothing, so this is T·|L2Grid| separate fits. Each task then
+// keeps the λ with the highest valid ROC-AUC (the first in grid order on
+// ties; the best λ on mean valid ROC-AUC for a task whose valid labels hold
+// one class), and its test ROC-AUC is reported.
+type LinearEvalConfig struct {
+	Data        string `json:"data"`                   // OGB dataset folder or CSV of SMILES and labels
+	EncoderPath string `json:"encoder_path,omitempty"` // exported encoder (.pt); empty: a random encoder, the baseline
+	// Encoder is the random encoder's architecture without EncoderPath; with
+	// it the file's architecture is used. Results record the one used.
+	// Dropout does not matter: the encoder runs in evaluation mode.
+	Encoder model.EncoderConfig `json:"encoder"`
+
+	L2Grid []float64 `json:"l2_grid"` // λ values tried
+	Steps  int       `json:"steps"`   // full-batch Adam steps per fit
+	LR     float64   `json:"lr"`      // Adam's rate for the classifier
+
+	// Seeds runs per split; run i seeds the classifier's initialisation (and a
+	// random encoder's) with Seed+i. Seed also draws the cross-validation folds.
+	Seeds   int    `json:"seeds"`
+	Seed    uint64 `json:"seed"`
+	CVFolds int    `json:"cv_folds"` // 0: the dataset's scaffold split; K ≥ 3: K-fold cross-validation
+
+	Device  string `json:"device"`
+	Threads int    `json:"threads"`
+	Workers int    `json:"workers"`
+
+	Dataset  DatasetOptions `json:"-"`
+	Progress io.Writer      `json:"-"` // one line per run; nil is silent
+}
+
+// DefaultLinearEvalConfig is 10 seeds on the scaffold split (method.md §7),
+// λ from 10 down to 1e-5 by decades, 500 Adam steps at rate 0.01, and §1's
+// encoder architecture for the random baseline.
+func DefaultLinearEvalConfig() LinearEvalConfig {
+	return LinearEvalConfig{
+		Encoder: model.DefaultEncoderConfig(),
+		L2Grid:  []float64{10, 1, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5},
+		Steps:   500,
+		LR:      0.01,
+		Seeds:   10,
+		Device:  "auto",
+		Workers: 2,
+	}
+}
+
+// Validate reports the first setting that cannot work, naming its flag.
+func (c LinearEvalConfig) Validate() error {
+	if err := validateCommon(c.Data, c.Seeds, c.CVFolds, c.Threads, c.Workers); err != nil {
+		return err
+	}
+	if c.EncoderPath == "" {
+		arch := c.Encoder
+		arch.Dropout = 0 // evaluation mode
+		if err := arch.Validate(); err != nil {
+			return err
+		}
+	}
+	if len(c.L2Grid) == 0 {
+		return fmt.Errorf("--l2-grid is empty")
+	}
+	for _, l := range c.L2Grid {
+		if !(l >= 0) || math.IsInf(l, 0) {
+			return fmt.Errorf("--l2-grid value %g must be finite and not negative", l)
+		}
+	}
+	switch {
+	case c.Steps < 1:
+		return fmt.Errorf("--steps %d must be positive", c.Steps)
+	case !(c.LR > 0):
+		return fmt.Errorf("--lr %g must be positive", c.LR)
+	}
+	return nil
+}
+
+// LinearEvalResult is a linear evaluation's outcome, written as JSON.
+type LinearEvalResult struct {
+	Protocol     string           `json:"protocol"` // "linear"
+	Config       LinearEvalConfig `json:"config"`   // as run: Encoder is the architecture used
+	Device       string           `json:"device"`
+	Dataset      DatasetSummary   `json:"dataset"`
+	Pretrained   bool             `json:"pretrained"` // weights loaded from Config.EncoderPath
+	EmbeddingDim int              `json:"embedding_dim"`
+
+	Runs []LinearEvalRun `json:"runs"` // seed by seed, fold by fold within a seed
+
+	Test         Stat       `json:"test"`  // test ROC-AUC at the chosen λ, over runs
+	Valid        Stat       `json:"valid"` // valid ROC-AUC at the chosen λ
+	TestPerTask  []TaskStat `json:"test_per_task"`
+	EmbedSeconds float64    `json:"embed_seconds"` // computing embeddings, in all
+	Seconds      float64    `json:"seconds"`
+}
+
+// LinearEvalRun is one seed on one split.
+type LinearEvalRun struct {
+	Seed  uint64 `json:"seed"`
+	Split string `json:"split"`
+	Train int    `json:"train"`
+	Valid int    `json:"valid"`
+	Test  int    `json:"test"`
+
+	// Per λ of the grid, in its order: mean valid ROC-AUC over tasks, and
+	// the final training BCE (mean over tasks, without the penalty), which
+	// shows whether the fits converged.
+	ValidByL2     []Value `json:"valid_by_l2"`
+	TrainLossByL2 []Value `json:"train_loss_by_l2"`
+
+	L2          []float64 `json:"l2"` // λ chosen for each task
+	ValidROCAUC Value     `json:"valid_roc_auc"`
+	TestROCAUC  Value     `json:"test_roc_auc"`
+	TestPerTask []Value   `json:"test_per_task"` // null for a task lacking a class in the test part
+	Seconds     float64   `json:"seconds"`
+}
+
+// LinearEval embeds every molecule with the frozen encoder (evaluation mode:
+// running batch-norm statistics, no dropout; mean pooling as in
+// pre-training) and fits the per-task logistic regressions described at
+// LinearEvalConfig on every split and seed. A pre-trained encoder's
+// embeddings are computed once; the random baseline draws a new encoder per
+// seed, so that its spread includes the encoder's.
+func LinearEval(cfg LinearEvalConfig) (*LinearEvalResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	arch, state, err := downstreamEncoder(cfg.EncoderPath, cfg.Encoder)
+	if err != nil {
+		return nil, err
+	}
+	defer freeNamed(state)
+	dev, ds, err := downstreamSetup(cfg.Device, cfg.Threads, cfg.Data, cfg.Dataset)
+	if err != nil {
+		return nil, err
+	}
+	splits, err := evaluationSplits(filepath.Base(cfg.Data), ds, cfg.CVFolds, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	res := &LinearEvalResult{Protocol: "linear", Config: cfg, Device: dev.String(),
+		Dataset: summarizeDataset(cfg.Data, ds, cfg.CVFolds), Pretrained: state != nil, EmbeddingDim: arch.Hidden}
+	res.Config.Encoder = arch
+
+	var embeddings *torch.Tensor // n×d, of every molecule
+	defer func() { embeddings.Free() }()
+	for i := range cfg.Seeds {
+		seed := cfg.Seed + uint64(i)
+		if embeddings == nil || state == nil {
+			embeddings.Free()
+			embedStart := time.Now()
+			var embedErr error
+			if err := torch.Catch(func() { embeddings, embedErr = embedMolecules(ds, arch, state, seed, dev, cfg.Workers) }); err != nil || embedErr != nil {
+				return nil, fmt.Errorf("embedding %s: %w", cfg.Data, errors.Join(err, embedErr))
+			}
+			res.EmbedSeconds += time.Since(embedStart).Seconds()
+		}
+		for _, split := range splits {
+			var run LinearEvalRun
+			var runErr error
+			if err := torch.Catch(func() { run, runErr = fitLinear(&res.Config, ds, split, embeddings, seed) }); err != nil || runErr != nil {
+				return nil, fmt.Errorf("seed %d, %s split: %w", seed, split.Name, errors.Join(err, runErr))
+			}
+			if cfg.Progress != nil {
+				fmt.Fprintf(cfg.Progress, "linear-eval %s: seed %d, %s split: valid ROC-AUC %.4f, test %.4f (%.1fs)\n",
+					res.Dataset.Name, seed, split.Name, run.ValidROCAUC, run.TestROCAUC, run.Seconds)
+			}
+			res.Runs = append(res.Runs, run)
+		}
+	}
+
+	tests, valids := make([]float64, len(res.Runs)), make([]float64, len(res.Runs))
+	perTask := make([][]Value, len(res.Runs))
+	for i, r := range res.Runs {
+		tests[i], valids[i], perTask[i] = float64(r.TestROCAUC), float64(r.ValidROCAUC), r.TestPerTask
+	}
+	res.Test, res.Valid = statOf(tests), statOf(valids)
+	res.TestPerTask = perTaskStats(ds.Tasks, perTask)
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// embedMolecules is the mean-pooled embedding (n×d, on dev, owned by the
+// caller) of every molecule of ds by the encoder arch in evaluation mode,
+// with the weights of state, or randomly initialised from seed without them.
+func embedMolecules(ds *data.Dataset, arch model.EncoderConfig, state []torch.Named, seed uint64, dev torch.Device, workers int) (*torch.Tensor, error) {
+	torch.ManualSeed(seed)
+	store := nn.NewStore(dev, torch.Float32)
+	defer store.Free()
+	// At the store's root the tensors are named as in an exported encoder.
+	enc := model.NewDeeperGCN(store.Root(), arch)
+	defer enc.Free()
+	if state != nil {
+		if err := torch.LoadState(store.State(), state); err != nil {
+			return nil, fmt.Errorf("encoder: %w", err)
+		}
+	}
+	s := torch.NewScope()
+	defer s.Close()
+	chunks := make([]*torch.Tensor, 0, ds.NumGraphs()/evalBatchSize+1)
+	err := forEachBatch(ds, ds.All(), workers, dev, func(b *data.Batch, batch *torch.Scope) {
+		g := b.Graph(dev)
+		chunks = append(chunks, batch.Keep(ops.GraphPool(enc.Forward(g, false), g, ops.MeanPool)))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return torch.Cat(chunks, 0).Unscope(), nil
+}
+
+// fitLinear fits the logistic regressions of every task and grid value on
+// split's train part and evaluates them (see LinearEvalConfig).
+func fitLinear(cfg *LinearEvalConfig, ds *data.Dataset, split *data.Split, embeddings *torch.Tensor, seed uint64) (LinearEvalRun, error) {
+	start := time.Now()
+	run := LinearEvalRun{Seed: seed, Split: split.Name, Train: len(split.Train), Valid: len(split.Valid), Test: len(split.Test)}
+	s := torch.NewScope()
+	defer s.Close()
+	dev := embeddings.Device()
+	tasks, grid := ds.NumTasks(), len(cfg.L2Grid)
+	rows := func(idx []int32) *torch.Tensor {
+		i := make([]int64, len(idx))
+		for k, g := range idx {
+			i[k] = int64(g)
+		}
+		return embeddings.IndexSelect(0, torch.FromSlice(i).To(dev, false))
+	}
+
+	// Standardise on the train part's statistics; a constant feature stays 0.
+	train := rows(split.Train)
+	mean := train.MeanDim(0, true)
+	std := train.Sub(mean).PowScalar(2).MeanDim(0, true).Sqrt()
+	std = std.MaskedFill(std.LtScalar(1e-6), 1)
+	standardise := func(x *torch.Tensor) *torch.Tensor { return x.Sub(mean).Div(std) }
+	xTrain := standardise(train)
+
+	trainLabels := splitLabels(ds, split.Train)
+	mask := make([]float32, len(trainLabels))
+	for i, y := range trainLabels {
+		if y == y {
+			mask[i] = 1
+		} else {
+			trainLabels[i] = 0
+		}
+	}
+	n := int64(len(split.Train))
+	y := torch.FromSlice(trainLabels, n, int64(tasks)).To(dev, false)
+	m := torch.FromSlice(mask, n, int64(tasks)).To(dev, false)
+	labelled := m.SumDim(0, false).ClampMin(1) // per task
+	lambda := make([]float32, grid)
+	for g, l := range cfg.L2Grid {
+		lambda[g] = float32(l)
+	}
+	penalty := torch.FromSlice(lambda, int64(grid), 1).To(dev, false) // G×1, against G×T
+
+	// One weight matrix per grid value: G×d×T, biases G×1×T, initialised as
+	// PyTorch's Linear(d, T) from the run's seed.
+	torch.ManualSeed(seed)
+	d := embeddings.Size(1)
+	store := nn.NewStore(dev, torch.Float32)
+	defer store.Free()
+	bound := 1 / math.Sqrt(float64(d))
+	w := store.Root().Param("weight", torch.Empty([]int64{int64(grid), d, int64(tasks)}, store.Root().Options()))
+	b := store.Root().Param("bias", torch.Empty([]int64{int64(grid), 1, int64(tasks)}, store.Root().Options()))
+	nn.Uniform(w, -bound, bound)
+	nn.Uniform(b, -bound, bound)
+	adam := optim.NewAdam(store.Trainable(), cfg.LR)
+	defer adam.Free()
+
+	var bce *torch.Tensor // G×T training BCE of the last step
+	for range cfg.Steps {
+		func() {
+			step := torch.NewScope()
+			defer step.Close()
+			// (n×d)·(G×d×T) broadcasts to G×n×T.
+			perTask := bceWithLogits(xTrain.MatMul(w).Add(b), y).Mul(m).SumDim(1, false).Div(labelled)
+			loss := perTask.Add(w.Mul(w).SumDim(1, false).Mul(penalty).MulScalar(0.5)).Sum()
+			adam.ZeroGrad()
+			loss.Backward()
+			adam.Step()
+			bce.Free()
+			bce = step.Keep(perTask.Detach())
+		}()
+	}
+	run.TrainLossByL2 = toValues(torch.ToSlice[float64](bce.MeanDim(1, false).ToDType(torch.Float64)))
+
+	// Scores of every grid value on a part: G×len(idx)×T, row-major.
+	var validScores, testScores []float32
+	torch.NoGrad(func() {
+		validScores = torch.ToSlice[float32](standardise(rows(split.Valid)).MatMul(w).Add(b))
+		testScores = torch.ToSlice[float32](standardise(rows(split.Test)).MatMul(w).Add(b))
+	})
+	validLabels, testLabels := splitLabels(ds, split.Valid), splitLabels(ds, split.Test)
+	perPart := len(validLabels)
+	validByTask := make([][]float64, grid) // [g][t]
+	for g := range grid {
+		perTask, mean, err := ROCAUC(validLabels, validScores[g*perPart:(g+1)*perPart], tasks)
+		if err != nil {
+			return run, fmt.Errorf("valid, λ=%g: %w", cfg.L2Grid[g], err)
+		}
+		validByTask[g] = perTask
+		run.ValidByL2 = append(run.ValidByL2, Value(mean))
+	}
+
+	// Each task keeps its best λ on valid.
+	overall := 0
+	for g := range grid {
+		if run.ValidByL2[g] > run.ValidByL2[overall] {
+			overall = g
+		}
+	}
+	chosen := make([]int, tasks)
+	for t := range tasks {
+		best := -1
+		for g := range grid {
+			if v := validByTask[g][t]; !math.IsNaN(v) && (best < 0 || v > validByTask[best][t]) {
+				best = g
+			}
+		}
+		if best < 0 {
+			best = overall
+		}
+		chosen[t] = best
+		run.L2 = append(run.L2, cfg.L2Grid[chosen[t]])
+	}
+	pick := func(scores []float32, n int) []float32 {
+		out := make([]float32, n*tasks)
+		for i := range n {
+			for t, g := range chosen {
+				out[i*tasks+t] = scores[(g*n+i)*tasks+t]
+			}
+		}
+		return out
+	}
+	_, valid, err := ROCAUC(validLabels, pick(validScores, len(split.Valid)), tasks)
+	if err != nil {
+		return run, fmt.Errorf("valid: %w", err)
+	}
+	testPerTask, test, err := ROCAUC(testLabels, pick(testScores, len(split.Test)), tasks)
+	if err != nil {
+		return run, fmt.Errorf("test: %w", err)
+	}
+	run.ValidROCAUC, run.TestROCAUC, run.TestPerTask = Value(valid), Value(test), toValues(testPerTask)
+	run.Seconds = time.Since(start).Seconds()
+	return run, nil
+}
