@@ -40,9 +40,10 @@ $(BUILD)/shim/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch.sh
 		$$([ '$(call torch_var,TORCH_CUDA)' = 1 ] && echo -DMG_WITH_CUDA) -c $< -o $@
 
 # The fused kernels' loops vectorise for AVX2+FMA (floating-point selects need
-# -fno-trapping-math); the shim offers them only on CPUs that have both
+# -fno-trapping-math; reductions say where they may be reordered, with
+# `omp simd` pragmas); the shim offers them only on CPUs that have both
 # (mg_gen_aggregate_supported).
-$(BUILD)/shim/gen_kernels.o: CXXFLAGS += -O3 -mavx2 -mfma -fno-trapping-math
+$(BUILD)/shim/gen_kernels.o: CXXFLAGS += -O3 -mavx2 -mfma -fno-trapping-math -fopenmp-simd
 
 # --no-as-needed keeps libtorch_cuda linked although no symbol of it is named;
 # without it CUDA reports itself unavailable.

@@ -54,6 +54,9 @@ func pinned[T torch.Element](data []T, shape ...int64) *torch.Tensor {
 func (b *Batch) Graph(dev torch.Device) *ops.Graph {
 	n, e := int64(b.NumAtoms()), int64(b.NumEdges())
 	g := &ops.Graph{NumGraphs: int64(b.NumGraphs()), NumNodes: n, NumEdges: e}
+	for i := 1; i < len(b.GraphPtr); i++ {
+		g.MaxNodes = max(g.MaxNodes, b.GraphPtr[i]-b.GraphPtr[i-1])
+	}
 	if s, ok := b.Aux.(*staged); ok {
 		g.Atoms, g.Bonds = s.atoms.To(dev, true), s.bonds.To(dev, true)
 		g.Src, g.Dst, g.RowPtr = s.src.To(dev, true), s.dst.To(dev, true), s.rowPtr.To(dev, true)

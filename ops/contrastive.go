@@ -16,6 +16,14 @@ const maskedLogit = -1e4
 // Subgraphs of other molecules are the negatives. It is 0 when no molecule
 // has a subgraph.
 func GraphSubgraphContrast(z, s *torch.Tensor, sub *Subgraphs, tau float64) *torch.Tensor {
+	if torch.FusedKernels(z.Device()) {
+		return torch.BlockContrast(Cosine(z, s).DivScalar(tau), sub.Live.ToDType(z.DType()), sub.PerGraph)
+	}
+	return blockContrast(z, s, sub, tau)
+}
+
+// blockContrast is GraphSubgraphContrast for devices without the kernel.
+func blockContrast(z, s *torch.Tensor, sub *Subgraphs, tau float64) *torch.Tensor {
 	b, per := z.Size(0), sub.PerGraph
 	y := Cosine(z, s).DivScalar(tau).MaskedFill(sub.Live.LogicalNot().Unsqueeze(0), maskedLogit)
 	logp := y.LogSoftmax(1) // B × B·S

@@ -26,7 +26,7 @@ func unfusedAggregate(h, e, t *torch.Tensor, g *ops.Graph, learnT bool) *torch.T
 // incoming edges.
 func TestFusedAggregationMatchesUnfused(t *testing.T) {
 	scope(t)
-	if !torch.GENAggregateSupported(torch.CPU) {
+	if !torch.FusedKernels(torch.CPU) {
 		t.Skip("this CPU lacks AVX2/FMA: the model uses the unfused ops, tested elsewhere")
 	}
 	g, h := graph(testMols)
@@ -97,4 +97,94 @@ func TestEmbeddingBagSumMatchesEmbedding(t *testing.T) {
 	weighted(bag).Backward()
 	weighted(ref).Backward()
 	near(t, "embedding bag grad", values(bagW.Grad()), values(refW.Grad()), 1e-12)
+}
+
+// The pooling kernel and the sorted-segment pooling of other devices agree,
+// values and gradients, with drops and additions.
+func TestPoolKernelMatchesSortedSegments(t *testing.T) {
+	scope(t)
+	if !torch.FusedKernels(torch.CPU) {
+		t.Skip("this CPU lacks AVX2/FMA: only the sorted pooling runs, tested elsewhere")
+	}
+	g, h := graph(testMols)
+	n := int64(len(h.nodeGraph))
+	torch.ManualSeed(3)
+	motif := torch.FromSlice([]int64{0, 0, 1, 1, 0, 0, 1, 1, 1, 1, 0})
+	sub := ops.MotifSubgraphs(g, motif, 2, 1, 0.3, 0.6, torch.Float64)
+	r := rand.New(rand.NewPCG(5, 5))
+	x := randomMatrix(r, int(n), 3)
+	var outs, grads [2][]float64
+	for i, pool := range []func(*torch.Tensor) *torch.Tensor{sub.Pool, func(h *torch.Tensor) *torch.Tensor { return ops.PoolSorted(sub, h) }} {
+		xt := torch.FromSlice(x, n, 3).SetRequiresGrad(true)
+		out := pool(xt)
+		weighted(out).Backward()
+		outs[i], grads[i] = values(out), values(xt.Grad())
+	}
+	near(t, "pooled", outs[0], outs[1], 1e-12)
+	near(t, "gradient", grads[0], grads[1], 1e-12)
+}
+
+// The contrastive kernel and the composed loss of other devices agree, values
+// and gradients, including the case without any subgraph.
+func TestContrastKernelMatchesComposed(t *testing.T) {
+	scope(t)
+	if !torch.FusedKernels(torch.CPU) {
+		t.Skip("this CPU lacks AVX2/FMA: only the composed loss runs, tested elsewhere")
+	}
+	g, _ := graph(testMols)
+	motif := torch.FromSlice([]int64{0, 0, 1, 1, 0, 0, 1, 1, 1, 1, 0})
+	r := rand.New(rand.NewPCG(6, 6))
+	z, sv := randomMatrix(r, 4, 3), randomMatrix(r, 8, 3)
+	for _, eta := range []int{1, 2, 100} {
+		sub := ops.MotifSubgraphs(g, motif, 2, eta, 0, 0, torch.Float64)
+		var losses [2]float64
+		var grads [2][]float64
+		for i, f := range []func(z, s *torch.Tensor) *torch.Tensor{
+			func(z, s *torch.Tensor) *torch.Tensor { return ops.GraphSubgraphContrast(z, s, sub, 0.3) },
+			func(z, s *torch.Tensor) *torch.Tensor { return ops.ContrastComposed(z, s, sub, 0.3) },
+		} {
+			zt, st := torch.FromSlice(z, 4, 3).SetRequiresGrad(true), torch.FromSlice(sv, 8, 3).SetRequiresGrad(true)
+			l := f(zt, st)
+			l.Backward()
+			losses[i] = l.Item()
+			grads[i] = append(values(zt.Grad()), values(st.Grad())...)
+		}
+		near(t, "loss", losses[:1], losses[1:], 1e-12)
+		near(t, "gradient", grads[0], grads[1], 1e-12)
+	}
+}
+
+// The Sinkhorn kernel and the composed assignment of other devices agree.
+func TestSinkhornKernelMatchesComposed(t *testing.T) {
+	scope(t)
+	if !torch.FusedKernels(torch.CPU) {
+		t.Skip("this CPU lacks AVX2/FMA: only the composed Sinkhorn runs, tested elsewhere")
+	}
+	r := rand.New(rand.NewPCG(12, 12))
+	q := torch.FromSlice(randomMatrix(r, 300, 7), 300, 7).MulScalar(2).Softmax(1)
+	m1, a1 := ops.SinkhornAssign(q, 20, 5)
+	m2, a2 := ops.SinkhornComposed(q, 20, 5)
+	near(t, "balanced", values(a1), values(a2), 1e-5)
+	equalInts(t, "motif", ints(m1), ints(m2))
+}
+
+// Mean pooling through the group kernel equals the segment mean of other
+// devices, values and gradients.
+func TestGraphPoolKernelMatchesSegments(t *testing.T) {
+	scope(t)
+	g, h := graph(testMols)
+	r := rand.New(rand.NewPCG(13, 13))
+	x := randomMatrix(r, len(h.nodeGraph), 4)
+	var outs, grads [2][]float64
+	for i, pool := range []func(*torch.Tensor) *torch.Tensor{
+		func(x *torch.Tensor) *torch.Tensor { return ops.GraphPool(x, g, ops.MeanPool) },
+		func(x *torch.Tensor) *torch.Tensor { return ops.SegmentMean(x, g.GraphPtr) },
+	} {
+		xt := torch.FromSlice(x, int64(len(h.nodeGraph)), 4).SetRequiresGrad(true)
+		out := pool(xt)
+		weighted(out).Backward()
+		outs[i], grads[i] = values(out), values(xt.Grad())
+	}
+	near(t, "mean pool", outs[0], outs[1], 1e-12)
+	near(t, "mean pool gradient", grads[0], grads[1], 1e-12)
 }

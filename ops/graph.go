@@ -15,6 +15,7 @@ import "github.com/micrograph/micrograph/torch"
 // The sizes are known on the host without reading the device.
 type Graph struct {
 	NumGraphs, NumNodes, NumEdges int64
+	MaxNodes                      int64 // atoms of the largest molecule
 
 	Atoms     *torch.Tensor // N×9 int64 atom features
 	Bonds     *torch.Tensor // E×3 int64 bond features of each directed edge
@@ -30,4 +31,28 @@ func (g *Graph) EdgePtr() *torch.Tensor { return g.RowPtr.IndexSelect(0, g.Graph
 // InDegree is the number of incoming edges of each node, as dtype dt (N).
 func (g *Graph) InDegree(dt torch.DType) *torch.Tensor {
 	return g.RowPtr.Narrow(0, 1, g.NumNodes).Sub(g.RowPtr.Narrow(0, 0, g.NumNodes)).ToDType(dt)
+}
+
+// Padded lays out node rows x (N×c) as B×MaxNodes×c, molecule by molecule,
+// zero-filled after each molecule's last node, for batched matrix products
+// over molecules.
+func (g *Graph) Padded(x *torch.Tensor) *torch.Tensor {
+	var slot *torch.Tensor
+	torch.NoGrad(func() {
+		local := g.nodes().Sub(g.GraphPtr.IndexSelect(0, g.NodeGraph))
+		slot = g.NodeGraph.MulScalar(float64(g.MaxNodes)).Add(local)
+	})
+	c := x.Size(1)
+	zeros := torch.Zeros([]int64{g.NumGraphs * g.MaxNodes, c}, torch.Options{DType: x.DType(), Device: x.Device()})
+	return zeros.IndexAdd(0, slot, x).Reshape(g.NumGraphs, g.MaxNodes, c)
+}
+
+// nodes is 0 … N−1 (int64).
+func (g *Graph) nodes() *torch.Tensor {
+	return torch.Arange(0, float64(g.NumNodes), 1, torch.Options{DType: torch.Int64, Device: g.NodeGraph.Device()})
+}
+
+// ones is N ones of dtype dt.
+func (g *Graph) ones(dt torch.DType) *torch.Tensor {
+	return torch.Ones([]int64{g.NumNodes}, torch.Options{DType: dt, Device: g.NodeGraph.Device()})
 }

@@ -56,8 +56,12 @@ func collate(mols []mol) hostGraph {
 func graph(mols []mol) (*ops.Graph, hostGraph) {
 	h := collate(mols)
 	n, e := int64(len(h.nodeGraph)), int64(len(h.src))
+	var most int64
+	for _, m := range mols {
+		most = max(most, int64(m.atoms))
+	}
 	return &ops.Graph{
-		NumGraphs: int64(len(mols)), NumNodes: n, NumEdges: e,
+		NumGraphs: int64(len(mols)), NumNodes: n, NumEdges: e, MaxNodes: most,
 		Atoms: torch.Zeros([]int64{n, 9}, torch.Options{DType: torch.Int64}),
 		Bonds: torch.Zeros([]int64{e, 3}, torch.Options{DType: torch.Int64}),
 		Src:   torch.FromSlice(h.src), Dst: torch.FromSlice(h.dst),

@@ -23,8 +23,10 @@ func MinCut(q *torch.Tensor, g *Graph, selected *torch.Tensor) (cut, ortho *torc
 	den := g.InDegree(dt).Mul(q.Mul(q).SumDim(1, false)).Unsqueeze(1).SegmentReduce(g.GraphPtr, torch.ReduceSum).Squeeze(1)
 	cutG := torch.Where(den.GtScalar(0), num.Neg().Div(den.ClampMin(1e-30)), den.MulScalar(0))
 
-	// q_gᵀq_g for every molecule: outer products of rows, summed per molecule.
-	gram := q.Unsqueeze(2).Mul(q.Unsqueeze(1)).Reshape(g.NumNodes, k*k).SegmentReduce(g.GraphPtr, torch.ReduceSum)
+	// q_gᵀq_g for every molecule, as one batched product over the padded
+	// layout (padding rows are 0 and add nothing).
+	qp := g.Padded(q)
+	gram := qp.Transpose(1, 2).MatMul(qp).Reshape(g.NumGraphs, k*k)
 	eye := torch.Arange(0, float64(k), 1, torch.Options{DType: torch.Int64, Device: q.Device()}).OneHot(k).ToDType(dt).Reshape(1, k*k)
 	var target *torch.Tensor
 	if selected == nil {

@@ -12,6 +12,14 @@ import "github.com/micrograph/micrograph/torch"
 // It runs without autograd and always in float32 (exp(λq) reaches e^λ), and
 // returns the motif of each node (N, int64) and the balanced A (K×N).
 func SinkhornAssign(q *torch.Tensor, lambda float64, iters int) (motif, balanced *torch.Tensor) {
+	if torch.FusedKernels(q.Device()) {
+		return torch.Sinkhorn(q, lambda, iters)
+	}
+	return sinkhornComposed(q, lambda, iters)
+}
+
+// sinkhornComposed is SinkhornAssign for devices without the kernel.
+func sinkhornComposed(q *torch.Tensor, lambda float64, iters int) (motif, balanced *torch.Tensor) {
 	torch.NoGrad(func() {
 		a := q.ToDType(torch.Float32).T().MulScalar(lambda).Exp()
 		a = a.Div(a.Sum())

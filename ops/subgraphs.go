@@ -81,9 +81,18 @@ func firstOccurrence(key *torch.Tensor, dt torch.DType) *torch.Tensor {
 }
 
 // Pool is the mean of the member embeddings of each slot (NumSlots×d), 0 for
-// an empty slot; gradients flow into h. Memberships are ordered by slot and
-// summed as segments, which is deterministic on every device.
+// an empty slot; gradients flow into h. It is deterministic on every device:
+// the CPU kernel accumulates memberships in order; elsewhere they are sorted
+// by slot and summed as segments.
 func (s *Subgraphs) Pool(h *torch.Tensor) *torch.Tensor {
+	if torch.FusedKernels(h.Device()) {
+		return torch.GroupMean(h, s.Node, s.Slot, s.Weight, s.NumSlots)
+	}
+	return s.poolSorted(h)
+}
+
+// poolSorted is Pool for devices without the kernel.
+func (s *Subgraphs) poolSorted(h *torch.Tensor) *torch.Tensor {
 	var node, weight, offsets *torch.Tensor
 	torch.NoGrad(func() {
 		_, order := s.Slot.Sort(0, false)

@@ -502,3 +502,105 @@ func TestParseDevice(t *testing.T) {
 		t.Errorf("ParseDevice(auto) = %v, %v; CUDA available: %v", auto, err, cuda)
 	}
 }
+
+// Dropout's gradient is its mask scaled by 1/(1−p); masks follow the seed and
+// restored generator states, as resumed runs need.
+func TestDropoutMaskAndGradient(t *testing.T) {
+	scope(t)
+	dev := testDevice(t)
+	o := torch.Options{DType: torch.Float64, Device: dev}
+	draw := func() ([]float64, []float64) {
+		x := torch.Rand([]int64{50, 40}, o).AddScalar(0.5).SetRequiresGrad(true)
+		y := torch.Dropout(x, 0.3, true)
+		y.Sum().Backward()
+		return values(y.Div(x.Detach())), values(x.Grad())
+	}
+	torch.ManualSeed(21)
+	ratio, grad := draw()
+	for i := range ratio {
+		if math.Abs(ratio[i]-grad[i]) > 1e-12 || (ratio[i] != 0 && math.Abs(ratio[i]-1/0.7) > 1e-12) {
+			t.Fatalf("element %d: output/input %v, gradient %v", i, ratio[i], grad[i])
+		}
+	}
+	torch.ManualSeed(21)
+	if again, _ := draw(); !slices.Equal(again, ratio) {
+		t.Error("the same seed gave another mask")
+	}
+	state, err := torch.RNGState(torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, _ := draw()
+	if slices.Equal(next, ratio) {
+		t.Error("consecutive calls gave the same mask")
+	}
+	if err := torch.SetRNGState(torch.CPU, state); err != nil {
+		t.Fatal(err)
+	}
+	if replay, _ := draw(); !slices.Equal(replay, next) {
+		t.Error("a restored generator state gave another mask")
+	}
+}
+
+func TestEmbeddingBagSumChecksIndices(t *testing.T) {
+	scope(t)
+	w := torch.Ones([]int64{4, 2}, torch.Options{})
+	for _, idx := range [][]int64{{0, 4}, {-1, 0}} {
+		if err := torch.Catch(func() { torch.EmbeddingBagSum(w, torch.FromSlice(idx, 1, 2)) }); err == nil {
+			t.Errorf("indices %v accepted", idx)
+		}
+	}
+}
+
+// Row normalisation and training-mode batch norm of 2-d inputs run in the
+// shim's CPU kernels; the same data shaped 3-d runs libtorch's ops, as on
+// other devices. Both agree, values, gradients and running statistics.
+func TestKernelsMatchLibtorchOps(t *testing.T) {
+	scope(t)
+	if !torch.FusedKernels(torch.CPU) {
+		t.Skip("this CPU lacks AVX2/FMA: libtorch's ops run everywhere")
+	}
+	data := make([]float64, 6*4)
+	for i := range data {
+		data[i] = math.Sin(float64(i)*1.7) * float64(i%5)
+	}
+	data[4], data[5], data[6], data[7] = 0, 0, 0, 0 // a zero row: normalize's clamp
+	tests := []struct {
+		name string
+		f    func(x *torch.Tensor, threeD bool) *torch.Tensor
+	}{
+		{"normalize", func(x *torch.Tensor, threeD bool) *torch.Tensor {
+			if threeD {
+				return x.Unsqueeze(0).Normalize(2, 2, 1e-12).Squeeze(0)
+			}
+			return x.Normalize(2, 1, 1e-12)
+		}},
+		{"batch_norm", func(x *torch.Tensor, threeD bool) *torch.Tensor {
+			o := torch.Options{DType: torch.Float64}
+			w, b := torch.FromSlice([]float64{1.5, -1, 0.5, 2}), torch.FromSlice([]float64{0.1, 0.2, -0.3, 0})
+			rm, rv := torch.Zeros([]int64{4}, o), torch.Ones([]int64{4}, o)
+			var y *torch.Tensor
+			if threeD {
+				y = torch.BatchNorm(x.Unsqueeze(2), w, b, rm, rv, true, 0.1, 1e-5).Squeeze(2)
+			} else {
+				y = torch.BatchNorm(x, w, b, rm, rv, true, 0.1, 1e-5)
+			}
+			return torch.Cat([]*torch.Tensor{y.Reshape(-1), rm, rv}, 0)
+		}},
+	}
+	for _, tc := range tests {
+		var outs, grads [2][]float64
+		for i, threeD := range []bool{false, true} {
+			x := torch.FromSlice(data, 6, 4).SetRequiresGrad(true)
+			y := tc.f(x, threeD)
+			w := make([]float64, y.Numel())
+			for j := range w {
+				w[j] = math.Cos(float64(j))
+			}
+			y.Reshape(-1).Mul(torch.FromSlice(w)).Sum().Backward()
+			outs[i], grads[i] = values(y), values(x.Grad())
+		}
+		assertTensor(t, tc.name, torch.FromSlice(outs[0]), []int64{int64(len(outs[0]))}, outs[1], 1e-12)
+		assertTensor(t, tc.name+" gradient", torch.FromSlice(grads[0]), []int64{int64(len(grads[0]))}, grads[1], 1e-12)
+	}
+}

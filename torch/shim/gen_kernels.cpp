@@ -3,7 +3,9 @@
 // baseline-compiled code by the linker.
 #include "gen_kernels.h"
 
+#include <cmath>
 #include <cstring>
+#include <vector>
 
 namespace mg {
 namespace {
@@ -76,34 +78,87 @@ inline T message(T h, T e) {
 
 template <typename T>
 void gen_forward(const T *H, const T *E, const int64_t *S, const int64_t *R, T t, int64_t d, int64_t begin,
-                 int64_t end, T *O, T *Z, T *D) {
+                 int64_t end, T *O, T *Z, T *D, T *scratch) {
 	for (int64_t i = begin; i < end; i++) {
 		if (R[i] == R[i + 1]) continue;
 		T *z = Z + i * d, *den = D + i * d, *o = O + i * d;
-		// Pass 1: the maximum of t·m; the first edge starts it.
-		const T *h0 = H + S[R[i]] * d, *e0 = E + R[i] * d;
-		for (int64_t c = 0; c < d; c++) z[c] = t * message(h0[c], e0[c]);
-		for (int64_t k = R[i] + 1; k < R[i + 1]; k++) {
+		// Pass 1: the messages, kept in scratch, and the maximum of t·m.
+		for (int64_t c = 0; c < d; c++) z[c] = T(-1e30);
+		for (int64_t k = R[i]; k < R[i + 1]; k++) {
 			const T *hj = H + S[k] * d, *ek = E + k * d;
+			T *m = scratch + (k - R[i]) * d;
 			for (int64_t c = 0; c < d; c++) {
-				T v = t * message(hj[c], ek[c]);
+				m[c] = message(hj[c], ek[c]);
+				T v = t * m[c];
 				z[c] = v > z[c] ? v : z[c];
 			}
 		}
 		// Pass 2: the weighted sums.
 		for (int64_t c = 0; c < d; c++) den[c] = o[c] = 0;
 		for (int64_t k = R[i]; k < R[i + 1]; k++) {
-			const T *hj = H + S[k] * d, *ek = E + k * d;
+			const T *m = scratch + (k - R[i]) * d;
 			for (int64_t c = 0; c < d; c++) {
-				T m = message(hj[c], ek[c]);
-				T w = vexp(t * m - z[c]);
+				T w = vexp(t * m[c] - z[c]);
 				den[c] += w;
-				o[c] += w * m;
+				o[c] += w * m[c];
 			}
 		}
 		for (int64_t c = 0; c < d; c++) o[c] /= den[c];
 	}
 }
+
+template <typename T>
+void batch_norm_forward(const T *X, const T *W, const T *B, int64_t n, int64_t c, T eps, T *Y, T *M, T *V, T *VAR) {
+	for (int64_t j = 0; j < c; j++) M[j] = VAR[j] = 0;
+	for (int64_t i = 0; i < n; i++) {
+		const T *x = X + i * c;
+		for (int64_t j = 0; j < c; j++) M[j] += x[j];
+	}
+	for (int64_t j = 0; j < c; j++) M[j] /= n;
+	for (int64_t i = 0; i < n; i++) {
+		const T *x = X + i * c;
+		for (int64_t j = 0; j < c; j++) VAR[j] += (x[j] - M[j]) * (x[j] - M[j]);
+	}
+	for (int64_t j = 0; j < c; j++) {
+		VAR[j] /= n;
+		V[j] = 1 / std::sqrt(VAR[j] + eps);
+	}
+	for (int64_t i = 0; i < n; i++) {
+		const T *x = X + i * c;
+		T *y = Y + i * c;
+		for (int64_t j = 0; j < c; j++) y[j] = (x[j] - M[j]) * V[j] * W[j] + B[j];
+	}
+}
+
+template <typename T>
+void batch_norm_backward(const T *X, const T *G, const T *W, const T *M, const T *V, int64_t n, int64_t c, T *GX,
+                         T *GW, T *GB) {
+	for (int64_t j = 0; j < c; j++) GW[j] = GB[j] = 0;
+	for (int64_t i = 0; i < n; i++) {
+		const T *x = X + i * c, *g = G + i * c;
+		for (int64_t j = 0; j < c; j++) {
+			GB[j] += g[j];
+			GW[j] += g[j] * (x[j] - M[j]) * V[j];
+		}
+	}
+	for (int64_t i = 0; i < n; i++) {
+		const T *x = X + i * c, *g = G + i * c;
+		T *gx = GX + i * c;
+		for (int64_t j = 0; j < c; j++) {
+			T xhat = (x[j] - M[j]) * V[j];
+			gx[j] = W[j] * V[j] * (g[j] - GB[j] / n - xhat * GW[j] / n);
+		}
+	}
+}
+
+template void batch_norm_forward<float>(const float *, const float *, const float *, int64_t, int64_t, float, float *,
+                                        float *, float *, float *);
+template void batch_norm_forward<double>(const double *, const double *, const double *, int64_t, int64_t, double,
+                                         double *, double *, double *, double *);
+template void batch_norm_backward<float>(const float *, const float *, const float *, const float *, const float *,
+                                         int64_t, int64_t, float *, float *, float *);
+template void batch_norm_backward<double>(const double *, const double *, const double *, const double *,
+                                          const double *, int64_t, int64_t, double *, double *, double *);
 
 // backward_nodes is gen_backward for a fixed learn_t, so that the channel
 // loop has no branch; the temperature's gradient is summed per channel (a
@@ -132,6 +187,7 @@ void backward_nodes(const T *H, const T *E, const int64_t *S, const int64_t *R, 
 			}
 		}
 		T sum = 0;
+#pragma omp simd reduction(+ : sum)
 		for (int64_t c = 0; c < d; c++) sum += gt[c];
 		GT[i] = sum;
 	}
@@ -147,10 +203,226 @@ void gen_backward(const T *H, const T *E, const int64_t *S, const int64_t *R, T 
 	}
 }
 
+// A 32-bit avalanche hash of an element index and the seed (the finaliser of
+// MurmurHash3 applied twice): multiplies and shifts of 32-bit lanes only, so
+// the mask loop vectorises.
+inline uint32_t mix(uint32_t h) {
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h;
+}
+
+template <typename T>
+void dropout_mask(const T *X, T *Y, int64_t begin, int64_t end, uint64_t seed, float p, T scale) {
+	const uint32_t lo = static_cast<uint32_t>(seed), hi = static_cast<uint32_t>(seed >> 32);
+	for (int64_t i = begin; i < end; i++) {
+		uint32_t h = mix(mix(static_cast<uint32_t>(i) ^ lo) + hi + static_cast<uint32_t>(i >> 32));
+		float u = static_cast<float>(h >> 8) * (1.0f / 16777216.0f); // 24 bits: [0, 1)
+		Y[i] = u >= p ? X[i] * scale : T(0);
+	}
+}
+
+template <typename T>
+void bag_sum_forward(const T *W, const int64_t *I, int64_t F, int64_t d, int64_t begin, int64_t end, T *O) {
+	for (int64_t i = begin; i < end; i++) {
+		T *o = O + i * d;
+		const T *w0 = W + I[i * F] * d;
+		for (int64_t c = 0; c < d; c++) o[c] = w0[c];
+		for (int64_t f = 1; f < F; f++) {
+			const T *w = W + I[i * F + f] * d;
+			for (int64_t c = 0; c < d; c++) o[c] += w[c];
+		}
+	}
+}
+
+template <typename T>
+void bag_sum_backward(const T *G, const int64_t *I, int64_t F, int64_t d, int64_t n, T *GW) {
+	for (int64_t i = 0; i < n; i++) {
+		const T *g = G + i * d;
+		for (int64_t f = 0; f < F; f++) {
+			T *gw = GW + I[i * F + f] * d;
+			for (int64_t c = 0; c < d; c++) gw[c] += g[c];
+		}
+	}
+}
+
+template <typename T>
+void group_sum_forward(const T *X, const int64_t *Rows, const int64_t *Groups, const T *Wt, int64_t p, int64_t d,
+                       T *O, T *C) {
+	for (int64_t i = 0; i < p; i++) {
+		const T w = Wt[i];
+		if (w == 0) continue;
+		const T *x = X + Rows[i] * d;
+		T *o = O + Groups[i] * d;
+		for (int64_t c = 0; c < d; c++) o[c] += w * x[c];
+		C[Groups[i]] += w;
+	}
+}
+
+template <typename T>
+void group_mean_backward(const T *G, const int64_t *Rows, const int64_t *Groups, const T *Wt, const T *C, int64_t p,
+                         int64_t d, T *GX) {
+	for (int64_t i = 0; i < p; i++) {
+		const T w = Wt[i];
+		if (w == 0) continue;
+		const T count = C[Groups[i]];
+		const T scale = w / (count > 1 ? count : T(1));
+		const T *g = G + Groups[i] * d;
+		T *gx = GX + Rows[i] * d;
+		for (int64_t c = 0; c < d; c++) gx[c] += scale * g[c];
+	}
+}
+
+template void group_sum_forward<float>(const float *, const int64_t *, const int64_t *, const float *, int64_t,
+                                       int64_t, float *, float *);
+template void group_sum_forward<double>(const double *, const int64_t *, const int64_t *, const double *, int64_t,
+                                        int64_t, double *, double *);
+template void group_mean_backward<float>(const float *, const int64_t *, const int64_t *, const float *,
+                                         const float *, int64_t, int64_t, float *);
+template void group_mean_backward<double>(const double *, const int64_t *, const int64_t *, const double *,
+                                          const double *, int64_t, int64_t, double *);
+
+template <typename T>
+void block_contrast_forward(const T *Y, const T *L, int64_t cols, int64_t S, int64_t begin, int64_t end, T *LSE,
+                            T *LOSS, T *NPOS) {
+	for (int64_t i = begin; i < end; i++) {
+		const T *y = Y + i * cols;
+		T mx = -1e30;
+#pragma omp simd reduction(max : mx)
+		for (int64_t j = 0; j < cols; j++) {
+			T v = L[j] > 0 ? y[j] : T(-1e30);
+			mx = v > mx ? v : mx;
+		}
+		T sum = 0;
+#pragma omp simd reduction(+ : sum)
+		for (int64_t j = 0; j < cols; j++) sum += L[j] * vexp(y[j] - mx);
+		T lse = sum > 0 ? mx + std::log(sum) : T(0);
+		T pos = 0, npos = 0;
+		for (int64_t j = i * S; j < (i + 1) * S; j++) {
+			pos += L[j] * (y[j] - lse);
+			npos += L[j];
+		}
+		LSE[i] = lse;
+		LOSS[i] = -pos;
+		NPOS[i] = npos;
+	}
+}
+
+template <typename T>
+void block_contrast_backward(const T *Y, const T *L, const T *LSE, const T *NPOS, const T *C, int64_t cols,
+                             int64_t S, int64_t begin, int64_t end, T *GY) {
+	for (int64_t i = begin; i < end; i++) {
+		const T *y = Y + i * cols;
+		T *gy = GY + i * cols;
+		const T c = NPOS[i] > 0 ? C[i] : T(0), np = NPOS[i], lse = LSE[i];
+		for (int64_t j = 0; j < cols; j++) gy[j] = c * L[j] * np * vexp(y[j] - lse);
+		for (int64_t j = i * S; j < (i + 1) * S; j++) gy[j] -= c * L[j];
+	}
+}
+
+template void block_contrast_forward<float>(const float *, const float *, int64_t, int64_t, int64_t, int64_t,
+                                            float *, float *, float *);
+template void block_contrast_forward<double>(const double *, const double *, int64_t, int64_t, int64_t, int64_t,
+                                             double *, double *, double *);
+template void block_contrast_backward<float>(const float *, const float *, const float *, const float *,
+                                             const float *, int64_t, int64_t, int64_t, int64_t, float *);
+template void block_contrast_backward<double>(const double *, const double *, const double *, const double *,
+                                              const double *, int64_t, int64_t, int64_t, int64_t, double *);
+
+template <typename T>
+void normalize_forward(const T *X, int64_t d, T eps, int64_t begin, int64_t end, T *Y, T *NRM) {
+	for (int64_t i = begin; i < end; i++) {
+		const T *x = X + i * d;
+		T ss = 0;
+#pragma omp simd reduction(+ : ss)
+		for (int64_t c = 0; c < d; c++) ss += x[c] * x[c];
+		T nrm = std::sqrt(ss);
+		nrm = nrm > eps ? nrm : eps;
+		NRM[i] = nrm;
+		T *y = Y + i * d;
+		for (int64_t c = 0; c < d; c++) y[c] = x[c] / nrm;
+	}
+}
+
+template <typename T>
+void normalize_backward(const T *Y, const T *GY, const T *NRM, int64_t d, T eps, int64_t begin, int64_t end, T *GX) {
+	for (int64_t i = begin; i < end; i++) {
+		const T *y = Y + i * d, *gy = GY + i * d;
+		T *gx = GX + i * d;
+		const T nrm = NRM[i];
+		T dot = 0;
+		if (nrm > eps) {
+#pragma omp simd reduction(+ : dot)
+			for (int64_t c = 0; c < d; c++) dot += y[c] * gy[c];
+		}
+		for (int64_t c = 0; c < d; c++) gx[c] = (gy[c] - y[c] * dot) / nrm;
+	}
+}
+
+void sinkhorn(const float *Q, int64_t n, int64_t k, float lambda, int iters, float *A, int64_t *MOTIF) {
+	// A[j][l] = exp(λ·Q[l][j]); its total is summed in double: n·k terms.
+	double total = 0;
+	for (int64_t j = 0; j < k; j++) {
+		float *a = A + j * n;
+		for (int64_t l = 0; l < n; l++) a[l] = vexp(lambda * Q[l * k + j]);
+		float row = 0;
+#pragma omp simd reduction(+ : row)
+		for (int64_t l = 0; l < n; l++) row += a[l];
+		total += row;
+	}
+	const float inv_total = static_cast<float>(1 / total);
+	for (int64_t i = 0; i < k * n; i++) A[i] *= inv_total;
+	std::vector<float> col(n);
+	for (int it = 0; it < iters; it++) {
+		for (int64_t j = 0; j < k; j++) {
+			float *a = A + j * n;
+			float row = 0;
+#pragma omp simd reduction(+ : row)
+			for (int64_t l = 0; l < n; l++) row += a[l];
+			const float scale = (1.0f / k) / row;
+			for (int64_t l = 0; l < n; l++) a[l] *= scale;
+		}
+		for (int64_t l = 0; l < n; l++) col[l] = 0;
+		for (int64_t j = 0; j < k; j++) {
+			const float *a = A + j * n;
+			for (int64_t l = 0; l < n; l++) col[l] += a[l];
+		}
+		for (int64_t l = 0; l < n; l++) col[l] = (1.0f / n) / col[l];
+		for (int64_t j = 0; j < k; j++) {
+			float *a = A + j * n;
+			for (int64_t l = 0; l < n; l++) a[l] *= col[l];
+		}
+	}
+	for (int64_t l = 0; l < n; l++) {
+		int64_t best = 0;
+		for (int64_t j = 1; j < k; j++) {
+			if (A[j * n + l] > A[best * n + l]) best = j;
+		}
+		MOTIF[l] = best;
+	}
+}
+
+template void normalize_forward<float>(const float *, int64_t, float, int64_t, int64_t, float *, float *);
+template void normalize_forward<double>(const double *, int64_t, double, int64_t, int64_t, double *, double *);
+template void normalize_backward<float>(const float *, const float *, const float *, int64_t, float, int64_t,
+                                        int64_t, float *);
+template void normalize_backward<double>(const double *, const double *, const double *, int64_t, double, int64_t,
+                                         int64_t, double *);
+
+template void dropout_mask<float>(const float *, float *, int64_t, int64_t, uint64_t, float, float);
+template void dropout_mask<double>(const double *, double *, int64_t, int64_t, uint64_t, float, double);
+template void bag_sum_forward<float>(const float *, const int64_t *, int64_t, int64_t, int64_t, int64_t, float *);
+template void bag_sum_forward<double>(const double *, const int64_t *, int64_t, int64_t, int64_t, int64_t, double *);
+template void bag_sum_backward<float>(const float *, const int64_t *, int64_t, int64_t, int64_t, float *);
+template void bag_sum_backward<double>(const double *, const int64_t *, int64_t, int64_t, int64_t, double *);
+
 template void gen_forward<float>(const float *, const float *, const int64_t *, const int64_t *, float, int64_t,
-                                 int64_t, int64_t, float *, float *, float *);
+                                 int64_t, int64_t, float *, float *, float *, float *);
 template void gen_forward<double>(const double *, const double *, const int64_t *, const int64_t *, double, int64_t,
-                                  int64_t, int64_t, double *, double *, double *);
+                                  int64_t, int64_t, double *, double *, double *, double *);
 template void gen_backward<float>(const float *, const float *, const int64_t *, const int64_t *, float, bool,
                                   int64_t, int64_t, int64_t, const float *, const float *, const float *,
                                   const float *, float *, float *, float *);

@@ -171,13 +171,27 @@ mg_error mg_batch_norm(mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor 
                        mg_tensor *out);
 
 /* ---- fused kernels (fused.cpp) ---- */
+/* Whether the fused kernels below run on a device type: the CPU kernels need
+ * AVX2 and FMA. Elsewhere callers compose the same maths from tensor ops. */
+int mg_fused_kernels(int device_type);
 /* GENConv's aggregation in one pass per node: out_i = Σ_k a_k m_k over the
  * edges k→i (CSR rowptr), m_k = ReLU(h[src_k] + e_k) + 1e-7, a = softmax over
  * the node's edges of t·m, per channel; with learn_t = 0, a is a constant in
  * backpropagation. t is a 0-d tensor. */
-int mg_gen_aggregate_supported(int device_type);
 mg_error mg_gen_aggregate(mg_tensor h, mg_tensor e, mg_tensor t, mg_tensor src, mg_tensor rowptr, int learn_t,
                           mg_tensor *out);
+/* out[g] = Σ_p weights[p]·x[rows[p]] / max(Σ_p weights[p], 1) over the p
+ * with groups[p] = g (num_groups rows), accumulated in order. */
+mg_error mg_group_mean(mg_tensor x, mg_tensor rows, mg_tensor groups, mg_tensor weights, int64_t num_groups,
+                       mg_tensor *out);
+/* Graph-to-subgraph contrast from logits y (B × B·per) and live (float 1/0,
+ * B·per): the mean over rows with a live slot of their own (columns
+ * i·per … i·per+per−1) of −Σ over those of log softmax over the live columns.
+ */
+mg_error mg_block_contrast(mg_tensor y, mg_tensor live, int64_t per, mg_tensor *out);
+/* Sinkhorn-Knopp assignment (method.md §3) of q (N×K), in float32: motif
+ * (N, int64) and the balanced matrix (K×N float32). */
+mg_error mg_sinkhorn(mg_tensor q, double lambda, int iters, mg_tensor *motif, mg_tensor *balanced);
 /* Row i of the result sums the rows of weight at indices[i, :] (N×F). */
 mg_error mg_embedding_bag_sum(mg_tensor weight, mg_tensor indices, mg_tensor *out);
 

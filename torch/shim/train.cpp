@@ -91,9 +91,6 @@ mg_error mg_set_rng_state(int device_type, int device_index, mg_tensor state) {
 
 mg_error mg_bernoulli(mg_tensor probs, mg_tensor *out) { MG_TRY(*out = mg_wrap(at::bernoulli(probs->t))) }
 
-mg_error mg_dropout(mg_tensor a, double p, int train, mg_tensor *out) {
-	MG_TRY(*out = mg_wrap(at::dropout(a->t, p, train != 0)))
-}
 
 // ---- neural-network functions ----
 
@@ -104,6 +101,10 @@ mg_error mg_embedding(mg_tensor weight, mg_tensor indices, mg_tensor *out) {
 mg_error mg_batch_norm(mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor running_mean,
                        mg_tensor running_var, int training, double momentum, double eps, mg_tensor *out) {
 	MG_TRY({
+		if (training && running_mean != nullptr && x->t.dim() == 2 && x->t.size(0) > 1 && mg_cpu_kernels(x->t)) {
+			*out = mg_wrap(mg_batch_norm_train(x->t, weight->t, bias->t, running_mean->t, running_var->t, momentum, eps));
+			return nullptr;
+		}
 		c10::optional<at::Tensor> rm, rv;
 		if (running_mean != nullptr) rm = running_mean->t;
 		if (running_var != nullptr) rv = running_var->t;

@@ -1,0 +1,13 @@
+package ops
+
+// PoolSorted exposes the pooling of devices without the CPU kernel, so that
+// tests compare both.
+var PoolSorted = (*Subgraphs).poolSorted
+
+// ContrastComposed exposes the contrastive loss of devices without the CPU
+// kernel.
+var ContrastComposed = blockContrast
+
+// SinkhornComposed exposes the Sinkhorn assignment of devices without the CPU
+// kernel.
+var SinkhornComposed = sinkhornComposed
