@@ -11,3 +11,7 @@ var ContrastComposed = blockContrast
 // SinkhornComposed exposes the Sinkhorn assignment of devices without the CPU
 // kernel.
 var SinkhornComposed = sinkhornComposed
+
+// MinCutComposed exposes the MinCut regulariser of devices without the CPU
+// kernel.
+var MinCutComposed = minCutComposed

@@ -188,3 +188,30 @@ func TestGraphPoolKernelMatchesSegments(t *testing.T) {
 	near(t, "mean pool", outs[0], outs[1], 1e-12)
 	near(t, "mean pool gradient", grads[0], grads[1], 1e-12)
 }
+
+// The MinCut kernel and the composed regulariser of other devices agree,
+// values and gradients, with all columns and with selected ones (including a
+// molecule with none selected).
+func TestMinCutKernelMatchesComposed(t *testing.T) {
+	scope(t)
+	if !torch.FusedKernels(torch.CPU) {
+		t.Skip("this CPU lacks AVX2/FMA: only the composed MinCut runs, tested elsewhere")
+	}
+	g, h := graph(testMols)
+	n := int64(len(h.nodeGraph))
+	r := rand.New(rand.NewPCG(14, 14))
+	logits := randomMatrix(r, int(n), 3)
+	sel := torch.FromSlice([]float64{1, 0, 1, 0, 0, 0, 1, 1, 1, 0, 1, 0}, 4, 3)
+	for _, selected := range []*torch.Tensor{nil, sel} {
+		var outs, grads [2][]float64
+		for i, f := range []func(*torch.Tensor, *ops.Graph, *torch.Tensor) (*torch.Tensor, *torch.Tensor){ops.MinCut, ops.MinCutComposed} {
+			x := torch.FromSlice(logits, n, 3).SetRequiresGrad(true)
+			cut, ortho := f(x.Softmax(1), g, selected)
+			cut.MulScalar(1.3).Add(ortho.MulScalar(-0.7)).Backward()
+			outs[i] = []float64{cut.Item(), ortho.Item()}
+			grads[i] = values(x.Grad())
+		}
+		near(t, "cut, ortho", outs[0], outs[1], 1e-12)
+		near(t, "gradient", grads[0], grads[1], 1e-12)
+	}
+}

@@ -16,6 +16,15 @@ import (
 // is their sum. With selected (B×K, 0/1; nil for all columns) ortho_g uses
 // only the J_g selected columns, as the paper writes it, and is 0 when J_g = 0.
 func MinCut(q *torch.Tensor, g *Graph, selected *torch.Tensor) (cut, ortho *torch.Tensor) {
+	if torch.FusedKernels(q.Device()) {
+		cutG, orthoG := torch.MinCut(q, g.RowPtr, g.Src, g.GraphPtr, selected)
+		return cutG.Mean(), orthoG.Mean()
+	}
+	return minCutComposed(q, g, selected)
+}
+
+// minCutComposed is MinCut for devices without the kernel.
+func minCutComposed(q *torch.Tensor, g *Graph, selected *torch.Tensor) (cut, ortho *torch.Tensor) {
 	dt := q.DType()
 	k := q.Size(1)
 	edgeDot := q.IndexSelect(0, g.Src).Mul(q.IndexSelect(0, g.Dst)).SumDim(1, true)

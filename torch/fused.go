@@ -68,3 +68,22 @@ func Sinkhorn(q *Tensor, lambda float64, iters int) (motif, balanced *Tensor) {
 	check("sinkhorn", C.mg_sinkhorn(q.c(), C.double(lambda), C.int(iters), &m, &a))
 	return wrap(m), wrap(a)
 }
+
+// MinCut is the MinCut regulariser of method.md §5 per molecule, in one kernel
+// with its backward: for soft assignments q (N×K) on a destination-sorted CSR
+// graph (rowPtr, src) whose molecules own the node ranges graphPtr,
+//
+//	cut_g   = −Σ_{(u→v)∈E_g} ⟨q_u, q_v⟩ / Σ_{u∈V_g} deg(u)·‖q_u‖²   (0 without edges)
+//	ortho_g = ‖ q_gᵀq_g / ‖q_gᵀq_g‖_F − I/√J ‖_F
+//
+// over all K columns (selected nil) or the J selected ones (B×K, 1/0; ortho_g
+// is 0 when J = 0). It returns cut and ortho (B each). See FusedKernels.
+func MinCut(q, rowPtr, src, graphPtr, selected *Tensor) (cut, ortho *Tensor) {
+	var sel C.mg_tensor
+	if selected != nil {
+		sel = selected.c()
+	}
+	var c, o C.mg_tensor
+	check("mincut", C.mg_mincut(q.c(), rowPtr.c(), src.c(), graphPtr.c(), sel, &c, &o))
+	return wrap(c), wrap(o)
+}

@@ -85,4 +85,27 @@ void normalize_backward(const T *Y, const T *GY, const T *NRM, int64_t d, T eps,
 // 1/K and 1/N; MOTIF[l] = argmax_k A[k][l] (first maximum).
 void sinkhorn(const float *Q, int64_t n, int64_t k, float lambda, int iters, float *A, int64_t *MOTIF);
 
+// One Adam/AdamW update of n parameters in place (PyTorch's rule; see
+// mg_adam_step): decoupled shrinks P by (1 − lr·wd) first, otherwise wd·P is
+// added to the gradient; then M, V move towards G and G², and
+// P −= lr/bias1 · M / (√V/bias2_sqrt + eps).
+template <typename T>
+void adam_update(T *P, const T *G, T *M, T *V, int64_t n, T lr, T beta1, T beta2, T eps, T wd, bool decoupled,
+                 T bias1, T bias2_sqrt);
+
+// MinCut regulariser (method.md §5) of molecules [begin, end), node rows Q
+// (K columns) in CSR layout: molecule g's nodes are [GP[g], GP[g+1]), the
+// incoming edges of node v are [R[v], R[v+1]) from sources S. SEL, when not
+// null, masks the columns of each molecule (B×K, 1/0). Per molecule: CUT[g]
+// (0 without edges), ORTHO[g], and what backward needs: NUM, DEN, the Gram
+// matrix GRAM (K×K per molecule, masked) and its norm FRO.
+template <typename T>
+void mincut_forward(const T *Q, const int64_t *R, const int64_t *S, const int64_t *GP, const T *SEL, int64_t k,
+                    int64_t begin, int64_t end, T *CUT, T *ORTHO, T *NUM, T *DEN, T *GRAM, T *FRO);
+// Backward from GC[g] = ∂L/∂cut_g and GO[g] = ∂L/∂ortho_g into GQ (node rows).
+template <typename T>
+void mincut_backward(const T *Q, const int64_t *R, const int64_t *S, const int64_t *GP, const T *SEL, int64_t k,
+                     int64_t begin, int64_t end, const T *ORTHO, const T *NUM, const T *DEN, const T *GRAM,
+                     const T *FRO, const T *GC, const T *GO, T *GQ, T *scratch);
+
 } // namespace mg

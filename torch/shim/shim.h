@@ -192,6 +192,12 @@ mg_error mg_block_contrast(mg_tensor y, mg_tensor live, int64_t per, mg_tensor *
 /* Sinkhorn-Knopp assignment (method.md §3) of q (N×K), in float32: motif
  * (N, int64) and the balanced matrix (K×N float32). */
 mg_error mg_sinkhorn(mg_tensor q, double lambda, int iters, mg_tensor *motif, mg_tensor *balanced);
+/* The MinCut regulariser per molecule (method.md §5) of soft assignments q
+ * (N×K) on a destination-sorted CSR graph (rowptr, src) whose molecules own
+ * node ranges graphptr: cut and ortho, B each. selected (B×K, 1/0) restricts
+ * the orthogonality term to some columns; NULL for all. */
+mg_error mg_mincut(mg_tensor q, mg_tensor rowptr, mg_tensor src, mg_tensor graphptr, mg_tensor selected,
+                   mg_tensor *cut, mg_tensor *ortho);
 /* Row i of the result sums the rows of weight at indices[i, :] (N×F). */
 mg_error mg_embedding_bag_sum(mg_tensor weight, mg_tensor indices, mg_tensor *out);
 

@@ -154,6 +154,12 @@ mg_error mg_adam_step(const mg_tensor *params, const mg_tensor *exp_avg, const m
 			auto &m = exp_avg[i]->t;
 			auto &v = exp_avg_sq[i]->t;
 			// torch.optim.Adam/AdamW, single-tensor form.
+			double step = static_cast<double>(++steps[i]);
+			double bias1 = 1 - std::pow(beta1, step);
+			double bias2_sqrt = std::sqrt(1 - std::pow(beta2, step));
+			if (mg_adam_kernel(p, grad, m, v, lr, beta1, beta2, eps, weight_decay, decoupled != 0, bias1, bias2_sqrt)) {
+				continue;
+			}
 			if (weight_decay != 0) {
 				if (decoupled) {
 					p.mul_(1 - lr * weight_decay);
@@ -163,9 +169,6 @@ mg_error mg_adam_step(const mg_tensor *params, const mg_tensor *exp_avg, const m
 			}
 			m.mul_(beta1).add_(grad, 1 - beta1);
 			v.mul_(beta2).addcmul_(grad, grad, 1 - beta2);
-			double step = static_cast<double>(++steps[i]);
-			double bias1 = 1 - std::pow(beta1, step);
-			double bias2_sqrt = std::sqrt(1 - std::pow(beta2, step));
 			auto denom = (v.sqrt() / bias2_sqrt).add_(eps);
 			p.addcdiv_(m, denom, -lr / bias1);
 		}
