@@ -357,7 +357,10 @@ struct MinCut : public torch::autograd::Function<MinCut> {
 			});
 		});
 		ctx->save_for_backward({qc, rc, sc, gc, sel});
-		ctx->saved_data["ortho"] = ortho;
+		// ortho is also an output: kept here as an alias without autograd
+		// history, since holding the output itself would form a cycle
+		// (output → its grad_fn → this context → output) and leak the graph.
+		ctx->saved_data["ortho"] = ortho.detach();
 		ctx->saved_data["num"] = num;
 		ctx->saved_data["den"] = den;
 		ctx->saved_data["gram"] = gram;

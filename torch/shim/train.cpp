@@ -5,8 +5,10 @@
 #include <torch/version.h>
 
 #include <dlfcn.h>
+#include <malloc.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #ifdef MG_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -15,6 +17,21 @@
 #include "internal.h"
 
 namespace {
+
+// Each step allocates and frees megabytes of tensors. By default glibc hands
+// large freed blocks back to the kernel, and the next step faults them back
+// in, zeroed; keeping them in the heap lets every step reuse warm memory, as
+// PyTorch's GPU allocator keeps its blocks. MALLOC_* settings in the
+// environment take precedence.
+__attribute__((constructor)) void keep_freed_memory() {
+	if (std::getenv("MALLOC_MMAP_THRESHOLD_") || std::getenv("MALLOC_TRIM_THRESHOLD_") ||
+	    std::getenv("MALLOC_TOP_PAD_")) {
+		return;
+	}
+	mallopt(M_MMAP_THRESHOLD, 32 << 20); // glibc's largest
+	mallopt(M_TRIM_THRESHOLD, 1 << 30);
+	mallopt(M_TOP_PAD, 64 << 20);
+}
 
 at::Generator default_generator(int device_type, int device_index) {
 	return at::globalContext().defaultGenerator(
