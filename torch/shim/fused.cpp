@@ -47,22 +47,24 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 		            " sources, ", e.size(0), " edges, ", rowptr.size(0), " offsets for ", h.size(0), " nodes");
 		auto hc = h.contiguous(), ec = e.contiguous();
 		auto sc = src.contiguous(), rc = rowptr.contiguous();
-		auto out = at::zeros_like(hc), zmax = at::zeros_like(hc), den = at::ones_like(hc);
 		const int64_t n = hc.size(0), d = hc.size(1);
-		const int64_t *R = rc.data_ptr<int64_t>();
-		int64_t degree = 0;
-		for (int64_t i = 0; i < n; i++) degree = std::max(degree, R[i + 1] - R[i]);
+		const int64_t *R = rc.data_ptr<int64_t>(), *S = sc.data_ptr<int64_t>();
 		TORCH_CHECK(R[0] == 0 && R[n] == ec.size(0), "gen_aggregate: offsets do not cover the edges");
+		for (int64_t k = 0; k < ec.size(0); k++) {
+			TORCH_CHECK(S[k] >= 0 && S[k] < n, "gen_aggregate: source ", S[k], " of edge ", k, " out of range");
+		}
+		auto out = at::empty_like(hc), zmax = at::empty_like(hc), den = at::empty_like(hc);
+		auto messages = at::empty_like(ec);
 		AT_DISPATCH_FLOATING_TYPES(hc.scalar_type(), "gen_aggregate_forward", [&] {
 			const scalar_t tv = t.item<scalar_t>();
 			at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
-				std::vector<scalar_t> scratch(degree * d);
-				mg::gen_forward(hc.data_ptr<scalar_t>(), ec.data_ptr<scalar_t>(), sc.data_ptr<int64_t>(), R, tv, d,
-				                begin, end, out.data_ptr<scalar_t>(), zmax.data_ptr<scalar_t>(),
-				                den.data_ptr<scalar_t>(), scratch.data());
+				mg::gen_forward(hc.data_ptr<scalar_t>(), ec.data_ptr<scalar_t>(), S, R, tv, d, begin, end,
+				                messages.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), zmax.data_ptr<scalar_t>(),
+				                den.data_ptr<scalar_t>());
 			});
 		});
-		ctx->save_for_backward({hc, ec, t, sc, rc, out});
+		ctx->save_for_backward({t, sc, rc, out});
+		ctx->saved_data["messages"] = messages;
 		ctx->saved_data["zmax"] = zmax;
 		ctx->saved_data["den"] = den;
 		ctx->saved_data["learn_t"] = learn_t;
@@ -71,26 +73,25 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 
 	static variable_list backward(AutogradContext *ctx, variable_list grads) {
 		auto saved = ctx->get_saved_variables();
-		const auto &h = saved[0], &e = saved[1], &t = saved[2], &src = saved[3], &rowptr = saved[4], &out = saved[5];
+		const auto &t = saved[0], &src = saved[1], &rowptr = saved[2], &out = saved[3];
+		auto messages = ctx->saved_data["messages"].toTensor();
 		auto zmax = ctx->saved_data["zmax"].toTensor(), den = ctx->saved_data["den"].toTensor();
 		const bool learn_t = ctx->saved_data["learn_t"].toBool();
 		auto go = grads[0].contiguous();
-		const int64_t n = h.size(0), d = h.size(1);
-		auto grad_pre = at::empty_like(e);
-		auto grad_t_node = at::zeros({n}, h.options());
-		AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "gen_aggregate_backward", [&] {
+		const int64_t n = out.size(0), d = out.size(1);
+		auto grad_pre = at::empty_like(messages);
+		auto grad_t_node = at::empty({n}, out.options());
+		// Sum the edges' gradients into their source nodes, in edge order.
+		auto grad_h = at::zeros_like(out);
+		AT_DISPATCH_FLOATING_TYPES(out.scalar_type(), "gen_aggregate_backward", [&] {
 			const scalar_t tv = t.item<scalar_t>();
 			at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
 				std::vector<scalar_t> scratch(d);
-				mg::gen_backward(h.data_ptr<scalar_t>(), e.data_ptr<scalar_t>(), src.data_ptr<int64_t>(),
-				                 rowptr.data_ptr<int64_t>(), tv, learn_t, d, begin, end, out.data_ptr<scalar_t>(),
-				                 zmax.data_ptr<scalar_t>(), den.data_ptr<scalar_t>(), go.data_ptr<scalar_t>(),
-				                 grad_pre.data_ptr<scalar_t>(), grad_t_node.data_ptr<scalar_t>(), scratch.data());
+				mg::gen_backward(messages.data_ptr<scalar_t>(), rowptr.data_ptr<int64_t>(), tv, learn_t, d, begin, end,
+				                 out.data_ptr<scalar_t>(), zmax.data_ptr<scalar_t>(), den.data_ptr<scalar_t>(),
+				                 go.data_ptr<scalar_t>(), grad_pre.data_ptr<scalar_t>(),
+				                 grad_t_node.data_ptr<scalar_t>(), scratch.data());
 			});
-		});
-		// Sum the edges' gradients into their source nodes, in edge order.
-		auto grad_h = at::zeros_like(h);
-		AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "gen_aggregate_scatter", [&] {
 			mg::bag_sum_backward(grad_pre.data_ptr<scalar_t>(), src.data_ptr<int64_t>(), 1, d, src.numel(),
 			                     grad_h.data_ptr<scalar_t>());
 		});

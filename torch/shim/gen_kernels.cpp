@@ -78,25 +78,29 @@ inline T message(T h, T e) {
 
 template <typename T>
 void gen_forward(const T *H, const T *E, const int64_t *S, const int64_t *R, T t, int64_t d, int64_t begin,
-                 int64_t end, T *O, T *Z, T *D, T *scratch) {
+                 int64_t end, T *M, T *O, T *Z, T *D) {
 	for (int64_t i = begin; i < end; i++) {
-		if (R[i] == R[i + 1]) continue;
 		T *z = Z + i * d, *den = D + i * d, *o = O + i * d;
+		if (R[i] == R[i + 1]) {
+			for (int64_t c = 0; c < d; c++) o[c] = z[c] = 0, den[c] = 1;
+			continue;
+		}
 		if (R[i + 1] - R[i] == 1) {
 			// One incoming edge (a terminal atom): its weight is exactly 1.
 			const T *hj = H + S[R[i]] * d, *ek = E + R[i] * d;
+			T *m = M + R[i] * d;
 			for (int64_t c = 0; c < d; c++) {
-				o[c] = message(hj[c], ek[c]);
+				m[c] = o[c] = message(hj[c], ek[c]);
 				z[c] = t * o[c];
 				den[c] = 1;
 			}
 			continue;
 		}
-		// Pass 1: the messages, kept in scratch, and the maximum of t·m.
+		// Pass 1: the messages and the maximum of t·m.
 		for (int64_t c = 0; c < d; c++) z[c] = T(-1e30);
 		for (int64_t k = R[i]; k < R[i + 1]; k++) {
 			const T *hj = H + S[k] * d, *ek = E + k * d;
-			T *m = scratch + (k - R[i]) * d;
+			T *m = M + k * d;
 			for (int64_t c = 0; c < d; c++) {
 				m[c] = message(hj[c], ek[c]);
 				T v = t * m[c];
@@ -106,7 +110,7 @@ void gen_forward(const T *H, const T *E, const int64_t *S, const int64_t *R, T t
 		// Pass 2: the weighted sums.
 		for (int64_t c = 0; c < d; c++) den[c] = o[c] = 0;
 		for (int64_t k = R[i]; k < R[i + 1]; k++) {
-			const T *m = scratch + (k - R[i]) * d;
+			const T *m = M + k * d;
 			for (int64_t c = 0; c < d; c++) {
 				T w = vexp(t * m[c] - z[c]);
 				den[c] += w;
@@ -320,36 +324,35 @@ template void batch_norm_backward<double>(const double *, const double *, const 
 
 // backward_nodes is gen_backward for a fixed learn_t, so that the channel
 // loop has no branch; the temperature's gradient is summed per channel (a
-// vector, not a scalar reduction) and then over channels.
+// vector, not a scalar reduction) and then over channels. The message of a
+// zero pre-activation is exactly 1e-7, so m > 1e-7 is the ReLU's gate.
 template <typename T, bool learn_t>
-void backward_nodes(const T *H, const T *E, const int64_t *S, const int64_t *R, T t, int64_t d, int64_t begin,
-                    int64_t end, const T *O, const T *Z, const T *D, const T *G, T *GP, T *GT, T *gt) {
+void backward_nodes(const T *M, const int64_t *R, T t, int64_t d, int64_t begin, int64_t end, const T *O, const T *Z,
+                    const T *D, const T *G, T *GP, T *GT, T *gt) {
+	const T eps = T(1e-7);
 	for (int64_t i = begin; i < end; i++) {
 		const T *o = O + i * d, *z = Z + i * d, *den = D + i * d, *g = G + i * d;
+		GT[i] = 0;
 		if (R[i + 1] - R[i] == 1) {
 			// One incoming edge: a = 1 and m = out, so the gradient passes
 			// straight to the message and none goes to t.
-			const int64_t k = R[i];
-			const T *hj = H + S[k] * d, *ek = E + k * d;
-			T *gp = GP + k * d;
-			for (int64_t c = 0; c < d; c++) gp[c] = hj[c] + ek[c] > 0 ? g[c] : T(0);
-			GT[i] = 0;
+			const T *m = M + R[i] * d;
+			T *gp = GP + R[i] * d;
+			for (int64_t c = 0; c < d; c++) gp[c] = m[c] > eps ? g[c] : T(0);
 			continue;
 		}
 		for (int64_t c = 0; c < d; c++) gt[c] = 0;
 		for (int64_t k = R[i]; k < R[i + 1]; k++) {
-			const T *hj = H + S[k] * d, *ek = E + k * d;
+			const T *m = M + k * d;
 			T *gp = GP + k * d;
 			for (int64_t c = 0; c < d; c++) {
-				// The ReLU's gate as a factor: with a select GCC would sink
-				// the whole gradient into a branch and not vectorise.
-				T pre = hj[c] + ek[c];
-				T on = pre > 0 ? T(1) : T(0);
-				T m = pre * on + T(1e-7);
-				T grad = g[c] * vexp(t * m - z[c]) / den[c];
+				// The gate as a factor: with a select GCC would sink the
+				// whole gradient into a branch and not vectorise.
+				T on = m[c] > eps ? T(1) : T(0);
+				T grad = g[c] * vexp(t * m[c] - z[c]) / den[c];
 				if (learn_t) {
-					gt[c] += grad * m * (m - o[c]);
-					grad *= 1 + t * (m - o[c]);
+					gt[c] += grad * m[c] * (m[c] - o[c]);
+					grad *= 1 + t * (m[c] - o[c]);
 				}
 				gp[c] = grad * on;
 			}
@@ -362,23 +365,23 @@ void backward_nodes(const T *H, const T *E, const int64_t *S, const int64_t *R, 
 }
 
 template <typename T>
-void gen_backward(const T *H, const T *E, const int64_t *S, const int64_t *R, T t, bool learn_t, int64_t d,
-                  int64_t begin, int64_t end, const T *O, const T *Z, const T *D, const T *G, T *GP, T *GT, T *scratch) {
+void gen_backward(const T *M, const int64_t *R, T t, bool learn_t, int64_t d, int64_t begin, int64_t end, const T *O,
+                  const T *Z, const T *D, const T *G, T *GP, T *GT, T *scratch) {
 	if (learn_t) {
-		backward_nodes<T, true>(H, E, S, R, t, d, begin, end, O, Z, D, G, GP, GT, scratch);
+		backward_nodes<T, true>(M, R, t, d, begin, end, O, Z, D, G, GP, GT, scratch);
 	} else {
-		backward_nodes<T, false>(H, E, S, R, t, d, begin, end, O, Z, D, G, GP, GT, scratch);
+		backward_nodes<T, false>(M, R, t, d, begin, end, O, Z, D, G, GP, GT, scratch);
 	}
 }
 
-// A 32-bit avalanche hash of an element index and the seed (the finaliser of
-// MurmurHash3 applied twice): multiplies and shifts of 32-bit lanes only, so
-// the mask loop vectorises.
+// A 32-bit avalanche hash of an element index and the seed (Chris Wellons'
+// "lowbias32" mixer, after the index is spread by the golden-ratio constant):
+// multiplies and shifts of 32-bit lanes only, so the mask loop vectorises.
 inline uint32_t mix(uint32_t h) {
 	h ^= h >> 16;
-	h *= 0x85ebca6bu;
-	h ^= h >> 13;
-	h *= 0xc2b2ae35u;
+	h *= 0x7feb352du;
+	h ^= h >> 15;
+	h *= 0x846ca68bu;
 	h ^= h >> 16;
 	return h;
 }
@@ -387,7 +390,7 @@ template <typename T>
 void dropout_mask(const T *X, T *Y, int64_t begin, int64_t end, uint64_t seed, float p, T scale) {
 	const uint32_t lo = static_cast<uint32_t>(seed), hi = static_cast<uint32_t>(seed >> 32);
 	for (int64_t i = begin; i < end; i++) {
-		uint32_t h = mix(mix(static_cast<uint32_t>(i) ^ lo) + hi + static_cast<uint32_t>(i >> 32));
+		uint32_t h = mix((static_cast<uint32_t>(i) * 0x9e3779b9u + lo) ^ (hi + static_cast<uint32_t>(i >> 32)));
 		float u = static_cast<float>(h >> 8) * (1.0f / 16777216.0f); // 24 bits: [0, 1)
 		Y[i] = u >= p ? X[i] * scale : T(0);
 	}
@@ -591,11 +594,11 @@ template void gen_forward<float>(const float *, const float *, const int64_t *, 
                                  int64_t, int64_t, float *, float *, float *, float *);
 template void gen_forward<double>(const double *, const double *, const int64_t *, const int64_t *, double, int64_t,
                                   int64_t, int64_t, double *, double *, double *, double *);
-template void gen_backward<float>(const float *, const float *, const int64_t *, const int64_t *, float, bool,
-                                  int64_t, int64_t, int64_t, const float *, const float *, const float *,
-                                  const float *, float *, float *, float *);
-template void gen_backward<double>(const double *, const double *, const int64_t *, const int64_t *, double, bool,
-                                   int64_t, int64_t, int64_t, const double *, const double *, const double *,
-                                   const double *, double *, double *, double *);
+template void gen_backward<float>(const float *, const int64_t *, float, bool, int64_t, int64_t, int64_t,
+                                  const float *, const float *, const float *, const float *, float *, float *,
+                                  float *);
+template void gen_backward<double>(const double *, const int64_t *, double, bool, int64_t, int64_t, int64_t,
+                                   const double *, const double *, const double *, const double *, double *, double *,
+                                   double *);
 
 } // namespace mg

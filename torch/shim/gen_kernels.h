@@ -9,13 +9,20 @@
 namespace mg {
 
 // Nodes [begin, end) of the forward pass: per node i and channel c, over the
-// edges k of [R[i], R[i+1]) with m = ReLU(H[S[k]] + E[k]) + 1e-7,
-// Z = max t·m, D = Σ exp(t·m − Z), O = Σ exp(t·m − Z)·m / D. Nodes without
-// edges are left alone (the caller zero-fills O). scratch holds the messages
-// of one node: (largest in-degree)·d values.
+// edges k of [R[i], R[i+1]) with m = ReLU(H[S[k]] + E[k]) + 1e-7 (kept in
+// M, per edge), Z = max t·m, D = Σ exp(t·m − Z), O = Σ exp(t·m − Z)·m / D.
+// A node without edges gets O = 0, Z = 0, D = 1.
 template <typename T>
 void gen_forward(const T *H, const T *E, const int64_t *S, const int64_t *R, T t, int64_t d, int64_t begin,
-                 int64_t end, T *O, T *Z, T *D, T *scratch);
+                 int64_t end, T *M, T *O, T *Z, T *D);
+
+// Nodes [begin, end) of the backward pass: the gradient of the messages'
+// pre-activations (GP, per edge) from the output's gradient G and the
+// messages M, and each node's part of the temperature's gradient (GT) when
+// learn_t. scratch holds d values.
+template <typename T>
+void gen_backward(const T *M, const int64_t *R, T t, bool learn_t, int64_t d, int64_t begin, int64_t end, const T *O,
+                  const T *Z, const T *D, const T *G, T *GP, T *GT, T *scratch);
 
 // Training-mode batch norm of X (n×c), per channel: mean M, inverse standard
 // deviation V = 1/√(biased variance + eps), Y = (X − M)·V·W + B; VAR gets the
