@@ -89,5 +89,11 @@ test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 
+# The main job: synthetic data, a few minutes of pre-training, linear
+# evaluation with and without it, the table and the paths (scripts/demo.sh).
+run: deps
+	@$(MAKE) --no-print-directory build
+	MICROGRAPH=bin/micrograph bash scripts/demo.sh
+
 clean:
-	rm -rf $(BUILD) bin
+	rm -rf $(BUILD) bin out

@@ -54,6 +54,11 @@ func Bench(cfg BenchConfig, opt DatasetOptions) (*BenchResult, error) {
 	if pc.Threads > 0 {
 		torch.SetNumThreads(pc.Threads)
 	}
+	if pc.Deterministic {
+		if err := torch.SetDeterministic(true); err != nil {
+			return nil, err
+		}
+	}
 	torch.ManualSeed(pc.Seed)
 	ds, err := OpenDataset(pc.Data, opt)
 	if err != nil {

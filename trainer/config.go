@@ -34,6 +34,7 @@ type PretrainConfig struct {
 	Keep            int    `json:"keep"`             // checkpoints kept
 	LogEvery        int    `json:"log_every"`        // steps per log.jsonl line
 	SkipNonFinite   bool   `json:"skip_nonfinite"`   // skip batches whose loss is NaN or Inf
+	Deterministic   bool   `json:"deterministic"`    // deterministic algorithms only (bit-identical GPU runs)
 }
 
 // DefaultPretrainConfig is §1's pre-training on ogbg-molhiv.
@@ -87,7 +88,7 @@ func (c PretrainConfig) Validate() error {
 // where, not what it learns.
 var resumable = map[string]bool{
 	"epochs": true, "max_steps": true, "device": true, "threads": true, "workers": true,
-	"checkpoint_every": true, "keep": true, "log_every": true, "skip_nonfinite": true,
+	"checkpoint_every": true, "keep": true, "log_every": true, "skip_nonfinite": true, "deterministic": true,
 }
 
 // CheckResume reports the first difference between a run's saved

@@ -46,6 +46,18 @@ func Pretrain(run string, cfg PretrainConfig, opt PretrainOptions) (res *Pretrai
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// libtorch keeps grad mode and scopes per OS thread: drive it from one.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	// Everything that can be refused is checked before RUNDIR is touched.
+	dev, err := torch.ParseDevice(cfg.Device)
+	if err != nil {
+		return nil, fmt.Errorf("--device: %w", err)
+	}
+	ds, err := OpenDataset(cfg.Data, opt.Dataset)
+	if err != nil {
+		return nil, fmt.Errorf("--data: %w", err)
+	}
 	ck, err := prepareRun(run, &cfg, opt.Resume)
 	if err != nil {
 		return nil, err
@@ -53,24 +65,17 @@ func Pretrain(run string, cfg PretrainConfig, opt PretrainOptions) (res *Pretrai
 	if ck != nil {
 		defer ck.Free()
 	}
-
-	// libtorch keeps grad mode and scopes per OS thread: drive it from one.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	dev, err := torch.ParseDevice(cfg.Device)
-	if err != nil {
-		return nil, fmt.Errorf("--device: %w", err)
-	}
 	if cfg.Threads > 0 {
 		torch.SetNumThreads(cfg.Threads)
+	}
+	if cfg.Deterministic {
+		if err := torch.SetDeterministic(true); err != nil {
+			return nil, err
+		}
 	}
 	torch.ManualSeed(cfg.Seed)
 
 	// Data: every molecule that can form a subgraph (§4's η filter).
-	ds, err := OpenDataset(cfg.Data, opt.Dataset)
-	if err != nil {
-		return nil, err
-	}
 	indices, filter := data.PretrainFilter(ds, ds.All(), cfg.Model.Eta)
 	res = &PretrainResult{Filter: filter}
 

@@ -2,9 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 
-	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer"
 )
 
@@ -22,16 +20,14 @@ func runBench(args []string) error {
 	fs.IntVar(&cfg.Warmup, "warmup", cfg.Warmup, "untimed steps first")
 	fs.IntVar(&cfg.Steps, "steps", cfg.Steps, "timed steps")
 	fs.BoolVar(&cfg.Epoch, "epoch", false, "time one whole epoch instead of --steps")
-	deterministic := fs.Bool("deterministic", false, "deterministic algorithms only (bit-identical repeated runs)")
+	fs.BoolVar(&pc.Deterministic, "deterministic", false, "deterministic algorithms only (bit-identical repeated runs)")
 	runtimeFlags(fs, &pc.Device, &pc.Threads, &pc.Workers, &pc.Seed)
 	cache := fs.String("cache", "", "folder for featurised CSVs and dataset caches (default: the user cache folder)")
 	if err := parseFlags(fs, args, "data"); err != nil {
 		return err
 	}
-	if *deterministic {
-		if err := enableDeterminism(); err != nil {
-			return err
-		}
+	if pc.Deterministic {
+		cublasDeterminism()
 	}
 	res, err := trainer.Bench(cfg, trainer.DatasetOptions{CacheDir: *cache})
 	if err != nil {
@@ -40,13 +36,4 @@ func runBench(args []string) error {
 	b, _ := json.Marshal(res)
 	printf("%s", b)
 	return nil
-}
-
-// enableDeterminism switches libtorch to deterministic algorithms; cuBLAS
-// needs its workspace setting before the first GPU call.
-func enableDeterminism() error {
-	if os.Getenv("CUBLAS_WORKSPACE_CONFIG") == "" {
-		os.Setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-	}
-	return torch.SetDeterministic(true)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,6 +111,9 @@ func TestDownstreamMisuse(t *testing.T) {
 		{suite("--out", fileAsDir), 2, "is a file; want a folder"},
 		{suite("--out", filepath.Join(tmp, "missing", "suite")), 2, "does not exist"},
 		{suite("--encoder", badEncoder), 1, "bad.json"},
+		{[]string{"compare"}, 2, "micrograph compare: no result files"},
+		{[]string{"compare", filepath.Join(tmp, "none.json")}, 1, "none.json: no such file"},
+		{[]string{"compare", trainer.InfoPath(encoder)}, 1, "encoder.json is not a finetune or linear-eval result"},
 	}
 	for _, tc := range tests {
 		code, stdoutText, errs := runCLI(t, tc.args...)
@@ -158,7 +162,8 @@ func TestDownstreamCommands(t *testing.T) {
 			TestROCAUC  []float64 `json:"test_roc_auc"`
 			BestEpoch   int       `json:"best_epoch"`
 		} `json:"runs"`
-		Test trainer.Stat `json:"test"`
+		Test  trainer.Stat `json:"test"`
+		Valid trainer.Stat `json:"valid"`
 	}
 	readJSON(t, out, &ft)
 	if ft.Protocol != "finetune" || ft.Config.Epochs != 2 || ft.Config.Encoder.Hidden != 16 || ft.Config.Encoder.Dropout != 0.5 ||
@@ -176,6 +181,18 @@ func TestDownstreamCommands(t *testing.T) {
 	readJSON(t, out, &lin)
 	if lin.Protocol != "linear" || len(lin.Runs) != 2 || lin.Test.N != 2 || len(lin.Runs[1].ValidByL2) != 7 || lin.Config.Steps != 50 {
 		t.Errorf("linear-eval result: %+v", lin)
+	}
+
+	// compare prints both results as rows of one table, figures in percent.
+	code, stdoutText, errs = runCLI(t, "compare", filepath.Join(tmp, "finetune.json"), out)
+	wantTable := "| result | dataset | protocol | encoder | runs | test ROC-AUC (%) | valid ROC-AUC (%) |\n" +
+		"|:--|:--|:--|:--|--:|--:|--:|\n" +
+		fmt.Sprintf("| finetune.json | ogbg_molbace (scaffold split) | finetune | random (no pre-training) | 1 | %.2f ± %.2f | %.2f ± %.2f |\n",
+			100*ft.Test.Mean, 100*ft.Test.Std, 100*ft.Valid.Mean, 100*ft.Valid.Std) +
+		fmt.Sprintf("| linear.json | ogbg_molbace (scaffold split) | linear | random (no pre-training) | 2 | %.2f ± %.2f | %.2f ± %.2f |\n",
+			100*lin.Test.Mean, 100*lin.Test.Std, 100*lin.Valid.Mean, 100*lin.Valid.Std)
+	if code != 0 || stdoutText != wantTable || errs != "" {
+		t.Errorf("compare: status %d, stderr %q, stdout\n%s\nwant\n%s", code, errs, stdoutText, wantTable)
 	}
 
 	dir := filepath.Join(tmp, "suite")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+
 	"github.com/micrograph/micrograph/model"
 	"github.com/spf13/pflag"
 )
@@ -45,4 +47,12 @@ func runtimeFlags(fs *pflag.FlagSet, device *string, threads, workers *int, seed
 	fs.IntVar(threads, "threads", *threads, "libtorch intra-op threads (0: libtorch's default, one per core)")
 	fs.IntVar(workers, "workers", *workers, "goroutines collating batches ahead of the device")
 	fs.Uint64Var(seed, "seed", *seed, "seed of initialisation, shuffling and sampling")
+}
+
+// cublasDeterminism makes cuBLAS deterministic, as --deterministic needs; it
+// reads the setting at its first call, so this must come before any GPU work.
+func cublasDeterminism() {
+	if os.Getenv("CUBLAS_WORKSPACE_CONFIG") == "" {
+		os.Setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+	}
 }

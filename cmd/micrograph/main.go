@@ -29,6 +29,7 @@ var commands = []command{
 	{"finetune", "fine-tune an encoder on a labelled dataset; ROC-AUC over seeds (method.md §7)", runFinetune},
 	{"linear-eval", "fit linear classifiers on a frozen encoder's embeddings; ROC-AUC over seeds", runLinearEval},
 	{"suite", "run both protocols on the seven benchmarks and print the paper-style table", runSuite},
+	{"compare", "print finetune and linear-eval results side by side", runCompare},
 	{"bench", "time pre-training steps and print one JSON line", runBench},
 	{"featurize", "turn a CSV file of SMILES and labels into an OGB dataset folder", runFeaturize},
 	{"synth", "write the built-in synthetic dataset of planted functional groups", runSynth},
@@ -95,7 +96,11 @@ func newFlags(name, usage, about string) *pflag.FlagSet {
 	fs.SetOutput(io.Discard) // errors are reported once, by run
 	fs.SortFlags = false
 	fs.Usage = func() {
-		fmt.Fprintf(stdout, "usage: micrograph %s %s\n\n%s\n\nflags:\n", name, usage, about)
+		fmt.Fprintf(stdout, "usage: %s\n\n%s\n", strings.TrimSpace("micrograph "+name+" "+usage), about)
+		if !fs.HasFlags() {
+			return
+		}
+		fmt.Fprintf(stdout, "\nflags:\n")
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)
@@ -106,11 +111,8 @@ func newFlags(name, usage, about string) *pflag.FlagSet {
 // parseFlags parses args, which may hold flags only, and checks that every
 // flag listed in required was given.
 func parseFlags(fs *pflag.FlagSet, args []string, required ...string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := parseArgs(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
@@ -123,6 +125,17 @@ func parseFlags(fs *pflag.FlagSet, args []string, required ...string) error {
 	}
 	if len(missing) > 0 {
 		return usageError{fmt.Errorf("missing %s", strings.Join(missing, ", "))}
+	}
+	return nil
+}
+
+// parseArgs parses flags followed by arguments.
+func parseArgs(fs *pflag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
 	}
 	return nil
 }

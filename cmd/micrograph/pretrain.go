@@ -31,6 +31,7 @@ func pretrainFlags(cfg *trainer.PretrainConfig, run *string, resume *bool, cache
 	fs.IntVar(&cfg.Keep, "keep", cfg.Keep, "checkpoints kept")
 	fs.IntVar(&cfg.LogEvery, "log-every", cfg.LogEvery, "steps between log.jsonl lines")
 	fs.BoolVar(&cfg.SkipNonFinite, "skip-nonfinite", cfg.SkipNonFinite, "skip the update of a batch whose loss is NaN or Inf instead of stopping")
+	fs.BoolVar(&cfg.Deterministic, "deterministic", cfg.Deterministic, "deterministic algorithms only: repeated GPU runs give bit-identical losses")
 	runtimeFlags(fs, &cfg.Device, &cfg.Threads, &cfg.Workers, &cfg.Seed)
 	fs.StringVar(cache, "cache", "", "folder for featurised CSVs and dataset caches (default: the user cache folder)")
 	return fs
@@ -56,6 +57,10 @@ func runPretrain(args []string) error {
 		cfg = saved
 	} else if cfg.Data == "" {
 		return usageError{errMissing("--data")}
+	}
+
+	if cfg.Deterministic {
+		cublasDeterminism()
 	}
 
 	stop := make(chan struct{})
