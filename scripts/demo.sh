@@ -17,7 +17,7 @@ set -euo pipefail
 
 bin=${MICROGRAPH:-bin/micrograph}
 out=${OUT:-out/demo}
-epochs=${EPOCHS:-60}
+epochs=${EPOCHS:-150}
 seeds=${SEEDS:-3}
 arch=(--hidden 128 --layers 3)
 

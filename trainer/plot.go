@@ -60,8 +60,13 @@ func WriteLossPlot(w io.Writer, records []LogRecord, title string) error {
 	if window == 1 {
 		smoothing = "Too few logged steps to smooth"
 	}
-	fmt.Fprintf(bw, `<text x="16" y="48" fill="#5b6670">%d logged steps (steps %d–%d, epochs %d–%d). %s; gaps: NaN; dashed: epoch starts.</text>`+"\n",
-		len(records), first.Step, last.Step, first.Epoch, last.Epoch, smoothing)
+	stride := epochStride(records)
+	epochLines := "epoch starts"
+	if stride > 1 {
+		epochLines = fmt.Sprintf("epoch starts, every %d epochs", stride)
+	}
+	fmt.Fprintf(bw, `<text x="16" y="48" fill="#5b6670">%d logged steps (steps %d–%d, epochs %d–%d). %s; gaps: NaN; dashed: %s.</text>`+"\n",
+		len(records), first.Step, last.Step, first.Epoch, last.Epoch, smoothing, epochLines)
 
 	steps := make([]float64, len(records))
 	for i, r := range records {
@@ -73,7 +78,7 @@ func WriteLossPlot(w io.Writer, records []LogRecord, title string) error {
 			values[j] = p.value(r)
 		}
 		x0, y0 := float64(i%plotColumns*panelW), float64(plotHeader+i/plotColumns*panelH)
-		writePanel(bw, p, x0, y0, records, steps, values, window)
+		writePanel(bw, p, x0, y0, records, stride, steps, values, window)
 	}
 	fmt.Fprintln(bw, `</svg>`)
 	return bw.Flush()
@@ -86,7 +91,7 @@ func movingWindow(n int) int {
 }
 
 // writePanel draws one panel with its top left corner at (x0, y0).
-func writePanel(w io.Writer, p lossPanel, x0, y0 float64, records []LogRecord, steps, values []float64, window int) {
+func writePanel(w io.Writer, p lossPanel, x0, y0 float64, records []LogRecord, stride int, steps, values []float64, window int) {
 	left, top := x0+marginLeft, y0+marginTop
 	right, bottom := x0+panelW-marginRight, y0+panelH-marginBottom
 	fmt.Fprintf(w, `<g class="panel" id="panel-%s">`+"\n", p.name)
@@ -130,19 +135,20 @@ func writePanel(w io.Writer, p lossPanel, x0, y0 float64, records []LogRecord, s
 	}
 	fmt.Fprintf(w, `<text x="%s" y="%s" text-anchor="middle" fill="#5b6670">step</text>`+"\n", coord((left+right)/2), coord(bottom+34))
 
-	writeEpochStarts(w, records, px, top, bottom)
+	writeEpochStarts(w, records, stride, px, top, bottom)
 	writeSeries(w, "raw", p.color, 0.3, 1, steps, values, px, py)
 	writeSeries(w, "average", p.color, 1, 1.8, steps, movingAverage(values, window), px, py)
 	fmt.Fprintln(w, `</g>`)
 }
 
 // writeEpochStarts draws a dashed line midway between the last step of an
-// epoch and the first of the next, labelled with the new epoch where there is
-// room for the label.
-func writeEpochStarts(w io.Writer, records []LogRecord, px func(float64) float64, top, bottom float64) {
+// epoch and the first of the next, for every stride-th epoch (so that long
+// runs keep a readable grid), labelled with the new epoch where there is room
+// for the label.
+func writeEpochStarts(w io.Writer, records []LogRecord, stride int, px func(float64) float64, top, bottom float64) {
 	lastLabel := math.Inf(-1)
 	for i := 1; i < len(records); i++ {
-		if records[i].Epoch == records[i-1].Epoch {
+		if records[i].Epoch == records[i-1].Epoch || records[i].Epoch%stride != 0 && stride > 1 {
 			continue
 		}
 		x := px((float64(records[i-1].Step) + float64(records[i].Step)) / 2)
@@ -153,6 +159,27 @@ func writeEpochStarts(w io.Writer, records []LogRecord, px func(float64) float64
 			lastLabel = x
 		}
 		fmt.Fprintln(w)
+	}
+}
+
+// maxEpochLines bounds the dashed epoch lines of a panel.
+const maxEpochLines = 12
+
+// epochStride is the smallest of 1, 2, 5, 10, 20, 50, … that keeps the
+// epoch lines of records within maxEpochLines.
+func epochStride(records []LogRecord) int {
+	starts := 0
+	for i := 1; i < len(records); i++ {
+		if records[i].Epoch != records[i-1].Epoch {
+			starts++
+		}
+	}
+	for scale := 1; ; scale *= 10 {
+		for _, m := range []int{1, 2, 5} {
+			if stride := m * scale; starts/stride <= maxEpochLines {
+				return stride
+			}
+		}
 	}
 }
 

@@ -204,6 +204,38 @@ func TestWriteLossPlot(t *testing.T) {
 	}
 }
 
+// A long run marks only every stride-th epoch: 150 epochs of one logged step
+// each (step 10e in epoch e) have 149 epoch starts; strides 1, 2, 5 and 10
+// would leave more than 12 lines, 20 leaves 7 (epochs 20, 40, …, 140), each
+// midway between the last step of the epoch before and the first of its own.
+func TestWriteLossPlotEpochStride(t *testing.T) {
+	var records []trainer.LogRecord
+	for e := 1; e <= 150; e++ {
+		records = append(records, plotRecord(int64(10*e), e, float64(e), 1, 1))
+	}
+	var buf bytes.Buffer
+	if err := trainer.WriteLossPlot(&buf, records, "long"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "dashed: epoch starts, every 20 epochs.") {
+		t.Error("the subtitle does not give the stride of the epoch lines")
+	}
+	_, panels := parseLossPlot(t, buf.Bytes())
+	p := panels["loss"]
+	lines := p.all("line", "epoch")
+	if len(lines) != 7 {
+		t.Fatalf("%d epoch lines, want 7", len(lines))
+	}
+	for i, l := range lines {
+		e := 20 * (i + 1)
+		step := float64(10*e) - 5 // midway between steps 10(e−1) and 10e
+		x := p.left + (step-10)/(1500-10)*(p.right-p.left)
+		if !nearPixel(l.num(t, "x1"), x) {
+			t.Errorf("epoch line %d at x=%g, want %.1f (epoch %d)", i, l.num(t, "x1"), x, e)
+		}
+	}
+}
+
 // The moving average over a longer log: values alternating 0 and 3, every
 // point averaged with its two neighbours (one at the ends).
 func TestWriteLossPlotMovingAverage(t *testing.T) {
