@@ -17,8 +17,10 @@ CXX ?= g++
 BUILD := build
 LIB := $(BUILD)/lib
 
-# Evaluated when a recipe runs, so that `make deps` can install libtorch first.
-torch_var = $(shell LIBTORCH='$(LIBTORCH)' PYTHON='$(PYTHON)' sh third_party/libtorch.sh | sed -n 's/^$(1)=//p')
+# libtorch.sh runs once per make, when a recipe first asks (so that `make deps`
+# can install libtorch first, and PyTorch is imported once, not per variable).
+torch_env = $(eval torch_env := $$(shell LIBTORCH='$(LIBTORCH)' PYTHON='$(PYTHON)' sh third_party/libtorch.sh | tr '\n' ';'))$(torch_env)
+torch_var = $(shell printf '%s' '$(torch_env)' | tr ';' '\n' | sed -n 's/^$(1)=//p')
 
 CXXFLAGS := -std=c++17 -O2 -fPIC -Wall -Wextra -Wno-unused-parameter
 SHIM_SRC := $(wildcard torch/shim/*.cpp)
@@ -32,25 +34,45 @@ all: build
 shim: $(SHIM)
 
 # The object files are compiled one per TU so that `make -j` and small edits stay cheap.
+# Against a CUDA libtorch they are built with MG_WITH_CUDA and the toolkit's
+# headers (not named when they are /usr/include: -isystem would break #include_next).
 $(BUILD)/shim/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch.sh
 	@mkdir -p $(@D)
 	@mode='$(call torch_var,TORCH_MODE)'; if [ "$$mode" = none ]; then \
 		echo "libtorch not found: run 'make deps', or set LIBTORCH=DIR or PYTHON=python-with-torch" >&2; exit 1; fi
-	$(CXX) $(CXXFLAGS) -D_GLIBCXX_USE_CXX11_ABI=$(call torch_var,TORCH_ABI) $(call torch_var,TORCH_INCLUDES) \
-		$$([ '$(call torch_var,TORCH_CUDA)' = 1 ] && echo -DMG_WITH_CUDA) -c $< -o $@
+	cuda=""; if [ '$(call torch_var,TORCH_CUDA)' = 1 ]; then cuda=-DMG_WITH_CUDA; home='$(call torch_var,CUDA_HOME)'; \
+		[ "$$home" = /usr ] || cuda="$$cuda -isystem $$home/include"; fi; \
+	$(CXX) $(CXXFLAGS) -D_GLIBCXX_USE_CXX11_ABI=$(call torch_var,TORCH_ABI) $(call torch_var,TORCH_INCLUDES) $$cuda \
+		-c $< -o $@
 
 # The fused kernels' loops vectorise for AVX2+FMA (floating-point selects need
 # -fno-trapping-math; reductions say where they may be reordered, with
 # `omp simd` pragmas); the shim offers them only on CPUs that have both
-# (mg_gen_aggregate_supported).
+# (mg_fused_kernels).
 $(BUILD)/shim/gen_kernels.o: CXXFLAGS += -O3 -mavx2 -mfma -fno-trapping-math -fopenmp-simd
 
-# --no-as-needed keeps libtorch_cuda linked although no symbol of it is named;
-# without it CUDA reports itself unavailable.
-$(SHIM): $(patsubst torch/shim/%.cpp,$(BUILD)/shim/%.o,$(SHIM_SRC))
+# The CUDA kernels, for A100 (sm_80) and H100/H200 (sm_90), plus PTX that newer
+# GPUs compile at load time. Only built against a CUDA libtorch.
+CUDA_ARCH_FLAGS ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+	-gencode arch=compute_90,code=compute_90
+CUDA_OBJ := $(BUILD)/shim/gen_kernels_cuda.o
+$(CUDA_OBJ): torch/shim/gen_kernels_cuda.cu torch/shim/gen_kernels_cuda.h
 	@mkdir -p $(@D)
-	libdir='$(call torch_var,TORCH_LIBDIR)'; cuda='$(call torch_var,TORCH_CUDA)'; \
-	$(CXX) -shared -o $@ $^ -L$$libdir -Wl,-rpath,$$libdir \
+	@home='$(call torch_var,CUDA_HOME)'; if [ ! -x "$$home/bin/nvcc" ]; then \
+		echo "libtorch has CUDA but no CUDA toolkit was found (nvcc): set CUDA_HOME=DIR" >&2; exit 1; fi
+	'$(call torch_var,CUDA_HOME)/bin/nvcc' -std=c++17 -O3 -Xcompiler -fPIC $(CUDA_ARCH_FLAGS) -c $< -o $@
+
+# --no-as-needed keeps libtorch_cuda linked although no symbol of it is named;
+# without it CUDA reports itself unavailable. The CUDA kernels join only a
+# CUDA build, so CPU machines need no toolkit.
+$(SHIM): $(patsubst torch/shim/%.cpp,$(BUILD)/shim/%.o,$(SHIM_SRC)) torch/shim/gen_kernels_cuda.cu
+	@mkdir -p $(@D)
+	libdir='$(call torch_var,TORCH_LIBDIR)'; cuda='$(call torch_var,TORCH_CUDA)'; cu=""; \
+	if [ "$$cuda" = 1 ]; then \
+		$(MAKE) --no-print-directory $(CUDA_OBJ) || exit 1; \
+		home='$(call torch_var,CUDA_HOME)'; cu="$(CUDA_OBJ) -L$$home/lib64 -Wl,-rpath,$$home/lib64 -lcudart"; \
+	fi; \
+	$(CXX) -shared -o $@ $(filter %.o,$^) $$cu -L$$libdir -Wl,-rpath,$$libdir \
 		-Wl,--no-as-needed -ltorch $$([ "$$cuda" = 1 ] && echo -ltorch_cuda -lc10_cuda) -ltorch_cpu -lc10 -Wl,--as-needed
 
 # ---- RDKit shim (data/rdkit) ----

@@ -83,7 +83,7 @@ func (c *GENConv) forward(h, bonds *torch.Tensor, g *ops.Graph, train bool, cut 
 		bonds = c.Bond.Forward(g.Bonds)
 	}
 	var agg *torch.Tensor
-	if !c.unfused && torch.FusedKernels(h.Device()) {
+	if !c.unfused && torch.FusedAggregation(h.Device()) {
 		t := c.T
 		if t == nil {
 			t = c.fixedT

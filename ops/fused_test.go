@@ -21,58 +21,82 @@ func unfusedAggregate(h, e, t *torch.Tensor, g *ops.Graph, learnT bool) *torch.T
 	return m.Mul(a).SegmentReduce(g.RowPtr, torch.ReduceSum)
 }
 
-// The fused kernel gives the unfused ops' values and gradients, for fixed and
-// learned temperatures, in float64 and float32, including a node without
-// incoming edges.
+// aggregationDevices is where GENAggregate has a kernel to test: the CPU
+// (AVX2 and FMA) and, in a shim built with CUDA on a machine with a GPU, CUDA.
+func aggregationDevices() []torch.Device {
+	var ds []torch.Device
+	for _, d := range []torch.Device{torch.CPU, torch.CUDA(0)} {
+		if (!d.IsCUDA() || torch.CUDAAvailable()) && torch.FusedAggregation(d) {
+			ds = append(ds, d)
+		}
+	}
+	return ds
+}
+
+// The fused kernel, on each device that has one, gives the values and
+// gradients of the unfused ops on the CPU, for fixed and learned
+// temperatures, in float64 and float32, including a node without incoming
+// edges.
 func TestFusedAggregationMatchesUnfused(t *testing.T) {
 	scope(t)
-	if !torch.FusedKernels(torch.CPU) {
-		t.Skip("this CPU lacks AVX2/FMA: the model uses the unfused ops, tested elsewhere")
+	devices := aggregationDevices()
+	if len(devices) == 0 {
+		t.Skip("no fused aggregation here (a CPU without AVX2/FMA, no CUDA): the model uses the unfused ops, tested elsewhere")
 	}
 	g, h := graph(testMols)
 	r := rand.New(rand.NewPCG(8, 8))
 	n, e, d := int64(len(h.nodeGraph)), int64(len(h.src)), int64(5)
 	hv, ev := randomMatrix(r, int(n), int(d)), randomMatrix(r, int(e), int(d))
 	weights := randomMatrix(r, int(n), int(d))
-	for _, tc := range []struct {
-		name   string
-		dtype  torch.DType
-		t      float64
-		learnT bool
-		tol    float64
-	}{
-		{"fixed t, float64", torch.Float64, 1, false, 1e-12},
-		{"learned t, float64", torch.Float64, 0.7, true, 1e-12},
-		{"large t, float64", torch.Float64, 30, true, 1e-11},
-		{"fixed t, float32", torch.Float32, 1, false, 1e-5},
-		{"learned t, float32", torch.Float32, 1.3, true, 1e-5},
-	} {
-		var grads [2][][]float64
-		var outs [2][]float64
-		for i, fused := range []bool{true, false} {
-			o := torch.Options{DType: tc.dtype}
-			hh := torch.FromSlice(hv, n, d).ToDType(tc.dtype).SetRequiresGrad(true)
-			ee := torch.FromSlice(ev, e, d).ToDType(tc.dtype).SetRequiresGrad(true)
-			tt := torch.Full(nil, tc.t, o).SetRequiresGrad(tc.learnT)
-			var out *torch.Tensor
-			if fused {
-				out = torch.GENAggregate(hh, ee, tt, g.Src, g.RowPtr, tc.learnT)
-			} else {
-				out = unfusedAggregate(hh, ee, tt, g, tc.learnT)
+	for _, dev := range devices {
+		for _, tc := range []struct {
+			name   string
+			dtype  torch.DType
+			t      float64
+			learnT bool
+			tol    float64
+		}{
+			{"fixed t, float64", torch.Float64, 1, false, 1e-12},
+			{"learned t, float64", torch.Float64, 0.7, true, 1e-12},
+			{"large t, float64", torch.Float64, 30, true, 1e-11},
+			{"fixed t, float32", torch.Float32, 1, false, 1e-5},
+			{"learned t, float32", torch.Float32, 1.3, true, 1e-5},
+		} {
+			name := dev.String() + ", " + tc.name
+			var grads [2][][]float64
+			var outs [2][]float64
+			for i, fused := range []bool{true, false} {
+				at := torch.CPU
+				if fused {
+					at = dev
+				}
+				o := torch.Options{DType: tc.dtype, Device: at}
+				hh := torch.FromSlice(hv, n, d).ToDType(tc.dtype).To(at, false).SetRequiresGrad(true)
+				ee := torch.FromSlice(ev, e, d).ToDType(tc.dtype).To(at, false).SetRequiresGrad(true)
+				tt := torch.Full(nil, tc.t, o).SetRequiresGrad(tc.learnT)
+				var out *torch.Tensor
+				if fused {
+					out = torch.GENAggregate(hh, ee, tt, g.Src.To(at, false), g.RowPtr.To(at, false), tc.learnT)
+				} else {
+					out = unfusedAggregate(hh, ee, tt, g, tc.learnT)
+				}
+				out.Mul(torch.FromSlice(weights, n, d).ToDType(tc.dtype).To(at, false)).Sum().Backward()
+				outs[i] = values(out.To(torch.CPU, false))
+				grads[i] = [][]float64{values(hh.Grad().To(torch.CPU, false)), values(ee.Grad().To(torch.CPU, false))}
+				if tc.learnT {
+					grads[i] = append(grads[i], values(tt.Grad().To(torch.CPU, false)))
+				}
 			}
-			out.Mul(torch.FromSlice(weights, n, d).ToDType(tc.dtype)).Sum().Backward()
-			outs[i] = values(out)
-			grads[i] = [][]float64{values(hh.Grad()), values(ee.Grad())}
-			if tc.learnT {
-				grads[i] = append(grads[i], values(tt.Grad()))
+			near(t, name+" out", outs[0], outs[1], tc.tol)
+			for k, part := range []string{"dh", "de", "dt"}[:len(grads[0])] {
+				near(t, name+" "+part, grads[0][k], grads[1][k], tc.tol)
 			}
+			// Atom 7 (the one-atom molecule) has no incoming edges: 0.
+			near(t, name+" isolated", outs[0][7*d:8*d], make([]float64, d), 0)
 		}
-		near(t, tc.name+" out", outs[0], outs[1], tc.tol)
-		for k, name := range []string{"dh", "de", "dt"}[:len(grads[0])] {
-			near(t, tc.name+" "+name, grads[0][k], grads[1][k], tc.tol)
-		}
-		// Atom 7 (the one-atom molecule) has no incoming edges: 0.
-		near(t, tc.name+" isolated", outs[0][7*d:8*d], make([]float64, d), 0)
+	}
+	if !torch.FusedAggregation(torch.CPU) {
+		return
 	}
 	// And against central differences, through the learned temperature too.
 	tt := torch.Full(nil, 0.9, torch.Options{DType: torch.Float64})

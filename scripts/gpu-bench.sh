@@ -8,8 +8,10 @@
 #
 # DATA: an OGB folder (ogbg_molhiv); REF_SCRIPT: ref_micrograph.py; OUT: where
 # the JSON lines and the table go (default out/gpu-bench). bin/micrograph must
-# have been built elsewhere (make build) and carried along. Extra bench
-# arguments can be given in MICROGRAPH_BENCH_ARGS.
+# have been built elsewhere (make build) and carried along. Test binaries
+# carried in bin/ (go test -c -o bin/ ./torch ./ops) run on CUDA first, so
+# that the CUDA kernels are checked against the unfused ops before anything is
+# timed. Extra bench arguments can be given in MICROGRAPH_BENCH_ARGS.
 set -eu
 data=$1 ref=$2 out=${3:-out/gpu-bench}
 cd "$(dirname "$0")/.."
@@ -19,6 +21,16 @@ PYTHON=${PYTHON:-python3}
 make shim PYTHON="$PYTHON"
 export LD_LIBRARY_PATH="$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 bin/micrograph version | tee "$out/version.txt"
+
+for t in bin/torch.test bin/ops.test; do
+	[ -x "$t" ] || continue
+	pkg=$(basename "$t" .test)
+	if ! (cd "$pkg" && MICROGRAPH_TEST_DEVICE=cuda "../$t" -test.v) >"$out/$pkg-tests.log" 2>&1; then
+		echo "$t failed on CUDA; see $out/$pkg-tests.log" >&2
+		exit 1
+	fi
+	echo "$t: $(grep -c '^--- PASS' "$out/$pkg-tests.log") passed on CUDA"
+done
 
 # The paper's sizes (method.md §1): batch 512, d 300, 5 layers, K 20; one epoch.
 # shellcheck disable=SC2086

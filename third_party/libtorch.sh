@@ -5,6 +5,8 @@
 #   TORCH_LIBDIR    directory holding libtorch*.so and libc10*.so
 #   TORCH_ABI       value of _GLIBCXX_USE_CXX11_ABI the library was built with
 #   TORCH_CUDA      1 when libtorch_cuda.so is present
+#   CUDA_HOME       with TORCH_CUDA=1: the CUDA toolkit (include/, lib64/, bin/nvcc)
+#                   the shim's CUDA parts are built with; empty when none is found
 # Order: $LIBTORCH (a libtorch distribution), then the torch package of $PYTHON
 # (pip wheels carry headers and libraries inside the package), then Debian's
 # libtorch-dev. Pinned versions: Debian 12 libtorch-dev 1.13.1; PyTorch >= 2.0.
@@ -17,8 +19,25 @@ emit() {
 	echo "TORCH_INCLUDES=$inc-isystem $2/torch/csrc/api/include"
 	echo "TORCH_LIBDIR=$3"
 	echo "TORCH_ABI=$4"
-	if [ -e "$3/libtorch_cuda.so" ]; then echo "TORCH_CUDA=1"; else echo "TORCH_CUDA=0"; fi
+	if [ -e "$3/libtorch_cuda.so" ]; then
+		echo "TORCH_CUDA=1"
+		echo "CUDA_HOME=$(cuda_home "$1")"
+	else
+		echo "TORCH_CUDA=0"
+	fi
 	exit 0
+}
+
+# The CUDA toolkit: $CUDA_HOME, else the one PyTorch's extension builder would
+# use (pip mode), else the one whose nvcc is on PATH, else /usr/local/cuda.
+cuda_home() {
+	if [ -n "${CUDA_HOME:-}" ]; then echo "$CUDA_HOME"; return; fi
+	if [ "$1" = pip ]; then
+		h=$(${PYTHON:-python3} -c 'from torch.utils.cpp_extension import CUDA_HOME; print(CUDA_HOME or "")' 2>/dev/null || true)
+		if [ -n "$h" ]; then echo "$h"; return; fi
+	fi
+	if nvcc=$(command -v nvcc); then dirname "$(dirname "$nvcc")"; return; fi
+	if [ -x /usr/local/cuda/bin/nvcc ]; then echo /usr/local/cuda; fi
 }
 
 # A distribution's ABI shows in its symbols: the C++11 ABI mangles std::string as __cxx11.

@@ -5,12 +5,16 @@ package torch
 */
 import "C"
 
-// FusedKernels reports whether the shim's fused kernels (GENAggregate,
-// GroupMean, BlockContrast, Sinkhorn) run on device d: on the CPU they need
-// AVX2 and FMA. Elsewhere, callers compose the same maths from tensor ops.
-// Dropout, EmbeddingBagSum and Normalize use kernels by themselves where
+// FusedKernels reports whether the shim's fused kernels (GroupMean,
+// BlockContrast, Sinkhorn, MinCut) run on device d: they are CPU loops that
+// need AVX2 and FMA. Elsewhere, callers compose the same maths from tensor
+// ops. Dropout, EmbeddingBagSum and Normalize use kernels by themselves where
 // they can.
 func FusedKernels(d Device) bool { return C.mg_fused_kernels(C.int(d.Type)) != 0 }
+
+// FusedAggregation reports whether GENAggregate runs on device d: on the CPU
+// where FusedKernels does, on CUDA when the shim was built with CUDA.
+func FusedAggregation(d Device) bool { return C.mg_fused_aggregation(C.int(d.Type)) != 0 }
 
 // GENAggregate is GENConv's message passing with softmax aggregation in one
 // fused kernel. For the edges k→i, sorted by destination with CSR offsets
@@ -19,7 +23,8 @@ func FusedKernels(d Device) bool { return C.mg_fused_kernels(C.int(d.Type)) != 0
 //	out_i = Σ_k a_k m_k,  a = softmax over the edges of i of t·m
 //
 // t is a 0-d tensor; with learnT false a is a constant in backpropagation.
-// It is deterministic. See FusedKernels for the devices it runs on.
+// It is deterministic (on CUDA, the gradient of h is as deterministic as
+// index_add). See FusedAggregation for the devices it runs on.
 func GENAggregate(h, e, t, src, rowPtr *Tensor, learnT bool) *Tensor {
 	return newTensor("gen_aggregate", func(out *C.mg_tensor) C.mg_error {
 		return C.mg_gen_aggregate(h.c(), e.c(), t.c(), src.c(), rowPtr.c(), cbool(learnT), out)

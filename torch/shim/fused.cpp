@@ -11,6 +11,12 @@
 #include "gen_kernels.h"
 #include "internal.h"
 
+#ifdef MG_WITH_CUDA
+#include <c10/cuda/CUDAStream.h>
+
+#include "gen_kernels_cuda.h"
+#endif
+
 namespace {
 
 using torch::autograd::AutogradContext;
@@ -20,6 +26,25 @@ using torch::autograd::variable_list;
 bool cpu_kernels(const at::Tensor &x) {
 	static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 	return avx2 && x.device().is_cpu() && (x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble);
+}
+
+#ifdef MG_WITH_CUDA
+cudaStream_t stream_of(const at::Tensor &x) { return c10::cuda::getCurrentCUDAStream(x.device().index()).stream(); }
+
+void check_launch(cudaError_t err) { TORCH_CHECK(err == cudaSuccess, "CUDA kernel launch: ", cudaGetErrorString(err)); }
+#endif
+
+// Whether GENAggregate has a kernel for x: the CPU loops (AVX2 and FMA) or,
+// in a shim built with CUDA, the CUDA ones.
+bool aggregation_kernel(const at::Tensor &x) {
+	if (x.is_cuda()) {
+#ifdef MG_WITH_CUDA
+		return x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble;
+#else
+		return false;
+#endif
+	}
+	return cpu_kernels(x);
 }
 
 // GENConv's softmax aggregation (method.md §2). For the edges k→i (sorted
@@ -39,31 +64,48 @@ bool cpu_kernels(const at::Tensor &x) {
 struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 	static at::Tensor forward(AutogradContext *ctx, const at::Tensor &h, const at::Tensor &e, const at::Tensor &t,
 	                          const at::Tensor &src, const at::Tensor &rowptr, bool learn_t) {
-		TORCH_CHECK(cpu_kernels(h),
-		            "gen_aggregate: the fused kernel needs a CPU with AVX2 and FMA");
+		TORCH_CHECK(aggregation_kernel(h), "gen_aggregate: no fused kernel for ", h.device(), " and ",
+		            h.scalar_type());
 		TORCH_CHECK(h.dim() == 2 && e.dim() == 2 && h.size(1) == e.size(1), "gen_aggregate: h is ", h.sizes(),
 		            " and e is ", e.sizes());
 		TORCH_CHECK(src.size(0) == e.size(0) && rowptr.size(0) == h.size(0) + 1, "gen_aggregate: ", src.size(0),
 		            " sources, ", e.size(0), " edges, ", rowptr.size(0), " offsets for ", h.size(0), " nodes");
-		auto hc = h.contiguous(), ec = e.contiguous();
+		TORCH_CHECK(e.device() == h.device() && t.device() == h.device() && src.device() == h.device() &&
+		                rowptr.device() == h.device(),
+		            "gen_aggregate: the tensors are on different devices");
+		auto hc = h.contiguous(), ec = e.contiguous(), tc = t.to(h.scalar_type()).contiguous();
 		auto sc = src.contiguous(), rc = rowptr.contiguous();
 		const int64_t n = hc.size(0), d = hc.size(1);
-		const int64_t *R = rc.data_ptr<int64_t>(), *S = sc.data_ptr<int64_t>();
-		TORCH_CHECK(R[0] == 0 && R[n] == ec.size(0), "gen_aggregate: offsets do not cover the edges");
-		for (int64_t k = 0; k < ec.size(0); k++) {
-			TORCH_CHECK(S[k] >= 0 && S[k] < n, "gen_aggregate: source ", S[k], " of edge ", k, " out of range");
-		}
 		auto out = at::empty_like(hc), zmax = at::empty_like(hc), den = at::empty_like(hc);
 		auto messages = at::empty_like(ec);
-		AT_DISPATCH_FLOATING_TYPES(hc.scalar_type(), "gen_aggregate_forward", [&] {
-			const scalar_t tv = t.item<scalar_t>();
-			at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
-				mg::gen_forward(hc.data_ptr<scalar_t>(), ec.data_ptr<scalar_t>(), S, R, tv, d, begin, end,
-				                messages.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), zmax.data_ptr<scalar_t>(),
-				                den.data_ptr<scalar_t>());
+		if (hc.is_cuda()) {
+			// Checking the offsets would read them back to the host; the
+			// batches were checked when they were built.
+#ifdef MG_WITH_CUDA
+			AT_DISPATCH_FLOATING_TYPES(hc.scalar_type(), "gen_aggregate_forward_cuda", [&] {
+				check_launch(mg::gen_forward_cuda(hc.data_ptr<scalar_t>(), ec.data_ptr<scalar_t>(),
+				                                  sc.data_ptr<int64_t>(), rc.data_ptr<int64_t>(),
+				                                  tc.data_ptr<scalar_t>(), n, d, messages.data_ptr<scalar_t>(),
+				                                  out.data_ptr<scalar_t>(), zmax.data_ptr<scalar_t>(),
+				                                  den.data_ptr<scalar_t>(), stream_of(hc)));
 			});
-		});
-		ctx->save_for_backward({t, sc, rc, out});
+#endif
+		} else {
+			const int64_t *R = rc.data_ptr<int64_t>(), *S = sc.data_ptr<int64_t>();
+			TORCH_CHECK(R[0] == 0 && R[n] == ec.size(0), "gen_aggregate: offsets do not cover the edges");
+			for (int64_t k = 0; k < ec.size(0); k++) {
+				TORCH_CHECK(S[k] >= 0 && S[k] < n, "gen_aggregate: source ", S[k], " of edge ", k, " out of range");
+			}
+			AT_DISPATCH_FLOATING_TYPES(hc.scalar_type(), "gen_aggregate_forward", [&] {
+				const scalar_t tv = tc.item<scalar_t>();
+				at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
+					mg::gen_forward(hc.data_ptr<scalar_t>(), ec.data_ptr<scalar_t>(), S, R, tv, d, begin, end,
+					                messages.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(),
+					                zmax.data_ptr<scalar_t>(), den.data_ptr<scalar_t>());
+				});
+			});
+		}
+		ctx->save_for_backward({tc, sc, rc, out});
 		ctx->saved_data["messages"] = messages;
 		ctx->saved_data["zmax"] = zmax;
 		ctx->saved_data["den"] = den;
@@ -80,23 +122,41 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 		auto go = grads[0].contiguous();
 		const int64_t n = out.size(0), d = out.size(1);
 		auto grad_pre = at::empty_like(messages);
-		auto grad_t_node = at::empty({n}, out.options());
-		// Sum the edges' gradients into their source nodes, in edge order.
-		auto grad_h = at::zeros_like(out);
-		AT_DISPATCH_FLOATING_TYPES(out.scalar_type(), "gen_aggregate_backward", [&] {
-			const scalar_t tv = t.item<scalar_t>();
-			at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
-				std::vector<scalar_t> scratch(d);
-				mg::gen_backward(messages.data_ptr<scalar_t>(), rowptr.data_ptr<int64_t>(), tv, learn_t, d, begin, end,
-				                 out.data_ptr<scalar_t>(), zmax.data_ptr<scalar_t>(), den.data_ptr<scalar_t>(),
-				                 go.data_ptr<scalar_t>(), grad_pre.data_ptr<scalar_t>(),
-				                 grad_t_node.data_ptr<scalar_t>(), scratch.data());
+		at::Tensor grad_h, grad_t_parts;
+		if (out.is_cuda()) {
+			grad_t_parts = at::empty_like(out);
+#ifdef MG_WITH_CUDA
+			AT_DISPATCH_FLOATING_TYPES(out.scalar_type(), "gen_aggregate_backward_cuda", [&] {
+				check_launch(mg::gen_backward_cuda(
+				    messages.data_ptr<scalar_t>(), rowptr.data_ptr<int64_t>(), t.data_ptr<scalar_t>(), learn_t, n,
+				    d, out.data_ptr<scalar_t>(), zmax.data_ptr<scalar_t>(), den.data_ptr<scalar_t>(),
+				    go.data_ptr<scalar_t>(), grad_pre.data_ptr<scalar_t>(), grad_t_parts.data_ptr<scalar_t>(),
+				    stream_of(out)));
 			});
-			mg::bag_sum_backward(grad_pre.data_ptr<scalar_t>(), src.data_ptr<int64_t>(), 1, d, src.numel(),
-			                     grad_h.data_ptr<scalar_t>());
-		});
+#endif
+			// Into the source nodes: index_add, deterministic (sorted) when
+			// deterministic algorithms are on.
+			grad_h = at::zeros_like(out).index_add_(0, src, grad_pre);
+		} else {
+			grad_t_parts = at::empty({n}, out.options());
+			// Sum the edges' gradients into their source nodes, in edge order.
+			grad_h = at::zeros_like(out);
+			AT_DISPATCH_FLOATING_TYPES(out.scalar_type(), "gen_aggregate_backward", [&] {
+				const scalar_t tv = t.item<scalar_t>();
+				at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
+					std::vector<scalar_t> scratch(d);
+					mg::gen_backward(messages.data_ptr<scalar_t>(), rowptr.data_ptr<int64_t>(), tv, learn_t, d,
+					                 begin, end, out.data_ptr<scalar_t>(), zmax.data_ptr<scalar_t>(),
+					                 den.data_ptr<scalar_t>(), go.data_ptr<scalar_t>(),
+					                 grad_pre.data_ptr<scalar_t>(), grad_t_parts.data_ptr<scalar_t>(),
+					                 scratch.data());
+				});
+				mg::bag_sum_backward(grad_pre.data_ptr<scalar_t>(), src.data_ptr<int64_t>(), 1, d, src.numel(),
+				                     grad_h.data_ptr<scalar_t>());
+			});
+		}
 		at::Tensor grad_t;
-		if (learn_t) grad_t = grad_t_node.sum().reshape(t.sizes());
+		if (learn_t) grad_t = grad_t_parts.sum().reshape(t.sizes());
 		return {grad_h, grad_pre, grad_t, at::Tensor(), at::Tensor(), at::Tensor()};
 	}
 };
@@ -468,6 +528,15 @@ mg_error mg_group_mean(mg_tensor x, mg_tensor rows, mg_tensor groups, mg_tensor 
 }
 
 int mg_fused_kernels(int device_type) { return device_type == 0 && cpu_kernels(at::zeros({}, at::kFloat)) ? 1 : 0; }
+
+int mg_fused_aggregation(int device_type) {
+	if (device_type == 0) return mg_fused_kernels(0);
+#ifdef MG_WITH_CUDA
+	return device_type == 1 ? 1 : 0;
+#else
+	return 0;
+#endif
+}
 
 mg_error mg_gen_aggregate(mg_tensor h, mg_tensor e, mg_tensor t, mg_tensor src, mg_tensor rowptr, int learn_t,
                           mg_tensor *out) {

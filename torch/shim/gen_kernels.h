@@ -34,15 +34,6 @@ template <typename T>
 void batch_norm_backward(const T *X, const T *G, const T *W, const T *M, const T *V, int64_t n, int64_t c, T *GX,
                          T *GW, T *GB);
 
-// Nodes [begin, end) of the backward pass: the gradient of the messages'
-// pre-activations (GP, per edge) from the output's gradient G, and each
-// node's part of the temperature's gradient (GT) when learn_t. scratch holds
-// d values.
-template <typename T>
-void gen_backward(const T *H, const T *E, const int64_t *S, const int64_t *R, T t, bool learn_t, int64_t d,
-                  int64_t begin, int64_t end, const T *O, const T *Z, const T *D, const T *G, T *GP, T *GT,
-                  T *scratch);
-
 // Dropout of elements [begin, end) of X into Y: element i is kept, and
 // scaled by scale, when a hash of (seed, i) mapped to [0, 1) is at least p.
 // The same seed gives the same mask, so backward regenerates it.

@@ -174,6 +174,9 @@ mg_error mg_batch_norm(mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor 
 /* Whether the fused kernels below run on a device type: the CPU kernels need
  * AVX2 and FMA. Elsewhere callers compose the same maths from tensor ops. */
 int mg_fused_kernels(int device_type);
+/* Whether mg_gen_aggregate runs on a device type: on the CPU as above, on
+ * CUDA when the shim was built with CUDA. */
+int mg_fused_aggregation(int device_type);
 /* GENConv's aggregation in one pass per node: out_i = Σ_k a_k m_k over the
  * edges k→i (CSR rowptr), m_k = ReLU(h[src_k] + e_k) + 1e-7, a = softmax over
  * the node's edges of t·m, per channel; with learn_t = 0, a is a constant in
