@@ -33,6 +33,53 @@ func aggregationDevices() []torch.Device {
 	return ds
 }
 
+// aggregationCase is one comparison of the fused aggregation on a device with
+// the unfused ops on the CPU, on graph g with node features hv (n×d), edge
+// features ev (e×d) and output weights w (n×d).
+type aggregationCase struct {
+	g         *ops.Graph
+	n, e, d   int64
+	hv, ev, w []float64
+	dtype     torch.DType
+	temp      float64
+	learnT    bool
+	tol       float64
+}
+
+// check compares values and gradients (h, e and, when learned, t) and
+// returns the fused output.
+func (c aggregationCase) check(t *testing.T, name string, dev torch.Device) []float64 {
+	t.Helper()
+	var grads [2][][]float64
+	var outs [2][]float64
+	for i, fused := range []bool{true, false} {
+		at := torch.CPU
+		if fused {
+			at = dev
+		}
+		hh := torch.FromSlice(c.hv, c.n, c.d).ToDType(c.dtype).To(at, false).SetRequiresGrad(true)
+		ee := torch.FromSlice(c.ev, c.e, c.d).ToDType(c.dtype).To(at, false).SetRequiresGrad(true)
+		tt := torch.Full(nil, c.temp, torch.Options{DType: c.dtype, Device: at}).SetRequiresGrad(c.learnT)
+		var out *torch.Tensor
+		if fused {
+			out = torch.GENAggregate(hh, ee, tt, c.g.Src.To(at, false), c.g.RowPtr.To(at, false), c.learnT)
+		} else {
+			out = unfusedAggregate(hh, ee, tt, c.g, c.learnT)
+		}
+		out.Mul(torch.FromSlice(c.w, c.n, c.d).ToDType(c.dtype).To(at, false)).Sum().Backward()
+		outs[i] = values(out.To(torch.CPU, false))
+		grads[i] = [][]float64{values(hh.Grad().To(torch.CPU, false)), values(ee.Grad().To(torch.CPU, false))}
+		if c.learnT {
+			grads[i] = append(grads[i], values(tt.Grad().To(torch.CPU, false)))
+		}
+	}
+	near(t, name+" out", outs[0], outs[1], c.tol)
+	for k, part := range []string{"dh", "de", "dt"}[:len(grads[0])] {
+		near(t, name+" "+part, grads[0][k], grads[1][k], c.tol)
+	}
+	return outs[0]
+}
+
 // The fused kernel, on each device that has one, gives the values and
 // gradients of the unfused ops on the CPU, for fixed and learned
 // temperatures, in float64 and float32, including a node without incoming
@@ -63,36 +110,11 @@ func TestFusedAggregationMatchesUnfused(t *testing.T) {
 			{"learned t, float32", torch.Float32, 1.3, true, 1e-5},
 		} {
 			name := dev.String() + ", " + tc.name
-			var grads [2][][]float64
-			var outs [2][]float64
-			for i, fused := range []bool{true, false} {
-				at := torch.CPU
-				if fused {
-					at = dev
-				}
-				o := torch.Options{DType: tc.dtype, Device: at}
-				hh := torch.FromSlice(hv, n, d).ToDType(tc.dtype).To(at, false).SetRequiresGrad(true)
-				ee := torch.FromSlice(ev, e, d).ToDType(tc.dtype).To(at, false).SetRequiresGrad(true)
-				tt := torch.Full(nil, tc.t, o).SetRequiresGrad(tc.learnT)
-				var out *torch.Tensor
-				if fused {
-					out = torch.GENAggregate(hh, ee, tt, g.Src.To(at, false), g.RowPtr.To(at, false), tc.learnT)
-				} else {
-					out = unfusedAggregate(hh, ee, tt, g, tc.learnT)
-				}
-				out.Mul(torch.FromSlice(weights, n, d).ToDType(tc.dtype).To(at, false)).Sum().Backward()
-				outs[i] = values(out.To(torch.CPU, false))
-				grads[i] = [][]float64{values(hh.Grad().To(torch.CPU, false)), values(ee.Grad().To(torch.CPU, false))}
-				if tc.learnT {
-					grads[i] = append(grads[i], values(tt.Grad().To(torch.CPU, false)))
-				}
-			}
-			near(t, name+" out", outs[0], outs[1], tc.tol)
-			for k, part := range []string{"dh", "de", "dt"}[:len(grads[0])] {
-				near(t, name+" "+part, grads[0][k], grads[1][k], tc.tol)
-			}
+			c := aggregationCase{g: g, n: n, e: e, d: d, hv: hv, ev: ev, w: weights,
+				dtype: tc.dtype, temp: tc.t, learnT: tc.learnT, tol: tc.tol}
+			out := c.check(t, name, dev)
 			// Atom 7 (the one-atom molecule) has no incoming edges: 0.
-			near(t, name+" isolated", outs[0][7*d:8*d], make([]float64, d), 0)
+			near(t, name+" isolated", out[7*d:8*d], make([]float64, d), 0)
 		}
 	}
 	if !torch.FusedAggregation(torch.CPU) {
@@ -106,6 +128,42 @@ func TestFusedAggregationMatchesUnfused(t *testing.T) {
 	gradCheck(t, "fused dt", torch.Full(nil, 0.9, torch.Options{DType: torch.Float64}), func(x *torch.Tensor) *torch.Tensor {
 		return weighted(torch.GENAggregate(torch.FromSlice(hv, n, d), torch.FromSlice(ev, e, d), x, g.Src, g.RowPtr, true))
 	})
+}
+
+// On a random graph large enough for many CUDA blocks (1,000 nodes × 37
+// channels, 0–6 incoming edges each, channels not a multiple of a warp), the
+// fused kernel still matches the unfused ops.
+func TestFusedAggregationLargeGraph(t *testing.T) {
+	scope(t)
+	devices := aggregationDevices()
+	if len(devices) == 0 {
+		t.Skip("no fused aggregation here (a CPU without AVX2/FMA, no CUDA)")
+	}
+	r := rand.New(rand.NewPCG(10, 10))
+	const n, d = 1000, 37
+	rowPtr := []int64{0}
+	var src, dst []int64
+	for i := range int64(n) {
+		for range r.IntN(7) {
+			src = append(src, r.Int64N(n))
+			dst = append(dst, i)
+		}
+		rowPtr = append(rowPtr, int64(len(src)))
+	}
+	e := int64(len(src))
+	g := &ops.Graph{NumNodes: n, NumEdges: e, Src: torch.FromSlice(src), Dst: torch.FromSlice(dst),
+		RowPtr: torch.FromSlice(rowPtr)}
+	for _, dev := range devices {
+		for _, dtype := range []torch.DType{torch.Float64, torch.Float32} {
+			tol := 1e-12
+			if dtype == torch.Float32 {
+				tol = 1e-5
+			}
+			c := aggregationCase{g: g, n: n, e: e, d: d, hv: randomMatrix(r, n, d), ev: randomMatrix(r, int(e), d),
+				w: randomMatrix(r, n, d), dtype: dtype, temp: 1.1, learnT: true, tol: tol}
+			c.check(t, dev.String()+", "+dtype.String(), dev)
+		}
+	}
 }
 
 func TestEmbeddingBagSumMatchesEmbedding(t *testing.T) {
