@@ -12,6 +12,7 @@
 #include "internal.h"
 
 #ifdef MG_WITH_CUDA
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include "gen_kernels_cuda.h"
@@ -82,6 +83,7 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 			// Checking the offsets would read them back to the host; the
 			// batches were checked when they were built.
 #ifdef MG_WITH_CUDA
+			const c10::cuda::CUDAGuard guard(hc.device());
 			AT_DISPATCH_FLOATING_TYPES(hc.scalar_type(), "gen_aggregate_forward_cuda", [&] {
 				check_launch(mg::gen_forward_cuda(hc.data_ptr<scalar_t>(), ec.data_ptr<scalar_t>(),
 				                                  sc.data_ptr<int64_t>(), rc.data_ptr<int64_t>(),
@@ -126,6 +128,7 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 		if (out.is_cuda()) {
 			grad_t_parts = at::empty_like(out);
 #ifdef MG_WITH_CUDA
+			const c10::cuda::CUDAGuard guard(out.device());
 			AT_DISPATCH_FLOATING_TYPES(out.scalar_type(), "gen_aggregate_backward_cuda", [&] {
 				check_launch(mg::gen_backward_cuda(
 				    messages.data_ptr<scalar_t>(), rowptr.data_ptr<int64_t>(), t.data_ptr<scalar_t>(), learn_t, n,
