@@ -1,6 +1,6 @@
 // Package reference is an independent float64 reference implementation of
 // one MICRO-Graph pre-training forward pass, as specified in
-// /work/shared/docs/method.md §2–§6 (encoder, node-to-motif assignment,
+// ../shared/docs/method.md §2–§6 (encoder, node-to-motif assignment,
 // Sinkhorn, motif-like subgraphs, MinCut regulariser, graph-to-subgraph
 // contrastive loss).
 //
