@@ -23,23 +23,24 @@ func (s *staged) free() {
 // runs. The page-locked blocks come from libtorch's caching host allocator,
 // which recycles a block only once the copies that read it have completed.
 // Without CUDA the memory is ordinary.
+//
+// A libtorch failure (page-locked memory exhausted) comes back as the error,
+// not as a panic on the worker goroutine; what was allocated is freed with
+// the batch.
 func PinMemory(b *Batch) error {
 	if old, ok := b.Aux.(*staged); ok {
 		old.free() // a batch that was never put on a device
 	}
 	n, e, bt, tasks := int64(b.NumAtoms()), int64(b.NumEdges()), int64(b.NumGraphs()), int64(b.NumTasks())
-	b.Aux = &staged{
-		atoms:     pinned(b.X, n, NumAtomFeatures),
-		bonds:     pinned(b.EdgeAttr, e, NumBondFeatures),
-		src:       pinned(b.EdgeSrc, e),
-		dst:       pinned(b.EdgeDst, e),
-		rowPtr:    pinned(b.RowPtr, n+1),
-		nodeGraph: pinned(b.NodeGraph, n),
-		graphPtr:  pinned(b.GraphPtr, bt+1),
-		labels:    pinned(b.Labels, bt, tasks),
-		mask:      pinned(b.LabelMask, bt, tasks),
-	}
-	return nil
+	s := &staged{}
+	b.Aux = s
+	return torch.Catch(func() {
+		s.atoms = pinned(b.X, n, NumAtomFeatures)
+		s.bonds = pinned(b.EdgeAttr, e, NumBondFeatures)
+		s.src, s.dst = pinned(b.EdgeSrc, e), pinned(b.EdgeDst, e)
+		s.rowPtr, s.nodeGraph, s.graphPtr = pinned(b.RowPtr, n+1), pinned(b.NodeGraph, n), pinned(b.GraphPtr, bt+1)
+		s.labels, s.mask = pinned(b.Labels, bt, tasks), pinned(b.LabelMask, bt, tasks)
+	})
 }
 
 func pinned[T torch.Element](data []T, shape ...int64) *torch.Tensor {

@@ -27,7 +27,7 @@ type DeeperGCN struct {
 	Convs  []*GENConv
 	Norms  []*nn.BatchNorm1d
 
-	cut stopGradient
+	cut stopGradient // also MicroGraph's cuts of M and the slot embeddings
 }
 
 // NewDeeperGCN registers an encoder at p.

@@ -19,8 +19,6 @@ type MicroGraph struct {
 	Wh      *nn.Linear
 	Ws      *nn.Linear
 	We      *nn.Linear
-
-	cut stopGradient
 }
 
 // New builds a model with fresh parameters on dev, of floating dtype dt
@@ -32,7 +30,7 @@ func New(cfg Config, dev torch.Device, dt torch.DType) (*MicroGraph, error) {
 	s := nn.NewStore(dev, dt)
 	root := s.Root()
 	d := int64(cfg.Encoder.Hidden)
-	m := &MicroGraph{Config: cfg, Store: s, cut: detach}
+	m := &MicroGraph{Config: cfg, Store: s}
 	m.Encoder = NewDeeperGCN(root.Sub("encoder"), cfg.Encoder)
 	m.Motifs = root.Param("motif_embeddings", torch.Empty([]int64{int64(cfg.Motifs), d}, root.Options()))
 	nn.Normal(m.Motifs, 0, 1)
@@ -71,6 +69,7 @@ func (l Losses) Named() []torch.Named {
 type Assignment struct {
 	H        *torch.Tensor // node embeddings, N×d
 	LogQ     *torch.Tensor // log node-to-motif probabilities, N×K
+	Q        *torch.Tensor // exp(LogQ)
 	Motif    *torch.Tensor // Sinkhorn-balanced motif of each node, N int64
 	Balanced *torch.Tensor // Sinkhorn's A, K×N float32
 }
@@ -82,9 +81,10 @@ type Assignment struct {
 func (m *MicroGraph) Assign(g *ops.Graph, train bool) Assignment {
 	c := m.Config
 	h := m.Encoder.Forward(g, train)
-	logQ := ops.Cosine(m.Wh.Forward(h), m.cut("motif_embeddings@Q", m.Motifs)).DivScalar(c.Tau).LogSoftmax(1)
-	motif, balanced := ops.SinkhornAssign(logQ.Exp(), c.SinkhornLambda, c.SinkhornIters)
-	return Assignment{H: h, LogQ: logQ, Motif: motif, Balanced: balanced}
+	logQ := ops.Cosine(m.Wh.Forward(h), m.Encoder.cut("motif_embeddings@Q", m.Motifs)).DivScalar(c.Tau).LogSoftmax(1)
+	q := logQ.Exp()
+	motif, balanced := ops.SinkhornAssign(q, c.SinkhornLambda, c.SinkhornIters)
+	return Assignment{H: h, LogQ: logQ, Q: q, Motif: motif, Balanced: balanced}
 }
 
 // Subgraphs samples subgraphs with the configured sampler (§4); perturb
@@ -127,7 +127,7 @@ func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
 	sub := m.Subgraphs(g, a, train)
 	s := sub.Pool(a.H)
 	// P sees s cut from the gradient: only M and W_s learn from L_mot-sub.
-	logP := ops.Cosine(m.Ws.Forward(m.cut("subgraph_embeddings@P", s)), m.Motifs).DivScalar(c.Tau).LogSoftmax(1)
+	logP := ops.Cosine(m.Ws.Forward(m.Encoder.cut("subgraph_embeddings@P", s)), m.Motifs).DivScalar(c.Tau).LogSoftmax(1)
 	var target *torch.Tensor
 	if c.Sampler == SamplerMotif {
 		// Slot graph·K + k holds motif k.
@@ -149,7 +149,7 @@ func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
 		if c.OrthoSelected {
 			selected = sub.Live.Reshape(g.NumGraphs, int64(c.Motifs))
 		}
-		cut, ortho := ops.MinCut(a.LogQ.Exp(), g, selected)
+		cut, ortho := ops.MinCut(a.Q, g, selected)
 		l.Reg = cut.Add(ortho)
 	} else {
 		l.Reg = torch.Zeros(nil, torch.Options{DType: dt, Device: s.Device()})

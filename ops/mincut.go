@@ -37,19 +37,19 @@ func minCutComposed(q *torch.Tensor, g *Graph, selected *torch.Tensor) (cut, ort
 	qp := g.Padded(q)
 	gram := qp.Transpose(1, 2).MatMul(qp).Reshape(g.NumGraphs, k*k)
 	eye := torch.Arange(0, float64(k), 1, torch.Options{DType: torch.Int64, Device: q.Device()}).OneHot(k).ToDType(dt).Reshape(1, k*k)
-	var target *torch.Tensor
+	var target, j *torch.Tensor
 	if selected == nil {
 		target = eye.MulScalar(1 / math.Sqrt(float64(k)))
 	} else {
 		sel := selected.ToDType(dt)
 		gram = gram.Mul(sel.Unsqueeze(2).Mul(sel.Unsqueeze(1)).Reshape(g.NumGraphs, k*k))
-		j := sel.SumDim(1, true)
+		j = sel.SumDim(1, true)
 		target = eye.Mul(sel.Unsqueeze(2).Expand(-1, -1, k).Reshape(g.NumGraphs, k*k)).Div(j.ClampMin(1).Sqrt())
 	}
 	fro := gram.NormDim(2, 1, true)
 	orthoG := gram.Div(fro.ClampMin(1e-30)).Sub(target).NormDim(2, 1, false)
 	if selected != nil {
-		orthoG = orthoG.Mul(selected.ToDType(dt).SumDim(1, false).GtScalar(0).ToDType(dt))
+		orthoG = orthoG.Mul(j.Squeeze(1).GtScalar(0).ToDType(dt))
 	}
 	return cutG.Mean(), orthoG.Mean()
 }

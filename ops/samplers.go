@@ -91,8 +91,7 @@ func KHopSubgraphs(g *Graph, perGraph int64, eta int, dt torch.DType) *Subgraphs
 			torch.Arange(0, float64(perGraph), 1, torch.Options{DType: torch.Int64, Device: dev}).Unsqueeze(0))
 		slot = slot.Reshape(-1)
 		within := dist.Reshape(-1).Le(hops.IndexSelect(0, slot).ToDType(torch.Float32))
-		node := torch.Arange(0, float64(g.NumNodes), 1, torch.Options{DType: torch.Int64, Device: dev}).
-			Unsqueeze(1).Expand(-1, perGraph).Reshape(-1)
+		node := g.nodes().Unsqueeze(1).Expand(-1, perGraph).Reshape(-1)
 		s = newSubgraphs(node, slot, within.ToDType(dt), perGraph, slots, eta)
 	})
 	return s

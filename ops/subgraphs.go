@@ -38,7 +38,7 @@ func MotifSubgraphs(g *Graph, motif *torch.Tensor, k int64, eta int, pDrop, pAdd
 	torch.NoGrad(func() {
 		opts := torch.Options{DType: dt, Device: motif.Device()}
 		slot := g.NodeGraph.MulScalar(float64(k)).Add(motif)
-		node := torch.Arange(0, float64(g.NumNodes), 1, torch.Options{DType: torch.Int64, Device: opts.Device})
+		node := g.nodes()
 		weight := keepWithProbability(g.NumNodes, 1-pDrop, opts)
 		if pAdd > 0 && g.NumEdges > 0 {
 			// Candidate: the destination of each edge joins its source's slot.

@@ -42,6 +42,17 @@ func TestExceptionsAreRecovered(t *testing.T) {
 			wrong := torch.Zeros([]int64{2}, o) // moments of the wrong shape
 			torch.AdamStep([]*torch.Tensor{p}, []*torch.Tensor{wrong}, []*torch.Tensor{wrong}, []int64{0}, 1e-3, 0.9, 0.999, 1e-8, 0, false)
 		}},
+		{"thread count", "positive number of threads", func() { torch.SetNumThreads(0) }},
+		{"kernel temperature", "gen_aggregate", func() {
+			x := torch.Zeros([]int64{2, 1}, o)
+			torch.GENAggregate(x, torch.Zeros([]int64{1, 1}, o), torch.Zeros([]int64{2}, o),
+				torch.FromSlice([]int64{0}), torch.FromSlice([]int64{0, 1, 1}), false)
+		}},
+		{"kernel offsets", "gen_aggregate", func() {
+			x := torch.Zeros([]int64{3, 1}, o)
+			torch.GENAggregate(x, torch.Zeros([]int64{1, 1}, o), torch.Full(nil, 1, o),
+				torch.FromSlice([]int64{0}), torch.FromSlice([]int64{0, 1, 0, 1}), false)
+		}},
 		{"use after free", "freed", func() {
 			x := torch.Zeros([]int64{1}, o)
 			x.Free()

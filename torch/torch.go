@@ -86,8 +86,9 @@ func Catch(fn func()) (err error) {
 // Version is the version of the libtorch the shim was built against.
 func Version() string { return C.GoString(C.mg_torch_version()) }
 
-// SetNumThreads sets the number of intra-op threads libtorch uses (n ≥ 1).
-func SetNumThreads(n int) { C.mg_set_num_threads(C.int(n)) }
+// SetNumThreads sets the number of intra-op threads libtorch uses; n < 1
+// panics with *Error.
+func SetNumThreads(n int) { check("set_num_threads", C.mg_set_num_threads(C.int(n))) }
 
 // NumThreads is the number of intra-op threads libtorch uses.
 func NumThreads() int { return int(C.mg_get_num_threads()) }

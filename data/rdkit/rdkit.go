@@ -209,6 +209,8 @@ func SmilesToGraph(smiles string, scaffold bool) (*Graph, error) {
 	}
 	if err := takeError(C.call_mol_graph(s, n, withScaffold, &out)); err != nil {
 		return nil, err
+	} else if out == nil {
+		return nil, errNoMemory
 	}
 	defer C.call_graph_free(out)
 	atoms, bonds := int(out.num_atoms), int(out.num_bonds)
@@ -235,10 +237,16 @@ func MurckoScaffold(smiles string) (string, error) {
 	var out *C.char
 	if err := takeError(C.call_murcko_scaffold(s, n, &out)); err != nil {
 		return "", err
+	} else if out == nil {
+		return "", errNoMemory
 	}
 	defer C.call_free(unsafe.Pointer(out))
 	return C.GoString(out), nil
 }
+
+// errNoMemory is a failure whose message the shim had no memory to allocate
+// (it then reports success with no output).
+var errNoMemory = errors.New("rdkit: out of memory")
 
 // maxImageSide bounds depictions to a sane size (and to C's int32).
 const maxImageSide = 1 << 14
@@ -268,6 +276,8 @@ func DepictSVG(smiles string, highlight []int, width, height int) (string, error
 	var out *C.char
 	if err := takeError(C.call_depict_svg(s, n, hl, C.int32_t(len(atoms)), C.int32_t(width), C.int32_t(height), &out)); err != nil {
 		return "", err
+	} else if out == nil {
+		return "", errNoMemory
 	}
 	defer C.call_free(unsafe.Pointer(out))
 	return C.GoString(out), nil

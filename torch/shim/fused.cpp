@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <initializer_list>
 #include <mutex>
 
 #include <vector>
@@ -24,9 +25,21 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 // gen_kernels.cpp is compiled for AVX2 and FMA.
+bool avx2_fma() {
+	static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	return has;
+}
+
 bool cpu_kernels(const at::Tensor &x) {
-	static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-	return avx2 && x.device().is_cpu() && (x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble);
+	return avx2_fma() && x.device().is_cpu() && (x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble);
+}
+
+// The CPU kernels read their index and mask tensors through raw pointers:
+// those must be on the CPU too (an undefined tensor stands for "none").
+void check_cpu(const char *op, std::initializer_list<at::Tensor> ts) {
+	for (const auto &t : ts) {
+		TORCH_CHECK(!t.defined() || t.device().is_cpu(), op, ": the CPU kernel got a tensor on ", t.device());
+	}
 }
 
 #ifdef MG_WITH_CUDA
@@ -71,6 +84,7 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 		            " and e is ", e.sizes());
 		TORCH_CHECK(src.size(0) == e.size(0) && rowptr.size(0) == h.size(0) + 1, "gen_aggregate: ", src.size(0),
 		            " sources, ", e.size(0), " edges, ", rowptr.size(0), " offsets for ", h.size(0), " nodes");
+		TORCH_CHECK(t.numel() == 1, "gen_aggregate: the temperature has ", t.numel(), " elements");
 		TORCH_CHECK(e.device() == h.device() && t.device() == h.device() && src.device() == h.device() &&
 		                rowptr.device() == h.device(),
 		            "gen_aggregate: the tensors are on different devices");
@@ -95,6 +109,9 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 		} else {
 			const int64_t *R = rc.data_ptr<int64_t>(), *S = sc.data_ptr<int64_t>();
 			TORCH_CHECK(R[0] == 0 && R[n] == ec.size(0), "gen_aggregate: offsets do not cover the edges");
+			for (int64_t i = 0; i < n; i++) {
+				TORCH_CHECK(R[i] <= R[i + 1], "gen_aggregate: offsets decrease at node ", i);
+			}
 			for (int64_t k = 0; k < ec.size(0); k++) {
 				TORCH_CHECK(S[k] >= 0 && S[k] < n, "gen_aggregate: source ", S[k], " of edge ", k, " out of range");
 			}
@@ -126,14 +143,15 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 		auto grad_pre = at::empty_like(messages);
 		at::Tensor grad_h, grad_t_parts;
 		if (out.is_cuda()) {
-			grad_t_parts = at::empty_like(out);
+			if (learn_t) grad_t_parts = at::empty_like(out);
 #ifdef MG_WITH_CUDA
 			const c10::cuda::CUDAGuard guard(out.device());
 			AT_DISPATCH_FLOATING_TYPES(out.scalar_type(), "gen_aggregate_backward_cuda", [&] {
 				check_launch(mg::gen_backward_cuda(
 				    messages.data_ptr<scalar_t>(), rowptr.data_ptr<int64_t>(), t.data_ptr<scalar_t>(), learn_t, n,
 				    d, out.data_ptr<scalar_t>(), zmax.data_ptr<scalar_t>(), den.data_ptr<scalar_t>(),
-				    go.data_ptr<scalar_t>(), grad_pre.data_ptr<scalar_t>(), grad_t_parts.data_ptr<scalar_t>(),
+				    go.data_ptr<scalar_t>(), grad_pre.data_ptr<scalar_t>(),
+				    learn_t ? grad_t_parts.data_ptr<scalar_t>() : nullptr,
 				    stream_of(out)));
 			});
 #endif
@@ -205,6 +223,7 @@ struct BagSum : public torch::autograd::Function<BagSum> {
 	static at::Tensor forward(AutogradContext *ctx, const at::Tensor &weight, const at::Tensor &indices) {
 		auto w = weight.contiguous(), idx = indices.contiguous();
 		TORCH_CHECK(idx.dim() == 2 && idx.scalar_type() == at::kLong, "embedding_bag_sum: indices must be 2-d int64");
+		check_cpu("embedding_bag_sum", {idx});
 		const int64_t n = idx.size(0), f = idx.size(1), d = w.size(1);
 		const int64_t *I = idx.data_ptr<int64_t>();
 		for (int64_t i = 0; i < n * f; i++) {
@@ -344,11 +363,11 @@ struct RowNormalize : public torch::autograd::Function<RowNormalize> {
 		auto nrm = ctx->saved_data["nrm"].toTensor();
 		auto gy = grads[0].contiguous();
 		auto gx = at::empty_like(gy);
+		const double eps = ctx->saved_data["eps"].toDouble();
 		AT_DISPATCH_FLOATING_TYPES(y.scalar_type(), "normalize_backward", [&] {
 			at::parallel_for(0, y.size(0), 256, [&](int64_t begin, int64_t end) {
 				mg::normalize_backward(y.data_ptr<scalar_t>(), gy.data_ptr<scalar_t>(), nrm.data_ptr<scalar_t>(),
-				                       y.size(1), static_cast<scalar_t>(ctx->saved_data["eps"].toDouble()), begin, end,
-				                       gx.data_ptr<scalar_t>());
+				                       y.size(1), static_cast<scalar_t>(eps), begin, end, gx.data_ptr<scalar_t>());
 			});
 		});
 		return {gx, at::Tensor()};
@@ -463,6 +482,7 @@ mg_error mg_mincut(mg_tensor q, mg_tensor rowptr, mg_tensor src, mg_tensor graph
                    mg_tensor *cut, mg_tensor *ortho) {
 	MG_TRY({
 		TORCH_CHECK(cpu_kernels(q->t), "mincut: the kernel runs on CPUs with AVX2 and FMA");
+		check_cpu("mincut", {rowptr->t, src->t, graphptr->t, selected != nullptr ? selected->t : at::Tensor()});
 		auto sel = selected != nullptr ? selected->t : at::empty({0}, q->t.options());
 		auto out = MinCut::apply(q->t, rowptr->t, src->t, graphptr->t, sel);
 		*cut = mg_wrap(out[0]);
@@ -518,6 +538,7 @@ mg_error mg_sinkhorn(mg_tensor q, double lambda, int iters, mg_tensor *motif, mg
 mg_error mg_block_contrast(mg_tensor y, mg_tensor live, int64_t per, mg_tensor *out) {
 	MG_TRY({
 		TORCH_CHECK(cpu_kernels(y->t), "block_contrast: the kernel runs on CPUs with AVX2 and FMA");
+		check_cpu("block_contrast", {live->t});
 		*out = mg_wrap(BlockContrast::apply(y->t, live->t, per));
 	})
 }
@@ -526,11 +547,12 @@ mg_error mg_group_mean(mg_tensor x, mg_tensor rows, mg_tensor groups, mg_tensor 
                        mg_tensor *out) {
 	MG_TRY({
 		TORCH_CHECK(cpu_kernels(x->t), "group_mean: the kernel runs on CPUs with AVX2 and FMA");
+		check_cpu("group_mean", {rows->t, groups->t, weights->t});
 		*out = mg_wrap(GroupMean::apply(x->t, rows->t, groups->t, weights->t, num_groups));
 	})
 }
 
-int mg_fused_kernels(int device_type) { return device_type == 0 && cpu_kernels(at::zeros({}, at::kFloat)) ? 1 : 0; }
+int mg_fused_kernels(int device_type) { return device_type == 0 && avx2_fma() ? 1 : 0; }
 
 int mg_fused_aggregation(int device_type) {
 	if (device_type == 0) return mg_fused_kernels(0);

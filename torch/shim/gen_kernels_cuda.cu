@@ -72,7 +72,7 @@ __global__ void backward_kernel(const T *M, const int64_t *R, const T *tp, bool 
 			}
 			GP[k * d + c] = m > eps ? grad : T(0);
 		}
-		GT[idx] = gt;
+		if (learn_t) GT[idx] = gt;
 	}
 }
 

@@ -66,7 +66,7 @@ int mg_scope_pop(uint64_t id);
 const char *mg_torch_version(void);
 int mg_cuda_device_count(void);
 mg_error mg_cuda_synchronize(int device_index);
-void mg_set_num_threads(int n);
+mg_error mg_set_num_threads(int n);
 int mg_get_num_threads(void);
 mg_error mg_set_num_interop_threads(int n);
 /* Deterministic algorithms only (PyTorch's use_deterministic_algorithms). */

@@ -59,13 +59,15 @@ mg_error mg_cuda_synchronize(int device_index) {
 	})
 }
 
-void mg_set_num_threads(int n) {
-	at::set_num_threads(n);
-	// Debian's libtorch does its matrix products in OpenBLAS, whose own
-	// thread pool busy-waits and ignores at::set_num_threads: bound it too.
-	// PyTorch's wheels use MKL instead, which at::set_num_threads governs.
-	using setter = void (*)(int);
-	if (auto f = reinterpret_cast<setter>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(n);
+mg_error mg_set_num_threads(int n) {
+	MG_TRY({
+		at::set_num_threads(n);
+		// Debian's libtorch does its matrix products in OpenBLAS, whose own
+		// thread pool busy-waits and ignores at::set_num_threads: bound it too.
+		// PyTorch's wheels use MKL instead, which at::set_num_threads governs.
+		using setter = void (*)(int);
+		if (auto f = reinterpret_cast<setter>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(n);
+	})
 }
 
 int mg_get_num_threads(void) { return at::get_num_threads(); }

@@ -85,21 +85,25 @@ char *copy_string(const std::string &s) {
 }
 
 // Turns the exception being handled into an error message for the caller.
+// Building the message may itself run out of memory: that must not escape
+// the C boundary either. Without memory even for a short message the result
+// is null, which callers see as a missing output.
 mgchem_error current_error() {
-  std::string msg;
   try {
-    throw;
-  } catch (const std::exception &e) {
-    msg = e.what();
+    std::string msg;
+    try {
+      throw;
+    } catch (const std::exception &e) {
+      msg = e.what();
+    } catch (...) {
+      msg = "unknown C++ exception";
+    }
+    std::string log = take_thread_log();
+    if (!log.empty() && log.find(msg) == std::string::npos) msg += " (" + log + ")";
+    return copy_string(msg);
   } catch (...) {
-    msg = "unknown C++ exception";
+    return strdup("out of memory");
   }
-  std::string log = take_thread_log();
-  if (!log.empty() && log.find(msg) == std::string::npos) msg += " (" + log + ")";
-  char *p = static_cast<char *>(std::malloc(msg.size() + 1));
-  if (p == nullptr) return nullptr;  // nothing better is possible without memory
-  std::memcpy(p, msg.c_str(), msg.size() + 1);
-  return p;
 }
 
 // Parses like Python's Chem.MolFromSmiles (sanitise, remove hydrogens).
