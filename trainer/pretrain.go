@@ -147,6 +147,9 @@ func Pretrain(run string, cfg PretrainConfig, opt PretrainOptions) (res *Pretrai
 			break
 		}
 		if err != nil {
+			if t.pending != nil {
+				t.pending.values.Free()
+			}
 			return nil, err
 		}
 		step++
@@ -157,6 +160,7 @@ func Pretrain(run string, cfg PretrainConfig, opt PretrainOptions) (res *Pretrai
 		// Read the previous step's losses now that this one is queued: the
 		// device never waits for the host.
 		if err := t.flush(); err != nil {
+			next.values.Free()
 			return nil, err
 		}
 		t.pending = next
@@ -311,8 +315,14 @@ func prepareRun(run string, cfg *PretrainConfig, resume bool) (*Checkpoint, erro
 	if !exists {
 		return nil, fmt.Errorf("--resume: %s holds no run (no config.json)", run)
 	}
+	// A checkpoint folder that cannot be read must stop the resume: going on
+	// from step 0 would truncate the log and prune the real checkpoints.
+	paths, err := listCheckpoints(run)
+	if err != nil {
+		return nil, fmt.Errorf("--resume: %w", err)
+	}
 	var ck *Checkpoint
-	if paths, _ := listCheckpoints(run); len(paths) > 0 {
+	if len(paths) > 0 {
 		var skipped []string
 		if ck, skipped, err = LatestCheckpoint(run); err != nil {
 			return nil, err
@@ -328,7 +338,13 @@ func prepareRun(run string, cfg *PretrainConfig, resume bool) (*Checkpoint, erro
 		}
 		return nil, fmt.Errorf("--resume: %w", err)
 	}
-	return ck, WriteConfig(run, *cfg)
+	if err := WriteConfig(run, *cfg); err != nil {
+		if ck != nil {
+			ck.Free()
+		}
+		return nil, err
+	}
+	return ck, nil
 }
 
 // restore puts a checkpoint's model, optimiser and generator states back.

@@ -139,7 +139,8 @@ func (c SuiteConfig) Validate() error {
 // Suite runs every protocol on every dataset, first with the pre-trained
 // encoder, then without pre-training: the encoder file's architecture,
 // randomly initialised (fine-tuned from scratch, or frozen for linear
-// evaluation). Render the outcome with Markdown.
+// evaluation). Render the outcome with Markdown. When an evaluation fails,
+// Suite returns the entries finished before it together with the error.
 func Suite(cfg SuiteConfig) (*SuiteResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -151,6 +152,11 @@ func Suite(cfg SuiteConfig) (*SuiteResult, error) {
 	}
 	freeNamed(state) // each protocol loads the weights itself
 	res := &SuiteResult{Config: cfg}
+	// A later failure must not throw away hours of finished evaluations.
+	partial := func(err error) (*SuiteResult, error) {
+		res.Seconds = time.Since(start).Seconds()
+		return res, err
+	}
 	for _, path := range cfg.Datasets {
 		benchmark, _ := BenchmarkOf(path) // checked by Validate
 		for _, protocol := range cfg.Protocols {
@@ -165,7 +171,7 @@ func Suite(cfg SuiteConfig) (*SuiteResult, error) {
 					c.Data, c.EncoderPath, c.Encoder, c.Progress = path, encoder, info.Encoder, cfg.Progress
 					r, err := Finetune(c)
 					if err != nil {
-						return nil, fmt.Errorf("%s, fine-tuning %s: %w", benchmark, encoderLabel(pretrained), err)
+						return partial(fmt.Errorf("%s, fine-tuning %s: %w", benchmark, encoderLabel(pretrained), err))
 					}
 					entry.Finetune, entry.Test = r, r.Test
 					for _, run := range r.Runs {
@@ -176,7 +182,7 @@ func Suite(cfg SuiteConfig) (*SuiteResult, error) {
 					c.Data, c.EncoderPath, c.Encoder, c.Progress = path, encoder, info.Encoder, cfg.Progress
 					r, err := LinearEval(c)
 					if err != nil {
-						return nil, fmt.Errorf("%s, linear evaluation %s: %w", benchmark, encoderLabel(pretrained), err)
+						return partial(fmt.Errorf("%s, linear evaluation %s: %w", benchmark, encoderLabel(pretrained), err))
 					}
 					entry.Linear, entry.Test = r, r.Test
 					for _, run := range r.Runs {
@@ -190,8 +196,7 @@ func Suite(cfg SuiteConfig) (*SuiteResult, error) {
 			}
 		}
 	}
-	res.Seconds = time.Since(start).Seconds()
-	return res, nil
+	return partial(nil)
 }
 
 func encoderLabel(pretrained bool) string {

@@ -3,6 +3,8 @@ package trainer_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -149,6 +151,20 @@ func TestSuiteOnBace(t *testing.T) {
 	}
 	if _, err := json.Marshal(res); err != nil {
 		t.Error(err)
+	}
+
+	// A benchmark that fails half-way keeps what finished before it.
+	broken := filepath.Join(t.TempDir(), "BBBP.csv")
+	if err := os.WriteFile(broken, []byte("no smiles column here\n1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Datasets, cfg.Protocols = []string{bace, broken}, []string{trainer.ProtocolLinear}
+	res, err = trainer.Suite(cfg)
+	if err == nil || !strings.Contains(err.Error(), "BBBP.csv") {
+		t.Fatalf("a broken benchmark: %v", err)
+	}
+	if res == nil || len(res.Entries) != 2 || res.Entries[0].Linear == nil || res.Entries[1].Linear == nil {
+		t.Fatalf("finished entries before the failure: %+v", res)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -53,23 +54,31 @@ func runSuite(args []string) error {
 	}
 	cfg.Progress = os.Stderr
 
-	res, err := trainer.Suite(cfg)
-	if err != nil {
-		return err
+	res, runErr := trainer.Suite(cfg)
+	if res == nil {
+		return runErr
 	}
+	// The table goes to stdout first, so that a failed write loses nothing.
 	table := res.Markdown()
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(filepath.Join(out, "suite.md"), []byte(table), 0o644); err != nil {
-		return err
-	}
-	if err := writeResultJSON(filepath.Join(out, "suite.json"), res); err != nil {
-		return err
-	}
 	fmt.Fprint(stdout, table)
-	printf("suite: %d evaluations in %.1fs; table in %s, results in %s",
-		len(res.Entries), res.Seconds, filepath.Join(out, "suite.md"), filepath.Join(out, "suite.json"))
+	name := "suite"
+	if runErr != nil {
+		name = "suite-partial" // the evaluations finished before the failure
+	}
+	md, js := filepath.Join(out, name+".md"), filepath.Join(out, name+".json")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if err := atomicfile.WriteFile(md, []byte(table), 0o644); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if err := writeResultJSON(js, res); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if runErr != nil {
+		return fmt.Errorf("%w (the %d evaluations finished before it are in %s)", runErr, len(res.Entries), js)
+	}
+	printf("suite: %d evaluations in %.1fs; table in %s, results in %s", len(res.Entries), res.Seconds, md, js)
 	return nil
 }
 
