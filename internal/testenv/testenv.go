@@ -58,41 +58,84 @@ func ModuleRoot(tb testing.TB) string {
 var pythons sync.Map // modules (comma-joined) → pythonResult
 
 type pythonResult struct {
-	path, err string
+	py  *Interpreter
+	err string
 }
 
-// Python is the first of $MICROGRAPH_PYTHON, python3 and /usr/bin/python3
-// that can import every module named. Without one the test fails (it does not
-// skip: `make deps` installs what the tests need).
-func Python(tb testing.TB, modules ...string) string {
+// Interpreter is a Python that tests run isolated (-I) from /, so that
+// neither the working directory (this repository holds a folder named torch),
+// PYTHONPATH nor user site-packages decide what it imports: exactly as
+// third_party/deps.sh checked it.
+type Interpreter struct {
+	Path string
+}
+
+// Command runs the interpreter with args. Paths among args must be absolute:
+// it runs in /.
+func (p *Interpreter) Command(args ...string) *exec.Cmd {
+	cmd := exec.Command(p.Path, append([]string{"-I"}, args...)...)
+	cmd.Dir = "/"
+	return cmd
+}
+
+func (p *Interpreter) String() string { return p.Path }
+
+// Pythons are the interpreters the tests try, in order: the words of
+// $MICROGRAPH_PYTHON when it is set, else python3 and /usr/bin/python3 (where
+// Debian's python3-* packages install). third_party/deps.sh checks the same.
+func Pythons() []string {
+	if env := strings.Fields(os.Getenv("MICROGRAPH_PYTHON")); len(env) > 0 {
+		return env
+	}
+	return []string{"python3", "/usr/bin/python3"}
+}
+
+// Python is the first of Pythons that has every module named as a real
+// installed package (third_party/pymodules.py decides). Without one the test
+// fails (it does not skip: `make deps` installs what the tests need).
+func Python(tb testing.TB, modules ...string) *Interpreter {
 	tb.Helper()
 	key := strings.Join(modules, ",")
 	r, ok := pythons.Load(key)
 	if !ok {
-		r, _ = pythons.LoadOrStore(key, findPython(modules))
+		probe := filepath.Join(ModuleRoot(tb), "third_party", "pymodules.py")
+		r, _ = pythons.LoadOrStore(key, findPython(Pythons(), probe, modules))
 	}
 	res := r.(pythonResult)
-	if res.path == "" {
+	if res.py == nil {
 		tb.Fatal(res.err)
 	}
-	return res.path
+	return res.py
 }
 
-func findPython(modules []string) pythonResult {
-	candidates := []string{"python3", "/usr/bin/python3"}
-	if p := os.Getenv("MICROGRAPH_PYTHON"); p != "" {
-		candidates = append([]string{p}, candidates...)
-	}
-	script := "import " + strings.Join(modules, ", ")
+// findPython runs probe (pymodules.py) in each candidate in turn.
+func findPython(candidates []string, probe string, modules []string) pythonResult {
 	var tried []string
-	for _, p := range candidates {
-		out, err := exec.Command(p, "-c", script).CombinedOutput()
+	for _, c := range candidates {
+		path, err := exec.LookPath(c)
 		if err == nil {
-			return pythonResult{path: p}
+			path, err = filepath.Abs(path)
 		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		tried = append(tried, fmt.Sprintf("%s (%v: %s)", p, err, lines[len(lines)-1]))
+		if err != nil {
+			tried = append(tried, fmt.Sprintf("%s (%v)", c, err))
+			continue
+		}
+		py := &Interpreter{Path: path}
+		out, err := py.Command(append([]string{probe}, modules...)...).CombinedOutput()
+		if err == nil {
+			return pythonResult{py: py}
+		}
+		var why []string
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if strings.Contains(line, ": ") {
+				why = append(why, line)
+			}
+		}
+		if len(why) == 0 {
+			why = append(why, err.Error())
+		}
+		tried = append(tried, fmt.Sprintf("%s (%s)", path, strings.Join(why, "; ")))
 	}
-	return pythonResult{err: fmt.Sprintf("no Python can import %s; tried %s. Run `make deps` or set MICROGRAPH_PYTHON.",
+	return pythonResult{err: fmt.Sprintf("no Python has %s as installed packages; tried %s. Run `make deps`, or set MICROGRAPH_PYTHON to Pythons that have them.",
 		strings.Join(modules, ", "), strings.Join(tried, ", "))}
 }
