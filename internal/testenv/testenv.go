@@ -5,6 +5,7 @@ package testenv
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,4 +139,97 @@ func findPython(candidates []string, probe string, modules []string) pythonResul
 	}
 	return pythonResult{err: fmt.Sprintf("no Python has %s as installed packages; tried %s. Run `make deps`, or set MICROGRAPH_PYTHON to Pythons that have them.",
 		strings.Join(modules, ", "), strings.Join(tried, ", "))}
+}
+
+// PrivateUserCache points XDG_CACHE_HOME, under which micrograph keeps its
+// caches when no folder is named (data.DefaultCacheDir), at a new temporary
+// folder for the rest of the test binary and the processes it starts, so that
+// tests never read or fill the user's cache. For TestMain; the function it
+// returns removes the folder.
+func PrivateUserCache() (remove func(), err error) {
+	dir, err := os.MkdirTemp("", "micrograph-user-cache-")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Setenv("XDG_CACHE_HOME", dir); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return func() { os.RemoveAll(dir) }, nil
+}
+
+// Listing describes every file and folder under dir (path, mode, size,
+// modification time), so that a test can show nothing there changed.
+func Listing(tb testing.TB, dir string) string {
+	tb.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(&b, "%s %v %d %d\n", rel, info.Mode(), info.Size(), info.ModTime().UnixNano())
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b.String()
+}
+
+// ReadOnlyCopy copies the folder src to a new temporary folder, under its own
+// name, and makes the copy read-only (MakeReadOnly): a user's shared dataset.
+func ReadOnlyCopy(tb testing.TB, src string) string {
+	tb.Helper()
+	dst := filepath.Join(tb.TempDir(), filepath.Base(src))
+	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if e.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	MakeReadOnly(tb, dst)
+	return dst
+}
+
+// MakeReadOnly does chmod -R a-w on dir; the test's end gives the owner write
+// permission back, so that temporary folders can be removed. Root writes
+// read-only files anyway: tests compare a Listing too.
+func MakeReadOnly(tb testing.TB, dir string) {
+	tb.Helper()
+	chmod := func(clear, set fs.FileMode) error {
+		return filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			info, err := e.Info()
+			if err != nil {
+				return err
+			}
+			return os.Chmod(p, info.Mode().Perm()&^clear|set)
+		})
+	}
+	if err := chmod(0o222, 0); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := chmod(0, 0o200); err != nil {
+			tb.Error(err)
+		}
+	})
 }
