@@ -47,7 +47,7 @@ installed() {
 	[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = installed ]
 }
 
-# pythons: the candidates, as absolute paths where they exist.
+# pythons: the candidates, as absolute paths where they exist, each once.
 pythons() {
 	for p in ${MICROGRAPH_PYTHON:-python3 /usr/bin/python3}; do
 		if abs=$(command -v "$p" 2>/dev/null); then
@@ -56,7 +56,7 @@ pythons() {
 		else
 			echo "$p"
 		fi
-	done
+	done | awk '!seen[$0]++'
 }
 
 # probe_pythons MODULE...: runs pymodules.py once in each candidate; $probes

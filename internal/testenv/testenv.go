@@ -112,6 +112,7 @@ func Python(tb testing.TB, modules ...string) *Interpreter {
 // findPython runs probe (pymodules.py) in each candidate in turn.
 func findPython(candidates []string, probe string, modules []string) pythonResult {
 	var tried []string
+	seen := map[string]bool{}
 	for _, c := range candidates {
 		path, err := exec.LookPath(c)
 		if err == nil {
@@ -121,6 +122,10 @@ func findPython(candidates []string, probe string, modules []string) pythonResul
 			tried = append(tried, fmt.Sprintf("%s (%v)", c, err))
 			continue
 		}
+		if seen[path] {
+			continue
+		}
+		seen[path] = true
 		py := &Interpreter{Path: path}
 		out, err := py.Command(append([]string{probe}, modules...)...).CombinedOutput()
 		if err == nil {
