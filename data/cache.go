@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
 )
@@ -25,34 +24,42 @@ import (
 // encodeDataset). A cache is used only when its magic, fingerprint and CRC
 // match and the decoded dataset passes the same checks as one read from
 // source; anything else is rebuilt from the source files.
-const (
-	cacheMagic = "MGDSET01" // bumped whenever the layout changes
-	cacheName  = "micrograph.cache"
-)
+const cacheMagic = "MGDSET01" // bumped whenever the layout changes
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // LoadOptions control Load.
 type LoadOptions struct {
-	// CacheDir holds the caches of dataset folders that cannot hold their
-	// own (read-only ones, such as ../shared); empty means
-	// os.UserCacheDir()/micrograph.
+	// CacheDir is micrograph's cache folder; dataset caches go to its
+	// datasets/ subfolder. Empty means DefaultCacheDir().
 	CacheDir string
+}
+
+// DefaultCacheDir is the cache folder used when none is named:
+// os.UserCacheDir()/micrograph, that is $XDG_CACHE_HOME/micrograph, else
+// ~/.cache/micrograph on Linux.
+func DefaultCacheDir() (string, error) {
+	user, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache folder was named and there is no user cache folder: %w", err)
+	}
+	return filepath.Join(user, "micrograph"), nil
 }
 
 // CacheStatus tells how Load obtained a dataset.
 type CacheStatus struct {
-	Path     string // the cache file used or written
-	Hit      bool   // the dataset came from a valid cache
-	Rebuilt  string // why the cache was built: "absent", "stale" or "corrupt: ..."; empty on a hit
-	WriteErr error  // the new cache could not be written; the dataset is still good
+	Path    string // the cache file used or written
+	Hit     bool   // the dataset came from a valid cache
+	Rebuilt string // why the cache was built: "absent", "stale" or "corrupt: ..."; empty on a hit
 }
 
 // Load reads the OGB dataset folder dir through its binary cache: from the
 // cache when that is valid for the current source files, otherwise from the
-// source files (ReadOGB), after which the cache is rewritten. The cache lives
-// in dir/processed/ when dir is writable, else under opt.CacheDir keyed by
-// dir's absolute path.
+// source files (ReadOGB), after which the cache is rewritten. Load only reads
+// dir (it may be read-only, or shared with others): the cache lives in the
+// cache folder (opt.CacheDir), in a file named after dir's absolute path. A
+// cache that cannot be written is an error naming the file, not a silent
+// reparse at every run.
 func Load(dir string, opt LoadOptions) (*Dataset, *CacheStatus, error) {
 	fp, err := fingerprint(dir)
 	if err != nil {
@@ -81,10 +88,11 @@ func Load(dir string, opt LoadOptions) (*Dataset, *CacheStatus, error) {
 		return nil, nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		st.WriteErr = err
-		return d, st, nil
+		return nil, nil, fmt.Errorf("cache of %s: %w", dir, err)
 	}
-	st.WriteErr = atomicfile.WriteFile(path, encodeDataset(d, fp), 0o644)
+	if err := atomicfile.WriteFile(path, encodeDataset(d, fp), 0o644); err != nil {
+		return nil, nil, fmt.Errorf("cache of %s: %w", dir, err)
+	}
 	return d, st, nil
 }
 
@@ -121,42 +129,22 @@ func fingerprint(dir string) ([32]byte, error) {
 	return [32]byte(h.Sum(nil)), nil
 }
 
-// cachePath is dir/processed/micrograph.cache when that folder can be
-// written, else a file under cacheDir named after dir's absolute path. A
-// folder whose mode forbids writing counts as read-only even for root, who
-// could write it anyway.
+// cachePath is the cache file of dataset folder dir under cacheDir (empty:
+// DefaultCacheDir()): datasets/NAME-HASH.cache, NAME the folder's name and
+// HASH from its absolute path, so that folders of the same name do not share
+// a file and a folder keeps one file as its sources change.
 func cachePath(dir, cacheDir string) (string, error) {
-	processed := filepath.Join(dir, "processed")
-	if writable(processed) || (!exists(processed) && writable(dir)) {
-		return filepath.Join(processed, cacheName), nil
-	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
 	}
 	if cacheDir == "" {
-		user, err := os.UserCacheDir()
-		if err != nil {
-			return "", fmt.Errorf("%s is read-only and there is no user cache folder: %w", dir, err)
+		if cacheDir, err = DefaultCacheDir(); err != nil {
+			return "", err
 		}
-		cacheDir = filepath.Join(user, "micrograph")
 	}
 	key := sha256.Sum256([]byte(abs))
 	return filepath.Join(cacheDir, "datasets", fmt.Sprintf("%s-%x.cache", filepath.Base(abs), key[:8])), nil
-}
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
-
-func writable(dir string) bool {
-	info, err := os.Stat(dir)
-	if err != nil || !info.IsDir() || info.Mode().Perm()&0o222 == 0 {
-		return false
-	}
-	const wOK = 2 // access(2)'s W_OK: also false on a read-only mount
-	return syscall.Access(dir, wOK) == nil
 }
 
 var errStale = errors.New("stale: the source files changed")

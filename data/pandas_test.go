@@ -3,7 +3,6 @@ package data
 import (
 	"encoding/json"
 	"math"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -58,7 +57,7 @@ func TestPandasReadsFeaturizedFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, err := exec.Command(python, "-c", readLikeOGB, out).Output()
+	js, err := python.Command("-c", readLikeOGB, out).Output()
 	if err != nil {
 		t.Fatalf("pandas: %v", err)
 	}

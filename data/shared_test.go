@@ -1,10 +1,13 @@
 package data
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/micrograph/micrograph/internal/testenv"
 )
 
 var synthOnce struct {
@@ -36,7 +39,13 @@ func synthDataset(tb testing.TB) *Dataset {
 }
 
 func TestMain(m *testing.M) {
+	remove, err := testenv.PrivateUserCache()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
+	remove()
 	if synthOnce.dir != "" {
 		os.RemoveAll(synthOnce.dir)
 	}

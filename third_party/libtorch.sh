@@ -10,7 +10,16 @@
 # Order: $LIBTORCH (a libtorch distribution), then the torch package of $PYTHON
 # (pip wheels carry headers and libraries inside the package), then Debian's
 # libtorch-dev. Pinned versions: Debian 12 libtorch-dev 1.13.1; PyTorch >= 2.0.
+# Python runs isolated (-I) from /, so that no folder named torch (such as this
+# repository's) can pass for PyTorch; see third_party/pymodules.py.
 set -eu
+
+# python CODE: runs CODE in $PYTHON (default python3) as described above.
+python() {
+	py=$(command -v "${PYTHON:-python3}") || return 1
+	case "$py" in /*) ;; *) py="$PWD/$py" ;; esac
+	(cd / && "$py" -I -c "$1")
+}
 
 emit() {
 	# /usr/include is already searched; naming it again with -isystem breaks #include_next.
@@ -33,7 +42,7 @@ emit() {
 cuda_home() {
 	if [ -n "${CUDA_HOME:-}" ]; then echo "$CUDA_HOME"; return; fi
 	if [ "$1" = pip ]; then
-		h=$(${PYTHON:-python3} -c 'from torch.utils.cpp_extension import CUDA_HOME; print(CUDA_HOME or "")' 2>/dev/null || true)
+		h=$(python 'from torch.utils.cpp_extension import CUDA_HOME; print(CUDA_HOME or "")' 2>/dev/null || true)
 		if [ -n "$h" ]; then echo "$h"; return; fi
 	fi
 	if nvcc=$(command -v nvcc); then dirname "$(dirname "$nvcc")"; return; fi
@@ -50,8 +59,8 @@ if [ -n "${LIBTORCH:-}" ]; then
 	emit libtorch "$LIBTORCH/include" "$LIBTORCH/lib" "$(abi_of "$LIBTORCH/lib")"
 fi
 
-pip=$(${PYTHON:-python3} -c 'import os, torch
-d = os.path.dirname(torch.__file__)
+pip=$(python 'import os, torch
+d = os.path.dirname(torch.__file__ or "")
 if os.path.isdir(os.path.join(d, "include", "torch")):
     print(d, int(torch._C._GLIBCXX_USE_CXX11_ABI))' 2>/dev/null || true)
 if [ -n "$pip" ]; then

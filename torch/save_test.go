@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -113,7 +112,7 @@ func TestLibtorchReadsSavedFiles(t *testing.T) {
 func TestPyTorchReadsSavedFiles(t *testing.T) {
 	s := NewScope()
 	defer s.Close()
-	py := testenv.Python(t, "torch")
+	py := testenv.Python(t, "torch", "numpy")
 	path := filepath.Join(t.TempDir(), "state.pt")
 	state := sampleState()
 	if err := Save(path, state, map[string]string{"meta.run": "x"}); err != nil {
@@ -131,7 +130,7 @@ for k, v in d.items():
         out.append([k, type(v).__name__, v, ""])
 print(json.dumps(out))
 `
-	out, err := exec.Command(py, "-c", script, path).CombinedOutput()
+	out, err := py.Command("-c", script, path).CombinedOutput()
 	if err != nil {
 		t.Fatalf("python: %v\n%s", err, out)
 	}

@@ -19,8 +19,9 @@ import (
 
 // DatasetOptions say where OpenDataset may keep what it derives.
 type DatasetOptions struct {
-	// CacheDir holds featurised CSVs and binary caches of read-only folders;
-	// empty means os.UserCacheDir()/micrograph.
+	// CacheDir holds featurised CSVs (featurized/) and the binary caches of
+	// dataset folders (datasets/), which are only read; empty means
+	// data.DefaultCacheDir().
 	CacheDir string
 	// SmilesCol names a CSV's SMILES column; empty tries "smiles", then "mol"
 	// (MoleculeNet's bace).
@@ -31,11 +32,7 @@ func (o DatasetOptions) cacheDir() (string, error) {
 	if o.CacheDir != "" {
 		return o.CacheDir, nil
 	}
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, "micrograph"), nil
+	return data.DefaultCacheDir()
 }
 
 // OpenDataset loads an OGB dataset folder, or a CSV file of SMILES and labels
@@ -56,7 +53,7 @@ func OpenDataset(path string, opt DatasetOptions) (*data.Dataset, error) {
 			return nil, err
 		}
 	}
-	ds, _, err := data.Load(dir, data.LoadOptions{CacheDir: filepath.Join(cache, "datasets")})
+	ds, _, err := data.Load(dir, data.LoadOptions{CacheDir: cache})
 	return ds, err
 }
 
@@ -85,7 +82,7 @@ func featurized(csv, smilesCol, cache string) (string, error) {
 		return "", err
 	}
 	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return "", err
+		return "", fmt.Errorf("featurisation of %s: %w", csv, err)
 	}
 	if _, err := data.Featurize(table, dir, data.FeaturizeOptions{Split: "scaffold"}); err != nil {
 		if _, statErr := os.Stat(dir); statErr == nil && errors.Is(err, os.ErrExist) {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -52,7 +51,7 @@ func TestNMIMatchesScikitLearn(t *testing.T) {
 		ours = append(ours, trainer.NMI(a, b))
 	}
 	in, _ := json.Marshal(cases)
-	cmd := exec.Command(py, "-c", `
+	cmd := py.Command("-c", `
 import json, sys
 from sklearn.metrics import normalized_mutual_info_score as nmi
 print(json.dumps([nmi(a, b) for a, b in json.loads(sys.stdin.read())]))`)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/failpoint"
+	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/trainer"
 )
 
@@ -33,7 +34,14 @@ func TestMain(m *testing.M) {
 	if job := os.Getenv(childEnv); job != "" {
 		os.Exit(runChild(job))
 	}
-	os.Exit(m.Run())
+	remove, err := testenv.PrivateUserCache()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	remove()
+	os.Exit(code)
 }
 
 // runChild pre-trains as `micrograph pretrain` does: SIGTERM and SIGINT stop

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -119,7 +118,7 @@ for c in json.loads(sys.stdin.read()):
     out.append(row)
 print(json.dumps(out))
 `
-	cmd := exec.Command(py, "-c", script)
+	cmd := py.Command("-c", script)
 	cmd.Stdin = strings.NewReader(string(in))
 	out, err := cmd.Output()
 	if err != nil {

@@ -22,7 +22,7 @@ func runBench(args []string) error {
 	fs.BoolVar(&cfg.Epoch, "epoch", false, "time one whole epoch instead of --steps")
 	fs.BoolVar(&pc.Deterministic, "deterministic", false, "deterministic algorithms only (bit-identical repeated runs)")
 	runtimeFlags(fs, &pc.Device, &pc.Threads, &pc.Workers, &pc.Seed)
-	cache := fs.String("cache", "", "folder for featurised CSVs and dataset caches (default: the user cache folder)")
+	cache := fs.String("cache", "", cacheFlagHelp)
 	if err := parseFlags(fs, args, "data"); err != nil {
 		return err
 	}

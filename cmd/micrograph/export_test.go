@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -114,7 +113,7 @@ print(json.dumps(e.tolist()))
 		if code, out, errs := runCLI(t, "export", "--run", run, "--out", encoder); code != 0 || !strings.Contains(out, encoder) {
 			t.Fatalf("export: %s %s", out, errs)
 		}
-		out, err := exec.Command(py, script, encoder, inputPath).CombinedOutput()
+		out, err := py.Command(script, encoder, inputPath).CombinedOutput()
 		if err != nil {
 			t.Fatalf("the README snippet failed: %v\n%s", err, out)
 		}

@@ -34,7 +34,7 @@ func runFinetune(args []string) error {
 	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "Adam learning rate")
 	encoderFlags(fs, &cfg.Encoder)
 	runtimeFlags(fs, &cfg.Device, &cfg.Threads, &cfg.Workers, &cfg.Seed)
-	fs.StringVar(&cache, "cache", "", "folder for featurised CSVs and dataset caches (default: the user cache folder)")
+	fs.StringVar(&cache, "cache", "", cacheFlagHelp)
 	if err := parseFlags(fs, args, "data", "out"); err != nil {
 		return err
 	}

@@ -41,6 +41,10 @@ func objectiveFlags(fs *pflag.FlagSet, c *model.Config) {
 	fs.BoolVar(&c.OrthoSelected, "ortho-selected", c.OrthoSelected, "MinCut's orthogonality term over the motifs forming subgraphs only")
 }
 
+// cacheFlagHelp describes --cache, the same in every command that reads a dataset.
+const cacheFlagHelp = "folder for featurised CSVs and dataset caches; dataset folders are only read " +
+	"(default: $XDG_CACHE_HOME/micrograph, else ~/.cache/micrograph)"
+
 // runtimeFlags registers where and how work runs.
 func runtimeFlags(fs *pflag.FlagSet, device *string, threads, workers *int, seed *uint64) {
 	fs.StringVar(device, "device", *device, "cpu, cuda, cuda:N, or auto (CUDA when available)")

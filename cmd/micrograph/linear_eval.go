@@ -35,7 +35,7 @@ func runLinearEval(args []string) error {
 		return err
 	}
 	runtimeFlags(fs, &cfg.Device, &cfg.Threads, &cfg.Workers, &cfg.Seed)
-	fs.StringVar(&cache, "cache", "", "folder for featurised CSVs and dataset caches (default: the user cache folder)")
+	fs.StringVar(&cache, "cache", "", cacheFlagHelp)
 	if err := parseFlags(fs, args, "data", "out"); err != nil {
 		return err
 	}

@@ -2,11 +2,25 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/micrograph/micrograph/internal/testenv"
 )
+
+func TestMain(m *testing.M) {
+	remove, err := testenv.PrivateUserCache()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	remove()
+	os.Exit(code)
+}
 
 // runCLI runs the command line args and returns the exit status, stdout and
 // stderr.

@@ -28,7 +28,7 @@ func runMotifs(args []string) error {
 	fs.IntVar(&opt.Molecules, "molecules", opt.Molecules, "molecules analysed: the first ones pre-training can use (0: all)")
 	fs.IntVar(&opt.BatchSize, "batch-size", 0, "molecules per forward pass; Sinkhorn balances motifs over each (default: the run's)")
 	fs.StringVar(&opt.Device, "device", opt.Device, "cpu, cuda, cuda:N, or auto (CUDA when available)")
-	fs.StringVar(&cache, "cache", "", "folder for featurised CSVs and dataset caches (default: the user cache folder)")
+	fs.StringVar(&cache, "cache", "", cacheFlagHelp)
 	if err := parseFlags(fs, args, "run", "out"); err != nil {
 		return err
 	}

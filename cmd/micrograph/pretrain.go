@@ -33,7 +33,7 @@ func pretrainFlags(cfg *trainer.PretrainConfig, run *string, resume *bool, cache
 	fs.BoolVar(&cfg.SkipNonFinite, "skip-nonfinite", cfg.SkipNonFinite, "skip the update of a batch whose loss is NaN or Inf instead of stopping")
 	fs.BoolVar(&cfg.Deterministic, "deterministic", cfg.Deterministic, "deterministic algorithms only: repeated GPU runs give bit-identical losses")
 	runtimeFlags(fs, &cfg.Device, &cfg.Threads, &cfg.Workers, &cfg.Seed)
-	fs.StringVar(cache, "cache", "", "folder for featurised CSVs and dataset caches (default: the user cache folder)")
+	fs.StringVar(cache, "cache", "", cacheFlagHelp)
 	return fs
 }
 

@@ -38,7 +38,7 @@ func runSuite(args []string) error {
 	fs.IntVar(&lin.Steps, "linear-steps", lin.Steps, "linear evaluation's full-batch Adam steps per fit")
 	fs.Float64Var(&lin.LR, "linear-lr", lin.LR, "linear evaluation's Adam learning rate")
 	runtimeFlags(fs, &ft.Device, &ft.Threads, &ft.Workers, &ft.Seed)
-	fs.StringVar(&cache, "cache", "", "folder for featurised CSVs and dataset caches (default: the user cache folder)")
+	fs.StringVar(&cache, "cache", "", cacheFlagHelp)
 	if err := parseFlags(fs, expandDatasets(args), "encoder", "datasets", "out"); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ package testenv
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,41 +59,182 @@ func ModuleRoot(tb testing.TB) string {
 var pythons sync.Map // modules (comma-joined) → pythonResult
 
 type pythonResult struct {
-	path, err string
+	py  *Interpreter
+	err string
 }
 
-// Python is the first of $MICROGRAPH_PYTHON, python3 and /usr/bin/python3
-// that can import every module named. Without one the test fails (it does not
-// skip: `make deps` installs what the tests need).
-func Python(tb testing.TB, modules ...string) string {
+// Interpreter is a Python that tests run isolated (-I) from /, so that
+// neither the working directory (this repository holds a folder named torch),
+// PYTHONPATH nor user site-packages decide what it imports: exactly as
+// third_party/deps.sh checked it.
+type Interpreter struct {
+	Path string
+}
+
+// Command runs the interpreter with args. Paths among args must be absolute:
+// it runs in /.
+func (p *Interpreter) Command(args ...string) *exec.Cmd {
+	cmd := exec.Command(p.Path, append([]string{"-I"}, args...)...)
+	cmd.Dir = "/"
+	return cmd
+}
+
+func (p *Interpreter) String() string { return p.Path }
+
+// Pythons are the interpreters the tests try, in order: the words of
+// $MICROGRAPH_PYTHON when it is set, else python3 and /usr/bin/python3 (where
+// Debian's python3-* packages install). third_party/deps.sh checks the same.
+func Pythons() []string {
+	if env := strings.Fields(os.Getenv("MICROGRAPH_PYTHON")); len(env) > 0 {
+		return env
+	}
+	return []string{"python3", "/usr/bin/python3"}
+}
+
+// Python is the first of Pythons that has every module named as a real
+// installed package (third_party/pymodules.py decides). Without one the test
+// fails (it does not skip: `make deps` installs what the tests need).
+func Python(tb testing.TB, modules ...string) *Interpreter {
 	tb.Helper()
 	key := strings.Join(modules, ",")
 	r, ok := pythons.Load(key)
 	if !ok {
-		r, _ = pythons.LoadOrStore(key, findPython(modules))
+		probe := filepath.Join(ModuleRoot(tb), "third_party", "pymodules.py")
+		r, _ = pythons.LoadOrStore(key, findPython(Pythons(), probe, modules))
 	}
 	res := r.(pythonResult)
-	if res.path == "" {
+	if res.py == nil {
 		tb.Fatal(res.err)
 	}
-	return res.path
+	return res.py
 }
 
-func findPython(modules []string) pythonResult {
-	candidates := []string{"python3", "/usr/bin/python3"}
-	if p := os.Getenv("MICROGRAPH_PYTHON"); p != "" {
-		candidates = append([]string{p}, candidates...)
-	}
-	script := "import " + strings.Join(modules, ", ")
+// findPython runs probe (pymodules.py) in each candidate in turn.
+func findPython(candidates []string, probe string, modules []string) pythonResult {
 	var tried []string
-	for _, p := range candidates {
-		out, err := exec.Command(p, "-c", script).CombinedOutput()
+	seen := map[string]bool{}
+	for _, c := range candidates {
+		path, err := exec.LookPath(c)
 		if err == nil {
-			return pythonResult{path: p}
+			path, err = filepath.Abs(path)
 		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		tried = append(tried, fmt.Sprintf("%s (%v: %s)", p, err, lines[len(lines)-1]))
+		if err != nil {
+			tried = append(tried, fmt.Sprintf("%s (%v)", c, err))
+			continue
+		}
+		if seen[path] {
+			continue
+		}
+		seen[path] = true
+		py := &Interpreter{Path: path}
+		out, err := py.Command(append([]string{probe}, modules...)...).CombinedOutput()
+		if err == nil {
+			return pythonResult{py: py}
+		}
+		var why []string
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if strings.Contains(line, ": ") {
+				why = append(why, line)
+			}
+		}
+		if len(why) == 0 {
+			why = append(why, err.Error())
+		}
+		tried = append(tried, fmt.Sprintf("%s (%s)", path, strings.Join(why, "; ")))
 	}
-	return pythonResult{err: fmt.Sprintf("no Python can import %s; tried %s. Run `make deps` or set MICROGRAPH_PYTHON.",
+	return pythonResult{err: fmt.Sprintf("no Python has %s as installed packages; tried %s. Run `make deps`, or set MICROGRAPH_PYTHON to Pythons that have them.",
 		strings.Join(modules, ", "), strings.Join(tried, ", "))}
+}
+
+// PrivateUserCache points XDG_CACHE_HOME, under which micrograph keeps its
+// caches when no folder is named (data.DefaultCacheDir), at a new temporary
+// folder for the rest of the test binary and the processes it starts, so that
+// tests never read or fill the user's cache. For TestMain; the function it
+// returns removes the folder.
+func PrivateUserCache() (remove func(), err error) {
+	dir, err := os.MkdirTemp("", "micrograph-user-cache-")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Setenv("XDG_CACHE_HOME", dir); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return func() { os.RemoveAll(dir) }, nil
+}
+
+// Listing describes every file and folder under dir (path, mode, size,
+// modification time), so that a test can show nothing there changed.
+func Listing(tb testing.TB, dir string) string {
+	tb.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(&b, "%s %v %d %d\n", rel, info.Mode(), info.Size(), info.ModTime().UnixNano())
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b.String()
+}
+
+// ReadOnlyCopy copies the folder src to a new temporary folder, under its own
+// name, and makes the copy read-only (MakeReadOnly): a user's shared dataset.
+func ReadOnlyCopy(tb testing.TB, src string) string {
+	tb.Helper()
+	dst := filepath.Join(tb.TempDir(), filepath.Base(src))
+	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if e.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	MakeReadOnly(tb, dst)
+	return dst
+}
+
+// MakeReadOnly does chmod -R a-w on dir; the test's end gives the owner write
+// permission back, so that temporary folders can be removed. Root writes
+// read-only files anyway: tests compare a Listing too.
+func MakeReadOnly(tb testing.TB, dir string) {
+	tb.Helper()
+	chmod := func(clear, set fs.FileMode) error {
+		return filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			info, err := e.Info()
+			if err != nil {
+				return err
+			}
+			return os.Chmod(p, info.Mode().Perm()&^clear|set)
+		})
+	}
+	if err := chmod(0o222, 0); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := chmod(0, 0o200); err != nil {
+			tb.Error(err)
+		}
+	})
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -41,8 +40,12 @@ type pyEntry struct {
 // returns the torch version.
 func runTorchIO(t *testing.T, out any, args ...string) string {
 	t.Helper()
-	py := testenv.Python(t, "torch")
-	cmd := exec.Command(py, append([]string{filepath.Join("testdata", "torchio.py")}, args...)...)
+	py := testenv.Python(t, "torch", "numpy")
+	script, err := filepath.Abs(filepath.Join("testdata", "torchio.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := py.Command(append([]string{script}, args...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	b, err := cmd.Output()
