@@ -1,6 +1,7 @@
 package torch_test
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -471,6 +472,63 @@ func TestRNGStateRoundTrip(t *testing.T) {
 	}
 }
 
+// RNGStates snapshots the generator of every device this process has, and
+// SetRNGStates replays each one's draws; names of absent devices are refused
+// before anything changes.
+func TestRNGStatesCoverEveryGenerator(t *testing.T) {
+	scope(t)
+	devices := torch.Generators()
+	draws := func() [][]float64 {
+		var out [][]float64
+		for _, d := range devices {
+			out = append(out, values(torch.Rand([]int64{6}, torch.Options{DType: torch.Float64, Device: d})))
+		}
+		return out
+	}
+	torch.ManualSeed(5)
+	draws()
+	states, err := torch.RNGStates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, n := range states {
+		names = append(names, n.Name)
+	}
+	want := []string{"cpu"}
+	for i := range torch.CUDADeviceCount() {
+		want = append(want, fmt.Sprintf("cuda:%d", i))
+	}
+	if !slices.Equal(names, want) {
+		t.Fatalf("RNGStates names %v, want %v", names, want)
+	}
+	next := draws()
+	draws() // move every generator on
+	if err := torch.SetRNGStates(states); err != nil {
+		t.Fatal(err)
+	}
+	replay := draws()
+	for i, d := range devices {
+		if !slices.Equal(replay[i], next[i]) {
+			t.Errorf("%s: restored state gives %v, want %v", d, replay[i], next[i])
+		}
+	}
+
+	// Refused names leave every generator where it was: at the snapshot.
+	if err := torch.SetRNGStates(states); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"auto", "cuda", fmt.Sprintf("cuda:%d", torch.CUDADeviceCount()), "tpu:0"} {
+		bad := append(slices.Clone(states), torch.Named{Name: name, Tensor: states[0].Tensor})
+		if err := torch.SetRNGStates(bad); err == nil {
+			t.Errorf("a state named %q was accepted", name)
+		}
+	}
+	if got := draws(); !slices.EqualFunc(got, next, slices.Equal[[]float64]) {
+		t.Error("a refused SetRNGStates changed a generator")
+	}
+}
+
 func TestParseDevice(t *testing.T) {
 	cuda := torch.CUDAAvailable()
 	tests := []struct {
@@ -526,7 +584,9 @@ func TestDropoutMaskAndGradient(t *testing.T) {
 	if again, _ := draw(); !slices.Equal(again, ratio) {
 		t.Error("the same seed gave another mask")
 	}
-	state, err := torch.RNGState(torch.CPU)
+	// The CPU kernel seeds its mask from the CPU generator, libtorch's CUDA
+	// dropout from the GPU's Philox state: the snapshot must hold both.
+	state, err := torch.RNGStates()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,7 +594,7 @@ func TestDropoutMaskAndGradient(t *testing.T) {
 	if slices.Equal(next, ratio) {
 		t.Error("consecutive calls gave the same mask")
 	}
-	if err := torch.SetRNGState(torch.CPU, state); err != nil {
+	if err := torch.SetRNGStates(state); err != nil {
 		t.Fatal(err)
 	}
 	if replay, _ := draw(); !slices.Equal(replay, next) {

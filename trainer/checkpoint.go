@@ -23,7 +23,9 @@ const CheckpointFormat = "micrograph-checkpoint/1"
 //
 //	model.<name>    every parameter and buffer of the model
 //	optim.<name>.*  Adam's moments and step counts
-//	rng.<device>    the default generators' states
+//	rng.<device>    every default generator's state: rng.cpu, and
+//	                rng.cuda:N for each GPU (earlier files hold only the
+//	                GPU the run was on)
 //	meta.*          format, step, epoch, data position and config, as strings
 //
 // named RUNDIR/checkpoints/step-<step>.pt and written atomically.
@@ -56,7 +58,7 @@ func checkpointPath(run string, step int64) string {
 
 // saveCheckpoint writes the run's state at step atomically and keeps only the
 // newest keep checkpoints.
-func saveCheckpoint(run string, step int64, pos data.Position, cfg PretrainConfig, m *model.MicroGraph, opt interface{ State() []torch.Named }, dev torch.Device) (string, error) {
+func saveCheckpoint(run string, step int64, pos data.Position, cfg PretrainConfig, m *model.MicroGraph, opt interface{ State() []torch.Named }) (string, error) {
 	var state []torch.Named
 	for _, n := range m.Store.State() {
 		state = append(state, torch.Named{Name: "model." + n.Name, Tensor: n.Tensor})
@@ -64,17 +66,19 @@ func saveCheckpoint(run string, step int64, pos data.Position, cfg PretrainConfi
 	for _, n := range opt.State() {
 		state = append(state, torch.Named{Name: "optim." + n.Name, Tensor: n.Tensor})
 	}
-	devices := []torch.Device{torch.CPU}
-	if dev.IsCUDA() {
-		devices = append(devices, dev)
+	// Every generator, not only the run device's: whatever a step draws from
+	// (see restore), and a state costs a few bytes (a GPU's is 16).
+	rngs, err := torch.RNGStates()
+	if err != nil {
+		return "", err
 	}
-	for _, d := range devices {
-		rng, err := torch.RNGState(d)
-		if err != nil {
-			return "", err
+	defer func() {
+		for _, n := range rngs {
+			n.Tensor.Free()
 		}
-		defer rng.Free()
-		state = append(state, torch.Named{Name: "rng." + d.String(), Tensor: rng})
+	}()
+	for _, n := range rngs {
+		state = append(state, torch.Named{Name: "rng." + n.Name, Tensor: n.Tensor})
 	}
 	cfgJSON, err := json.Marshal(cfg)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/micrograph/micrograph/data"
@@ -89,8 +91,9 @@ func Pretrain(run string, cfg PretrainConfig, opt PretrainOptions) (res *Pretrai
 	defer adam.Free()
 	var step int64
 	var start data.Position
+	var rngMissing []string
 	if ck != nil {
-		if err := restore(ck, m, adam, dev); err != nil {
+		if rngMissing, err = restore(ck, m, adam, dev); err != nil {
 			return nil, err
 		}
 		step, start = ck.Step, ck.Position
@@ -129,6 +132,10 @@ func Pretrain(run string, cfg PretrainConfig, opt PretrainOptions) (res *Pretrai
 		cfg.Data, filter.Kept, filter.Removed(), filter.TooSmall, cfg.Model.Eta, filter.NoBonds, filter.IsolatedAtoms, perEpoch)
 	if ck != nil {
 		bar.printf("micrograph: resuming %s at step %d (%s)", ck.Path, step, start)
+		if len(rngMissing) > 0 {
+			bar.printf("micrograph: %s holds no state for the %s generator(s): they continue from --seed %d, so random draws (dropout, subgraph perturbations) differ from an uninterrupted run",
+				ck.Path, strings.Join(rngMissing, ", "), cfg.Seed)
+		}
 	}
 
 	t := &pretrainer{cfg: cfg, run: run, dev: dev, model: m, adam: adam, loader: loader, log: runLog, bar: bar, lastLog: time.Now()}
@@ -281,7 +288,7 @@ func (t *pretrainer) checkpoint(step int64) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	path, err := saveCheckpoint(t.run, step, t.loader.Position(), t.cfg, t.model, t.adam, t.dev)
+	path, err := saveCheckpoint(t.run, step, t.loader.Position(), t.cfg, t.model, t.adam)
 	if err != nil {
 		return fmt.Errorf("checkpoint at step %d: %w", step, err)
 	}
@@ -348,25 +355,39 @@ func prepareRun(run string, cfg *PretrainConfig, resume bool) (*Checkpoint, erro
 }
 
 // restore puts a checkpoint's model, optimiser and generator states back.
-// A GPU generator is restored only when the run continues on that GPU.
-func restore(ck *Checkpoint, m *model.MicroGraph, adam *optim.Adam, dev torch.Device) error {
+// A step draws only from the CPU generator (its dropout kernel and every
+// random op on CPU tensors) and, on a GPU, from that GPU's (dropout, rand,
+// bernoulli); each generator saved for a device this process has is
+// restored. missing names the generators the step draws from that the
+// checkpoint has no state for (a run moved to another device, or a file
+// written before every GPU's state was saved): those continue from --seed, so
+// their draws differ from an uninterrupted run's.
+func restore(ck *Checkpoint, m *model.MicroGraph, adam *optim.Adam, dev torch.Device) (missing []string, err error) {
 	if err := torch.LoadState(m.Store.State(), ck.Model); err != nil {
-		return fmt.Errorf("%s: model: %w", ck.Path, err)
+		return nil, fmt.Errorf("%s: model: %w", ck.Path, err)
 	}
 	if err := adam.LoadState(ck.Optim); err != nil {
-		return fmt.Errorf("%s: %w", ck.Path, err)
+		return nil, fmt.Errorf("%s: %w", ck.Path, err)
 	}
+	here := map[string]bool{}
+	for _, d := range torch.Generators() {
+		here[d.String()] = true
+	}
+	saved := map[string]bool{}
+	var states []torch.Named
 	for _, n := range ck.RNG {
-		d := torch.CPU
-		if n.Name != "cpu" {
-			if n.Name != dev.String() {
-				continue
-			}
-			d = dev
-		}
-		if err := torch.SetRNGState(d, n.Tensor); err != nil {
-			return fmt.Errorf("%s: generator %s: %w", ck.Path, n.Name, err)
+		saved[n.Name] = true
+		if here[n.Name] {
+			states = append(states, n)
 		}
 	}
-	return nil
+	if err := torch.SetRNGStates(states); err != nil {
+		return nil, fmt.Errorf("%s: %w", ck.Path, err)
+	}
+	for _, d := range []torch.Device{torch.CPU, dev} {
+		if name := d.String(); !saved[name] && !slices.Contains(missing, name) {
+			missing = append(missing, name)
+		}
+	}
+	return missing, nil
 }
