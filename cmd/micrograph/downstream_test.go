@@ -149,7 +149,7 @@ func TestDownstreamCommands(t *testing.T) {
 
 	args = append([]string{"finetune", "--data", bace, "--out", out, "--epochs", "2", "--seeds", "1", "--cache", cache}, tinyEncoderFlags...)
 	code, stdoutText, errs = runCLI(t, args...)
-	if code != 0 || !strings.HasPrefix(stdoutText, "finetune ogbg_molbace, random encoder (no pre-training): test ROC-AUC 0.") ||
+	if code != 0 || !strings.HasPrefix(stdoutText, "finetune ogbg_molbace, scaffold, random encoder (no pre-training): test ROC-AUC 0.") ||
 		!strings.HasSuffix(stdoutText, "result in "+out+"\n") || strings.Count(stdoutText, "\n") != 1 {
 		t.Fatalf("finetune: status %d, stdout %q, stderr %q", code, stdoutText, errs)
 	}
@@ -177,7 +177,7 @@ func TestDownstreamCommands(t *testing.T) {
 	out = filepath.Join(tmp, "linear.json")
 	args = append([]string{"linear-eval", "--data", bace, "--out", out, "--seeds", "2", "--steps", "50", "--cache", cache}, tinyEncoderFlags...)
 	code, stdoutText, errs = runCLI(t, args...)
-	if code != 0 || !strings.HasPrefix(stdoutText, "linear-eval ogbg_molbace, random encoder (no pre-training): test ROC-AUC 0.") {
+	if code != 0 || !strings.HasPrefix(stdoutText, "linear-eval ogbg_molbace, scaffold, random encoder (no pre-training): test ROC-AUC 0.") {
 		t.Fatalf("linear-eval: status %d, stdout %q, stderr %q", code, stdoutText, errs)
 	}
 	var lin trainer.LinearEvalResult
@@ -202,7 +202,9 @@ func TestDownstreamCommands(t *testing.T) {
 	// figures and the λ chosen on the fold-averaged test ROC-AUC.
 	cvOut := filepath.Join(tmp, "linear-cv.json")
 	args = append([]string{"linear-eval", "--data", bace, "--out", cvOut, "--protocol", "cv3", "--seeds", "1", "--steps", "50", "--cache", cache}, tinyEncoderFlags...)
-	if code, stdoutText, errs = runCLI(t, args...); code != 0 {
+	code, stdoutText, errs = runCLI(t, args...)
+	if code != 0 || !strings.Contains(stdoutText, "linear-eval ogbg_molbace, cv3, random encoder (no pre-training): test ROC-AUC 0.") ||
+		!strings.Contains(stdoutText, "over 3 runs (chosen on the fold-averaged test ROC-AUC: optimistic)") {
 		t.Fatalf("linear-eval --protocol cv3: status %d, stdout %q, stderr %q", code, stdoutText, errs)
 	}
 	var cv trainer.LinearEvalResult

@@ -59,8 +59,12 @@ func runFinetune(args []string) error {
 	if err := writeResultJSON(out, res); err != nil {
 		return err
 	}
-	printf("finetune %s, %s: test ROC-AUC %.4f ± %.4f over %d runs (best valid %.4f ± %.4f), %.1fs; result in %s",
-		res.Dataset.Name, encoderKind(res.Pretrained), res.Test.Mean, res.Test.Std, res.Test.N, res.Valid.Mean, res.Valid.Std, res.Seconds, out)
+	selection := fmt.Sprintf("best valid %.4f ± %.4f", res.Valid.Mean, res.Valid.Std)
+	if res.Folds > 0 {
+		selection = optimisticSelection
+	}
+	printf("finetune %s, %s, %s: test ROC-AUC %.4f ± %.4f over %d runs (%s), %.1fs; result in %s",
+		res.Dataset.Name, res.Protocol, encoderKind(res.Pretrained), res.Test.Mean, res.Test.Std, res.Test.N, selection, res.Seconds, out)
 	return nil
 }
 
@@ -126,6 +130,9 @@ func l2GridFlag(fs *pflag.FlagSet, grid *[]float64, name, usage string) {
 	}
 	fs.Lookup(name).DefValue = "[" + strings.Join(shown, ",") + "]"
 }
+
+// optimisticSelection says in a summary how cross-validation chose.
+const optimisticSelection = "chosen on the fold-averaged test ROC-AUC: optimistic"
 
 // encoderKind says in a summary which encoder a result used.
 func encoderKind(pretrained bool) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/micrograph/micrograph/trainer"
@@ -62,7 +63,11 @@ func runLinearEval(args []string) error {
 	if err := writeResultJSON(out, res); err != nil {
 		return err
 	}
-	printf("linear-eval %s, %s: test ROC-AUC %.4f ± %.4f over %d runs (valid %.4f ± %.4f), %.1fs; result in %s",
-		res.Dataset.Name, encoderKind(res.Pretrained), res.Test.Mean, res.Test.Std, res.Test.N, res.Valid.Mean, res.Valid.Std, res.Seconds, out)
+	selection := fmt.Sprintf("valid %.4f ± %.4f", res.Valid.Mean, res.Valid.Std)
+	if res.Folds > 0 {
+		selection = optimisticSelection
+	}
+	printf("linear-eval %s, %s, %s: test ROC-AUC %.4f ± %.4f over %d runs (%s), %.1fs; result in %s",
+		res.Dataset.Name, res.Protocol, encoderKind(res.Pretrained), res.Test.Mean, res.Test.Std, res.Test.N, selection, res.Seconds, out)
 	return nil
 }
