@@ -30,8 +30,8 @@ type FinetuneConfig struct {
 	BatchSize int     `json:"batch_size"`
 	LR        float64 `json:"lr"`       // Adam
 	Seeds     int     `json:"seeds"`    // runs per split; run i is seeded with Seed+i
-	Seed      uint64  `json:"seed"`     // also seeds the cross-validation permutation
-	CVFolds   int     `json:"cv_folds"` // 0: the dataset's scaffold split; K ≥ 3: K-fold cross-validation
+	Seed      uint64  `json:"seed"`     // seed i also draws its cross-validation folds
+	Protocol  string  `json:"protocol"` // ProtocolScaffold or ProtocolCV10 (any "cvK")
 
 	Device  string `json:"device"`  // cpu, cuda, cuda:N or auto
 	Threads int    `json:"threads"` // libtorch intra-op threads; 0: libtorch's default
@@ -52,6 +52,7 @@ func DefaultFinetuneConfig() FinetuneConfig {
 		BatchSize: 32,
 		LR:        1e-3,
 		Seeds:     10,
+		Protocol:  ProtocolScaffold,
 		Device:    "auto",
 		Workers:   2,
 	}
@@ -59,7 +60,7 @@ func DefaultFinetuneConfig() FinetuneConfig {
 
 // Validate reports the first setting that cannot work, naming its flag.
 func (c FinetuneConfig) Validate() error {
-	if err := validateCommon(c.Data, c.Seeds, c.CVFolds, c.Threads, c.Workers); err != nil {
+	if err := validateCommon(c.Data, c.Seeds, c.Protocol, c.Threads, c.Workers); err != nil {
 		return err
 	}
 	switch {
@@ -82,20 +83,34 @@ func (c FinetuneConfig) Validate() error {
 // FinetuneResult is a fine-tuning experiment's outcome, written as JSON.
 // ROC-AUC values follow OGB's rules (ROCAUC) and lie in [0, 1].
 type FinetuneResult struct {
-	Protocol   string         `json:"protocol"` // "finetune"
-	Config     FinetuneConfig `json:"config"`   // as run: Encoder is the architecture trained, dropout included
+	Evaluation string         `json:"evaluation"` // "finetune"
+	Protocol   string         `json:"protocol"`   // as Config.Protocol
+	Folds      int            `json:"folds"`      // cross-validation folds; 0 on the scaffold split
+	Config     FinetuneConfig `json:"config"`     // as run: Encoder is the architecture trained, dropout included
 	Device     string         `json:"device"`
 	Dataset    DatasetSummary `json:"dataset"`
 	Pretrained bool           `json:"pretrained"` // weights loaded from Config.EncoderPath
 
 	Runs []FinetuneRun `json:"runs"` // seed by seed, fold by fold within a seed
 
-	// Test is the test ROC-AUC at each run's best-valid epoch, over runs:
-	// the figure method.md §7 reports. Valid is the best valid ROC-AUC.
+	// Selected is, with cross-validation, each seed's epoch chosen on the
+	// test ROC-AUC averaged over its folds (optimistic: see ProtocolCV10).
+	Selected []SelectedEpoch `json:"selected,omitempty"`
+
+	// Test is the test ROC-AUC at each run's selected epoch (BestEpoch),
+	// over runs: the figure method.md §7 reports. Valid is the best valid
+	// ROC-AUC (undefined with cross-validation, which has no valid part).
 	Test        Stat       `json:"test"`
 	Valid       Stat       `json:"valid"`
-	TestPerTask []TaskStat `json:"test_per_task"` // at each run's best-valid epoch
+	TestPerTask []TaskStat `json:"test_per_task"` // at each run's selected epoch
 	Seconds     float64    `json:"seconds"`
+}
+
+// SelectedEpoch is the epoch a seed's folds report under cross-validation.
+type SelectedEpoch struct {
+	Seed     uint64 `json:"seed"`
+	Epoch    int    `json:"epoch"`     // from 1
+	FoldMean Value  `json:"fold_mean"` // test ROC-AUC at Epoch averaged over the folds
 }
 
 // FinetuneRun is one seed on one split.
@@ -107,22 +122,28 @@ type FinetuneRun struct {
 	Test  int    `json:"test"`
 
 	// Per epoch, in order: mean training loss over the epoch's batches, and
-	// evaluation-mode ROC-AUC on the valid and test parts.
+	// evaluation-mode ROC-AUC on the valid (null without one) and test parts.
 	TrainLoss    []Value   `json:"train_loss"`
 	ValidROCAUC  []Value   `json:"valid_roc_auc"`
 	TestROCAUC   []Value   `json:"test_roc_auc"`
 	EpochSeconds []float64 `json:"epoch_seconds"`
 
-	BestEpoch   int     `json:"best_epoch"` // from 1: the first epoch with the highest valid ROC-AUC
+	// BestEpoch, from 1, is the selected epoch: the first with the highest
+	// valid ROC-AUC, or with cross-validation the seed's (SelectedEpoch).
+	BestEpoch   int     `json:"best_epoch"`
 	BestValid   Value   `json:"best_valid"`
 	TestAtBest  Value   `json:"test_at_best"`
 	TestPerTask []Value `json:"test_per_task"` // at BestEpoch; null for a task lacking a class in the test part
 	Seconds     float64 `json:"seconds"`
+
+	testPerTaskByEpoch [][]float64 // for the selection across folds
 }
 
 // Finetune trains a classifier (encoder + graph head, model.Classifier) on
 // every split and seed, and reports the test ROC-AUC at the epoch of best
-// valid ROC-AUC, mean ± std over runs (method.md §7). The loss is BCE with
+// valid ROC-AUC, mean ± std over runs (method.md §7); with cross-validation
+// (the paper's protocol) each seed draws its own folds and its runs report
+// the epoch of best fold-averaged test ROC-AUC. The loss is BCE with
 // logits over labelled entries only; training batches are reshuffled every
 // epoch from the run's seed; evaluation covers every molecule of a part.
 func Finetune(cfg FinetuneConfig) (*FinetuneResult, error) {
@@ -145,24 +166,31 @@ func Finetune(cfg FinetuneConfig) (*FinetuneResult, error) {
 		return nil, err
 	}
 	name := filepath.Base(cfg.Data)
-	splits, err := evaluationSplits(name, ds, cfg.CVFolds, cfg.Seed)
-	if err != nil {
-		return nil, err
-	}
+	folds, _ := ProtocolFolds(cfg.Protocol) // checked by Validate
 
-	res := &FinetuneResult{Protocol: "finetune", Config: cfg, Device: dev.String(),
-		Dataset: summarizeDataset(cfg.Data, ds, cfg.CVFolds), Pretrained: state != nil}
+	res := &FinetuneResult{Evaluation: "finetune", Protocol: cfg.Protocol, Folds: folds, Config: cfg, Device: dev.String(),
+		Dataset: summarizeDataset(cfg.Data, ds, folds), Pretrained: state != nil}
 	res.Config.Encoder = arch
 	for i := range cfg.Seeds {
+		seed := cfg.Seed + uint64(i)
+		splits, err := evaluationSplits(name, ds, folds, seed)
+		if err != nil {
+			return nil, err
+		}
+		seedRuns := make([]FinetuneRun, 0, len(splits))
 		for _, split := range splits {
-			f := &finetuner{cfg: &res.Config, name: name, ds: ds, split: split, dev: dev, seed: cfg.Seed + uint64(i)}
+			f := &finetuner{cfg: &res.Config, name: name, ds: ds, split: split, dev: dev, seed: seed}
 			var run FinetuneRun
 			var runErr error
 			if err := torch.Catch(func() { run, runErr = f.run(state) }); err != nil || runErr != nil {
 				return nil, fmt.Errorf("seed %d, %s split: %w", f.seed, split.Name, errors.Join(err, runErr))
 			}
-			res.Runs = append(res.Runs, run)
+			seedRuns = append(seedRuns, run)
 		}
+		if folds > 0 {
+			res.Selected = append(res.Selected, selectEpochOnFolds(seed, seedRuns))
+		}
+		res.Runs = append(res.Runs, seedRuns...)
 	}
 
 	tests, valids := make([]float64, len(res.Runs)), make([]float64, len(res.Runs))
@@ -174,6 +202,25 @@ func Finetune(cfg FinetuneConfig) (*FinetuneResult, error) {
 	res.TestPerTask = perTaskStats(ds.Tasks, perTask)
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
+}
+
+// selectEpochOnFolds applies the paper's selection to one seed's fold runs:
+// each run reports the epoch with the best test ROC-AUC averaged over the
+// folds.
+func selectEpochOnFolds(seed uint64, runs []FinetuneRun) SelectedEpoch {
+	curves := make([][]float64, len(runs))
+	for f, r := range runs {
+		curves[f] = make([]float64, len(r.TestROCAUC))
+		for e, v := range r.TestROCAUC {
+			curves[f][e] = float64(v)
+		}
+	}
+	best, mean := SelectOnFoldMean(curves)
+	for f := range runs {
+		r := &runs[f]
+		r.BestEpoch, r.TestAtBest, r.TestPerTask = best+1, r.TestROCAUC[best], toValues(r.testPerTaskByEpoch[best])
+	}
+	return SelectedEpoch{Seed: seed, Epoch: best + 1, FoldMean: Value(mean)}
 }
 
 // finetuner is one run: a seed on a split.
@@ -223,26 +270,31 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 		if err != nil {
 			return run, fmt.Errorf("epoch %d: %w", epoch, err)
 		}
-		_, valid, err := f.evaluate(clf, f.split.Valid, validLabels)
-		if err != nil {
-			return run, fmt.Errorf("epoch %d, valid: %w", epoch, err)
-		}
 		testPerTask, test, err := f.evaluate(clf, f.split.Test, testLabels)
 		if err != nil {
 			return run, fmt.Errorf("epoch %d, test: %w", epoch, err)
 		}
 		run.TrainLoss = append(run.TrainLoss, Value(loss))
-		run.ValidROCAUC = append(run.ValidROCAUC, Value(valid))
 		run.TestROCAUC = append(run.TestROCAUC, Value(test))
-		run.EpochSeconds = append(run.EpochSeconds, time.Since(epochStart).Seconds())
-		// Model selection on valid only (§7); the earliest epoch wins ties.
-		if run.BestEpoch == 0 || valid > float64(run.BestValid) {
-			run.BestEpoch, run.BestValid, run.TestAtBest = epoch, Value(valid), Value(test)
-			run.TestPerTask = toValues(testPerTask)
+		run.testPerTaskByEpoch = append(run.testPerTaskByEpoch, testPerTask)
+		validText := "" // cross-validation selects across folds afterwards
+		if len(f.split.Valid) > 0 {
+			_, valid, err := f.evaluate(clf, f.split.Valid, validLabels)
+			if err != nil {
+				return run, fmt.Errorf("epoch %d, valid: %w", epoch, err)
+			}
+			run.ValidROCAUC = append(run.ValidROCAUC, Value(valid))
+			// Model selection on valid only (§7); the earliest epoch wins ties.
+			if run.BestEpoch == 0 || valid > float64(run.BestValid) {
+				run.BestEpoch, run.BestValid, run.TestAtBest = epoch, Value(valid), Value(test)
+				run.TestPerTask = toValues(testPerTask)
+			}
+			validText = fmt.Sprintf(", valid ROC-AUC %.4f", valid)
 		}
+		run.EpochSeconds = append(run.EpochSeconds, time.Since(epochStart).Seconds())
 		if f.cfg.Progress != nil {
-			fmt.Fprintf(f.cfg.Progress, "finetune %s: seed %d, %s split, epoch %d/%d: loss %.4f, valid ROC-AUC %.4f, test %.4f (%.1fs)\n",
-				f.name, f.seed, f.split.Name, epoch, f.cfg.Epochs, loss, valid, test, time.Since(epochStart).Seconds())
+			fmt.Fprintf(f.cfg.Progress, "finetune %s: seed %d, %s split, epoch %d/%d: loss %.4f%s, test ROC-AUC %.4f (%.1fs)\n",
+				f.name, f.seed, f.split.Name, epoch, f.cfg.Epochs, loss, validText, test, time.Since(epochStart).Seconds())
 		}
 	}
 	run.Seconds = time.Since(start).Seconds()

@@ -2,6 +2,7 @@ package trainer_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -121,11 +122,13 @@ func TestFinetuneOnBace(t *testing.T) {
 	}
 }
 
-// With --cv K every fold is a run per seed, each evaluated on its own parts;
+// Under a cvK protocol every fold is a run per seed, trained on the other
+// folds with no valid part; each seed's runs all report the epoch of best
+// test ROC-AUC averaged over its folds (recomputed here from the curves);
 // and every tensor a run makes is freed when it ends.
 func TestFinetuneCrossValidation(t *testing.T) {
 	cfg := smallFinetune(t, testenv.SharedData(t, "ogb/ogbg_molbace"))
-	cfg.CVFolds, cfg.Seeds, cfg.Epochs = 3, 1, 1
+	cfg.Protocol, cfg.Seeds, cfg.Epochs = "cv3", 2, 3
 	live, leaked := torch.LiveTensors(), torch.LeakedTensors()
 	res, err := trainer.Finetune(cfg)
 	if err != nil {
@@ -135,15 +138,35 @@ func TestFinetuneCrossValidation(t *testing.T) {
 		t.Errorf("fine-tuning left %d tensors allocated and %d to the garbage collector",
 			torch.LiveTensors()-live, torch.LeakedTensors()-leaked)
 	}
-	if len(res.Runs) != 3 || res.Dataset.Split != "cv3" || res.Test.N != 3 {
-		t.Fatalf("%d runs, split %q, test over %d", len(res.Runs), res.Dataset.Split, res.Test.N)
+	if len(res.Runs) != 6 || res.Dataset.Split != "cv3" || res.Protocol != "cv3" || res.Folds != 3 || res.Test.N != 6 || res.Valid.N != 0 {
+		t.Fatalf("%d runs, split %q, protocol %q, %d folds, test over %d, valid over %d",
+			len(res.Runs), res.Dataset.Split, res.Protocol, res.Folds, res.Test.N, res.Valid.N)
 	}
-	for i, r := range res.Runs {
-		// 1513 = 505 + 504 + 504: fold i tests, fold i+1 validates.
-		wantTest := []int{505, 504, 504}[i]
-		wantValid := []int{505, 504, 504}[(i+1)%3]
-		if r.Test != wantTest || r.Valid != wantValid || r.Train != 1513-wantTest-wantValid || !inUnitInterval(r.TestAtBest) {
-			t.Errorf("fold %d: %d/%d/%d, test ROC-AUC %v", i, r.Train, r.Valid, r.Test, r.TestAtBest)
+	if len(res.Selected) != 2 {
+		t.Fatalf("selected %+v, want one per seed", res.Selected)
+	}
+	for s, sel := range res.Selected {
+		runs := res.Runs[3*s : 3*s+3]
+		bestEpoch, bestMean := 0, -1.0
+		for e := range cfg.Epochs {
+			mean := (float64(runs[0].TestROCAUC[e]) + float64(runs[1].TestROCAUC[e]) + float64(runs[2].TestROCAUC[e])) / 3
+			if mean > bestMean {
+				bestEpoch, bestMean = e+1, mean
+			}
+		}
+		if sel.Seed != 5+uint64(s) || sel.Epoch != bestEpoch || math.Abs(float64(sel.FoldMean)-bestMean) > 1e-12 {
+			t.Errorf("seed %d: selected %+v, want epoch %d of fold mean %v", s, sel, bestEpoch, bestMean)
+		}
+		for i, r := range runs {
+			// 1513 = 505 + 504 + 504: fold i tests, the others train.
+			wantTest := []int{505, 504, 504}[i]
+			if r.Seed != sel.Seed || r.Split != fmt.Sprintf("cv3-fold%d", i) || r.Test != wantTest || r.Valid != 0 || r.Train != 1513-wantTest {
+				t.Errorf("seed %d fold %d: seed %d, split %s, %d/%d/%d", s, i, r.Seed, r.Split, r.Train, r.Valid, r.Test)
+			}
+			if r.BestEpoch != bestEpoch || r.TestAtBest != r.TestROCAUC[bestEpoch-1] || !inUnitInterval(r.TestAtBest) ||
+				len(r.ValidROCAUC) != 0 || !math.IsNaN(float64(r.BestValid)) || len(r.TestPerTask) != 1 || r.TestPerTask[0] != r.TestAtBest {
+				t.Errorf("seed %d fold %d: epoch %d, test %v of %v, valid %v, per task %v", s, i, r.BestEpoch, r.TestAtBest, r.TestROCAUC, r.ValidROCAUC, r.TestPerTask)
+			}
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/micrograph/micrograph/data"
@@ -29,10 +30,13 @@ import (
 //	mean over the train molecules labelled for t of BCE(x·w_t + b_t, y_t) + λ/2·‖w_t‖²
 //
 // (scikit-learn's LogisticRegression with C = 1/(λ·n_t)). Tasks and grid
-// values share nothing, so this is T·|L2Grid| separate fits. Each task then
-// keeps the λ with the highest valid ROC-AUC (the first in grid order on
-// ties; the best λ on mean valid ROC-AUC for a task whose valid labels hold
-// one class), and its test ROC-AUC is reported.
+// values share nothing, so this is T·|L2Grid| separate fits. On the scaffold
+// split each task then keeps the λ with the highest valid ROC-AUC (the first
+// in grid order on ties; the best λ on mean valid ROC-AUC for a task whose
+// valid labels hold one class), and its test ROC-AUC is reported. With
+// cross-validation (the paper's protocol) there is no valid part: each seed
+// keeps the one λ, for every task, whose mean test ROC-AUC averaged over the
+// seed's folds is highest, which is optimistic (see ProtocolCV10).
 type LinearEvalConfig struct {
 	Data        string `json:"data"`                   // OGB dataset folder or CSV of SMILES and labels
 	EncoderPath string `json:"encoder_path,omitempty"` // exported encoder (.pt); empty: a random encoder, the baseline
@@ -46,10 +50,10 @@ type LinearEvalConfig struct {
 	LR     float64   `json:"lr"`      // Adam's rate for the classifier
 
 	// Seeds runs per split; run i seeds the classifier's initialisation (and a
-	// random encoder's) with Seed+i. Seed also draws the cross-validation folds.
-	Seeds   int    `json:"seeds"`
-	Seed    uint64 `json:"seed"`
-	CVFolds int    `json:"cv_folds"` // 0: the dataset's scaffold split; K ≥ 3: K-fold cross-validation
+	// random encoder's) with Seed+i, and draws its cross-validation folds.
+	Seeds    int    `json:"seeds"`
+	Seed     uint64 `json:"seed"`
+	Protocol string `json:"protocol"` // ProtocolScaffold or ProtocolCV10 (any "cvK")
 
 	Device  string `json:"device"`
 	Threads int    `json:"threads"`
@@ -64,19 +68,20 @@ type LinearEvalConfig struct {
 // encoder architecture for the random baseline.
 func DefaultLinearEvalConfig() LinearEvalConfig {
 	return LinearEvalConfig{
-		Encoder: model.DefaultEncoderConfig(),
-		L2Grid:  []float64{10, 1, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5},
-		Steps:   500,
-		LR:      0.01,
-		Seeds:   10,
-		Device:  "auto",
-		Workers: 2,
+		Encoder:  model.DefaultEncoderConfig(),
+		L2Grid:   []float64{10, 1, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5},
+		Steps:    500,
+		LR:       0.01,
+		Seeds:    10,
+		Protocol: ProtocolScaffold,
+		Device:   "auto",
+		Workers:  2,
 	}
 }
 
 // Validate reports the first setting that cannot work, naming its flag.
 func (c LinearEvalConfig) Validate() error {
-	if err := validateCommon(c.Data, c.Seeds, c.CVFolds, c.Threads, c.Workers); err != nil {
+	if err := validateCommon(c.Data, c.Seeds, c.Protocol, c.Threads, c.Workers); err != nil {
 		return err
 	}
 	if c.EncoderPath == "" {
@@ -105,8 +110,10 @@ func (c LinearEvalConfig) Validate() error {
 
 // LinearEvalResult is a linear evaluation's outcome, written as JSON.
 type LinearEvalResult struct {
-	Protocol     string           `json:"protocol"` // "linear"
-	Config       LinearEvalConfig `json:"config"`   // as run: Encoder is the architecture used
+	Evaluation   string           `json:"evaluation"` // "linear"
+	Protocol     string           `json:"protocol"`   // as Config.Protocol
+	Folds        int              `json:"folds"`      // cross-validation folds; 0 on the scaffold split
+	Config       LinearEvalConfig `json:"config"`     // as run: Encoder is the architecture used
 	Device       string           `json:"device"`
 	Dataset      DatasetSummary   `json:"dataset"`
 	Pretrained   bool             `json:"pretrained"` // weights loaded from Config.EncoderPath
@@ -114,11 +121,22 @@ type LinearEvalResult struct {
 
 	Runs []LinearEvalRun `json:"runs"` // seed by seed, fold by fold within a seed
 
+	// Selected is, with cross-validation, each seed's λ chosen on the test
+	// ROC-AUC averaged over its folds (optimistic: see ProtocolCV10).
+	Selected []SelectedL2 `json:"selected,omitempty"`
+
 	Test         Stat       `json:"test"`  // test ROC-AUC at the chosen λ, over runs
-	Valid        Stat       `json:"valid"` // valid ROC-AUC at the chosen λ
+	Valid        Stat       `json:"valid"` // valid ROC-AUC at the chosen λ; undefined with cross-validation
 	TestPerTask  []TaskStat `json:"test_per_task"`
 	EmbedSeconds float64    `json:"embed_seconds"` // computing embeddings, in all
 	Seconds      float64    `json:"seconds"`
+}
+
+// SelectedL2 is the λ a seed's folds report under cross-validation.
+type SelectedL2 struct {
+	Seed     uint64  `json:"seed"`
+	L2       float64 `json:"l2"`
+	FoldMean Value   `json:"fold_mean"` // mean test ROC-AUC at L2 averaged over the folds
 }
 
 // LinearEvalRun is one seed on one split.
@@ -129,10 +147,12 @@ type LinearEvalRun struct {
 	Valid int    `json:"valid"`
 	Test  int    `json:"test"`
 
-	// Per λ of the grid, in its order: mean valid ROC-AUC over tasks, and
-	// the final training BCE (mean over tasks, without the penalty), which
-	// shows whether the fits converged.
+	// Per λ of the grid, in its order: mean valid ROC-AUC over tasks (null
+	// without a valid part), mean test ROC-AUC over tasks, and the final
+	// training BCE (mean over tasks, without the penalty), which shows
+	// whether the fits converged.
 	ValidByL2     []Value `json:"valid_by_l2"`
+	TestByL2      []Value `json:"test_by_l2"`
 	TrainLossByL2 []Value `json:"train_loss_by_l2"`
 
 	L2          []float64 `json:"l2"` // λ chosen for each task
@@ -140,6 +160,8 @@ type LinearEvalRun struct {
 	TestROCAUC  Value     `json:"test_roc_auc"`
 	TestPerTask []Value   `json:"test_per_task"` // null for a task lacking a class in the test part
 	Seconds     float64   `json:"seconds"`
+
+	testPerTaskByL2 [][]float64 // [λ][task], for the selection across folds
 }
 
 // LinearEval embeds every molecule with the frozen encoder (evaluation mode:
@@ -165,18 +187,19 @@ func LinearEval(cfg LinearEvalConfig) (*LinearEvalResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	splits, err := evaluationSplits(filepath.Base(cfg.Data), ds, cfg.CVFolds, cfg.Seed)
-	if err != nil {
-		return nil, err
-	}
-	res := &LinearEvalResult{Protocol: "linear", Config: cfg, Device: dev.String(),
-		Dataset: summarizeDataset(cfg.Data, ds, cfg.CVFolds), Pretrained: state != nil, EmbeddingDim: arch.Hidden}
+	folds, _ := ProtocolFolds(cfg.Protocol) // checked by Validate
+	res := &LinearEvalResult{Evaluation: "linear", Protocol: cfg.Protocol, Folds: folds, Config: cfg, Device: dev.String(),
+		Dataset: summarizeDataset(cfg.Data, ds, folds), Pretrained: state != nil, EmbeddingDim: arch.Hidden}
 	res.Config.Encoder = arch
 
 	var embeddings *torch.Tensor // n×d, of every molecule
 	defer func() { embeddings.Free() }()
 	for i := range cfg.Seeds {
 		seed := cfg.Seed + uint64(i)
+		splits, err := evaluationSplits(filepath.Base(cfg.Data), ds, folds, seed)
+		if err != nil {
+			return nil, err
+		}
 		if embeddings == nil || state == nil {
 			embeddings.Free()
 			embedStart := time.Now()
@@ -186,18 +209,25 @@ func LinearEval(cfg LinearEvalConfig) (*LinearEvalResult, error) {
 			}
 			res.EmbedSeconds += time.Since(embedStart).Seconds()
 		}
+		seedRuns := make([]LinearEvalRun, 0, len(splits))
 		for _, split := range splits {
 			var run LinearEvalRun
 			var runErr error
 			if err := torch.Catch(func() { run, runErr = fitLinear(&res.Config, ds, split, embeddings, seed) }); err != nil || runErr != nil {
 				return nil, fmt.Errorf("seed %d, %s split: %w", seed, split.Name, errors.Join(err, runErr))
 			}
-			if cfg.Progress != nil {
-				fmt.Fprintf(cfg.Progress, "linear-eval %s: seed %d, %s split: valid ROC-AUC %.4f, test %.4f (%.1fs)\n",
-					res.Dataset.Name, seed, split.Name, run.ValidROCAUC, run.TestROCAUC, run.Seconds)
-			}
-			res.Runs = append(res.Runs, run)
+			seedRuns = append(seedRuns, run)
 		}
+		if folds > 0 {
+			res.Selected = append(res.Selected, selectL2OnFolds(seed, cfg.L2Grid, seedRuns))
+		}
+		if cfg.Progress != nil {
+			for _, run := range seedRuns {
+				fmt.Fprintf(cfg.Progress, "linear-eval %s: seed %d, %s split: valid ROC-AUC %.4f, test %.4f (%.1fs)\n",
+					res.Dataset.Name, seed, run.Split, run.ValidROCAUC, run.TestROCAUC, run.Seconds)
+			}
+		}
+		res.Runs = append(res.Runs, seedRuns...)
 	}
 
 	tests, valids := make([]float64, len(res.Runs)), make([]float64, len(res.Runs))
@@ -209,6 +239,26 @@ func LinearEval(cfg LinearEvalConfig) (*LinearEvalResult, error) {
 	res.TestPerTask = perTaskStats(ds.Tasks, perTask)
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
+}
+
+// selectL2OnFolds applies the paper's selection to one seed's fold runs:
+// each run reports, for every task, the λ of grid with the best mean test
+// ROC-AUC averaged over the folds.
+func selectL2OnFolds(seed uint64, grid []float64, runs []LinearEvalRun) SelectedL2 {
+	curves := make([][]float64, len(runs))
+	for f, r := range runs {
+		curves[f] = make([]float64, len(r.TestByL2))
+		for g, v := range r.TestByL2 {
+			curves[f][g] = float64(v)
+		}
+	}
+	best, mean := SelectOnFoldMean(curves)
+	for f := range runs {
+		r := &runs[f]
+		r.L2 = slices.Repeat([]float64{grid[best]}, len(r.testPerTaskByL2[best]))
+		r.TestROCAUC, r.TestPerTask = r.TestByL2[best], toValues(r.testPerTaskByL2[best])
+	}
+	return SelectedL2{Seed: seed, L2: grid[best], FoldMean: Value(mean)}
 }
 
 // embedMolecules is the mean-pooled embedding (n×d, on dev, owned by the
@@ -317,10 +367,26 @@ func fitLinear(cfg *LinearEvalConfig, ds *data.Dataset, split *data.Split, embed
 	// Scores of every grid value on a part: G×len(idx)×T, row-major.
 	var validScores, testScores []float32
 	torch.NoGrad(func() {
-		validScores = torch.ToSlice[float32](standardise(rows(split.Valid)).MatMul(w).Add(b))
+		if len(split.Valid) > 0 {
+			validScores = torch.ToSlice[float32](standardise(rows(split.Valid)).MatMul(w).Add(b))
+		}
 		testScores = torch.ToSlice[float32](standardise(rows(split.Test)).MatMul(w).Add(b))
 	})
 	validLabels, testLabels := splitLabels(ds, split.Valid), splitLabels(ds, split.Test)
+	for g := range grid {
+		perTask, mean, err := ROCAUC(testLabels, testScores[g*len(testLabels):(g+1)*len(testLabels)], tasks)
+		if err != nil {
+			return run, fmt.Errorf("test, λ=%g: %w", cfg.L2Grid[g], err)
+		}
+		run.testPerTaskByL2 = append(run.testPerTaskByL2, perTask)
+		run.TestByL2 = append(run.TestByL2, Value(mean))
+	}
+	if len(split.Valid) == 0 {
+		// Cross-validation: the λ is chosen across folds (selectL2OnFolds).
+		run.ValidROCAUC, run.TestROCAUC = Value(math.NaN()), Value(math.NaN())
+		run.Seconds = time.Since(start).Seconds()
+		return run, nil
+	}
 	perPart := len(validLabels)
 	validByTask := make([][]float64, grid) // [g][t]
 	for g := range grid {

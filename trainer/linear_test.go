@@ -1,6 +1,7 @@
 package trainer_test
 
 import (
+	"math"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -93,6 +94,51 @@ func TestLinearEvalOnBace(t *testing.T) {
 	}
 	if slices.Equal(loaded.Runs[0].ValidByL2, res.Runs[0].ValidByL2) {
 		t.Errorf("seed 42 with seed 43's encoder loaded equals the random seed-42 encoder: the encoder was not loaded")
+	}
+}
+
+// Under a cvK protocol each seed keeps, for every task and fold, the one λ
+// whose test ROC-AUC averaged over its folds is highest (recomputed here
+// from the per-λ figures), and reports each fold's test ROC-AUC at it.
+func TestLinearEvalCrossValidation(t *testing.T) {
+	cfg := smallLinear(t, testenv.SharedData(t, "ogb/ogbg_molbace"))
+	cfg.Protocol, cfg.Steps = "cv3", 50
+	res, err := trainer.LinearEval(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Runs) != 6 || res.Protocol != "cv3" || res.Folds != 3 || len(res.Selected) != 2 || res.Test.N != 6 || res.Valid.N != 0 {
+		t.Fatalf("%d runs, protocol %q, %d folds, selected %+v, test over %d, valid over %d",
+			len(res.Runs), res.Protocol, res.Folds, res.Selected, res.Test.N, res.Valid.N)
+	}
+	var all []float64
+	for s, sel := range res.Selected {
+		runs := res.Runs[3*s : 3*s+3]
+		best, bestMean := 0, -1.0
+		for g := range cfg.L2Grid {
+			mean := (float64(runs[0].TestByL2[g]) + float64(runs[1].TestByL2[g]) + float64(runs[2].TestByL2[g])) / 3
+			if mean > bestMean {
+				best, bestMean = g, mean
+			}
+		}
+		if sel.Seed != 42+uint64(s) || sel.L2 != cfg.L2Grid[best] || math.Abs(float64(sel.FoldMean)-bestMean) > 1e-12 {
+			t.Errorf("seed %d: selected %+v, want λ %g of fold mean %v", s, sel, cfg.L2Grid[best], bestMean)
+		}
+		for i, r := range runs {
+			if r.Valid != 0 || r.Train+r.Test != 1513 || len(r.TestByL2) != len(cfg.L2Grid) || len(r.ValidByL2) != 0 ||
+				!slices.Equal(r.L2, []float64{cfg.L2Grid[best]}) || r.TestROCAUC != r.TestByL2[best] ||
+				!inUnitInterval(r.TestROCAUC) || r.TestPerTask[0] != r.TestROCAUC {
+				t.Errorf("seed %d fold %d: parts %d/%d/%d, λ %v, test %v of %v", s, i, r.Train, r.Valid, r.Test, r.L2, r.TestROCAUC, r.TestByL2)
+			}
+			all = append(all, float64(r.TestROCAUC))
+		}
+	}
+	var sum float64
+	for _, v := range all {
+		sum += v
+	}
+	if math.Abs(float64(res.Test.Mean)-sum/6) > 1e-12 {
+		t.Errorf("test mean %v, want the mean of the six folds' %v", res.Test.Mean, sum/6)
 	}
 }
 

@@ -4,21 +4,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/micrograph/micrograph/model"
 )
 
 // Benchmarks are method.md §7's seven downstream benchmarks, in the paper's
 // column order.
 var Benchmarks = []string{"bace", "bbbp", "clintox", "hiv", "sider", "tox21", "toxcast"}
 
-// The evaluation protocols of method.md §7, as SuiteConfig.Protocols names them.
+// The evaluations of method.md §7, as SuiteConfig.Evaluations names them.
 const (
-	ProtocolFinetune = "finetune"
-	ProtocolLinear   = "linear"
+	EvaluationFinetune = "finetune"
+	EvaluationLinear   = "linear"
 )
 
 // paperRow is a row of the paper's Tables 1 and 2 as method.md §7 quotes
@@ -29,14 +32,14 @@ type paperRow struct {
 	average float64
 }
 
-// paperFigures holds the paper's rows by protocol, pre-trained first.
+// paperFigures holds the paper's rows by evaluation, pre-trained first.
 var paperFigures = map[string][2]paperRow{
-	ProtocolFinetune: {
+	EvaluationFinetune: {
 		{[]float64{77.22, 84.38, 77.02, 75.07, 56.67, 77.04, 65.23}, 73.23},
 		{[]float64{72.80, 82.13, 74.98, 73.38, 55.65, 76.10, 63.34}, 71.19},
 	},
 	// The paper reports no Non-Pretrain row for feature extraction.
-	ProtocolLinear: {{[]float64{70.83, 82.97, 73.49, 73.34, 57.32, 71.82, 59.46}, 69.73}, {}},
+	EvaluationLinear: {{[]float64{70.83, 82.97, 73.49, 73.34, 57.32, 71.82, 59.46}, 69.73}, {}},
 }
 
 // BenchmarkOf is the benchmark a dataset holds, told by its folder or file
@@ -55,45 +58,86 @@ func BenchmarkOf(path string) (string, error) {
 	return name, nil
 }
 
-// SuiteConfig is the paper's downstream evaluation: every protocol on every
-// benchmark, with the pre-trained encoder and without pre-training (the same
-// architecture, randomly initialised).
+// SuiteConfig is the paper's downstream evaluation: every evaluation under
+// every protocol on every benchmark, with each pre-trained encoder and
+// without pre-training (the same architecture, randomly initialised).
+//
+// Several encoders (pre-training runs with different seeds) make the
+// comparison carry pre-training's own variance (issue 12). Encoder i is
+// evaluated with the seeds Seed + i·Seeds … Seed + (i+1)·Seeds − 1 of its
+// evaluation's settings, and so is the i-th random replicate: the random
+// side has as many independent initialisations as the pre-trained side has
+// (encoder, seed) runs, and each pre-trained run is paired with the random
+// run of the same seed (same folds, same classifier initialisation).
 type SuiteConfig struct {
-	EncoderPath string   `json:"encoder_path"`
-	Datasets    []string `json:"datasets"`  // one OGB folder or CSV per benchmark
-	Protocols   []string `json:"protocols"` // ProtocolFinetune and/or ProtocolLinear
-	// The settings of each protocol; Data, EncoderPath, Encoder and Progress
-	// are set for each evaluation.
+	EncoderPaths []string `json:"encoder_paths"` // one or more exported encoders of the same architecture
+	Datasets     []string `json:"datasets"`      // one OGB folder or CSV per benchmark
+	Evaluations  []string `json:"evaluations"`   // EvaluationFinetune and/or EvaluationLinear
+	Protocols    []string `json:"protocols"`     // ProtocolScaffold and/or ProtocolCV10 (any "cvK")
+	// The settings of each evaluation; Data, EncoderPath, Encoder, Protocol,
+	// Seed and Progress are set for each run.
 	Finetune FinetuneConfig   `json:"finetune"`
 	Linear   LinearEvalConfig `json:"linear"`
 
-	Progress io.Writer `json:"-"` // the protocols' progress and one line per evaluation; nil is silent
+	Progress io.Writer `json:"-"` // the evaluations' progress and one line per evaluation; nil is silent
 }
 
-// SuiteResult is every evaluation of a suite.
+// SuiteResult is every evaluation of a suite, and the gains of pre-training.
 type SuiteResult struct {
 	Config  SuiteConfig  `json:"config"`
-	Entries []SuiteEntry `json:"entries"` // dataset by dataset, protocol by protocol, pre-trained first
+	Entries []SuiteEntry `json:"entries"` // dataset, evaluation, protocol, replicate; pre-trained first
+	Gains   []Gain       `json:"gains"`   // per benchmark, evaluation and protocol
+	Average []Gain       `json:"average"` // per evaluation and protocol, over the benchmarks (Benchmark "average")
 	Seconds float64      `json:"seconds"`
 }
 
-// SuiteEntry is one protocol on one benchmark with one encoder: its summary
-// and, in Finetune or Linear, the complete result.
+// SuiteEntry is one evaluation under one protocol on one benchmark with one
+// encoder: its summary and, in Finetune or Linear, the complete result.
 type SuiteEntry struct {
-	Benchmark  string            `json:"benchmark"`
-	Protocol   string            `json:"protocol"`
-	Pretrained bool              `json:"pretrained"`
-	Test       Stat              `json:"test"`      // test ROC-AUC over runs
-	RunTests   []Value           `json:"run_tests"` // each run's test ROC-AUC, in run order
-	Finetune   *FinetuneResult   `json:"finetune,omitempty"`
-	Linear     *LinearEvalResult `json:"linear,omitempty"`
+	Benchmark  string `json:"benchmark"`
+	Evaluation string `json:"evaluation"`
+	Protocol   string `json:"protocol"`
+	Pretrained bool   `json:"pretrained"`
+	// Replicate i is encoder i, or the random encoders drawn from its seeds.
+	Replicate int               `json:"replicate"`
+	Test      Stat              `json:"test"`      // test ROC-AUC over runs
+	RunTests  []Value           `json:"run_tests"` // each run's test ROC-AUC, in run order (seed by seed, fold by fold)
+	Finetune  *FinetuneResult   `json:"finetune,omitempty"`
+	Linear    *LinearEvalResult `json:"linear,omitempty"`
 }
 
+// Gain is Δ = pre-trained − random, in ROC-AUC, on one benchmark under one
+// evaluation and protocol, with a two-sided paired t-test of Δ = 0 (or, for
+// the average over benchmarks, the same over the per-pair averages). Pairs
+// are the replicates (one per encoder, each the mean of its runs) when the
+// suite had several encoders; with one encoder they are its runs, paired by
+// seed (scaffold) or by seed and fold (cross-validation), which carry the
+// evaluation's variance but not pre-training's.
+type Gain struct {
+	Benchmark   string      `json:"benchmark"`
+	Evaluation  string      `json:"evaluation"`
+	Protocol    string      `json:"protocol"`
+	PairedBy    string      `json:"paired_by"` // "encoder", "seed" or "seed×fold"
+	Delta       Value       `json:"delta"`     // mean Δ over pairs
+	Deltas      []Value     `json:"deltas"`    // Δ of each pair
+	Test        *PairedTest `json:"test"`      // nil with fewer than two pairs
+	Significant bool        `json:"significant"`
+}
+
+// SignificanceLevel is the two-sided p-value under which a Δ is marked
+// significant.
+const SignificanceLevel = 0.05
+
 // Validate reports the first setting that cannot work, naming its flag. The
-// protocols' own settings are checked as they will run.
+// evaluations' own settings are checked as they will run.
 func (c SuiteConfig) Validate() error {
-	if c.EncoderPath == "" {
+	if len(c.EncoderPaths) == 0 {
 		return errors.New("no --encoder")
+	}
+	for i, p := range c.EncoderPaths {
+		if p == "" || slices.Contains(c.EncoderPaths[:i], p) {
+			return fmt.Errorf("--encoder: %q given twice or empty; want distinct encoder files", p)
+		}
 	}
 	if len(c.Datasets) == 0 {
 		return errors.New("no --datasets")
@@ -109,26 +153,29 @@ func (c SuiteConfig) Validate() error {
 		}
 		seen[b] = path
 	}
-	if len(c.Protocols) == 0 {
-		return errors.New("no --protocols")
+	if err := checkNames("--evaluations", c.Evaluations, func(e string) error {
+		if e != EvaluationFinetune && e != EvaluationLinear {
+			return fmt.Errorf("unknown evaluation %q (want %s or %s)", e, EvaluationFinetune, EvaluationLinear)
+		}
+		return nil
+	}); err != nil {
+		return err
 	}
-	for i, p := range c.Protocols {
-		if p != ProtocolFinetune && p != ProtocolLinear {
-			return fmt.Errorf("--protocols: unknown protocol %q (want %s or %s)", p, ProtocolFinetune, ProtocolLinear)
-		}
-		if slices.Contains(c.Protocols[:i], p) {
-			return fmt.Errorf("--protocols: %s given twice", p)
-		}
+	if err := checkNames("--protocols", c.Protocols, func(p string) error {
+		_, err := ProtocolFolds(p)
+		return err
+	}); err != nil {
+		return err
 	}
 	ft, lin := c.Finetune, c.Linear
-	ft.Data, ft.EncoderPath = c.Datasets[0], c.EncoderPath
-	lin.Data, lin.EncoderPath = c.Datasets[0], c.EncoderPath
-	if slices.Contains(c.Protocols, ProtocolFinetune) {
+	ft.Data, ft.EncoderPath, ft.Protocol = c.Datasets[0], c.EncoderPaths[0], c.Protocols[0]
+	lin.Data, lin.EncoderPath, lin.Protocol = c.Datasets[0], c.EncoderPaths[0], c.Protocols[0]
+	if slices.Contains(c.Evaluations, EvaluationFinetune) {
 		if err := ft.Validate(); err != nil {
 			return err
 		}
 	}
-	if slices.Contains(c.Protocols, ProtocolLinear) {
+	if slices.Contains(c.Evaluations, EvaluationLinear) {
 		if err := lin.Validate(); err != nil {
 			return err
 		}
@@ -136,74 +183,109 @@ func (c SuiteConfig) Validate() error {
 	return nil
 }
 
-// Suite runs every protocol on every dataset, first with the pre-trained
-// encoder, then without pre-training: the encoder file's architecture,
-// randomly initialised (fine-tuned from scratch, or frozen for linear
-// evaluation). Render the outcome with Markdown. When an evaluation fails,
-// Suite returns the entries finished before it together with the error.
+// checkNames checks a list flag: not empty, each name valid, none twice.
+func checkNames(flag string, names []string, valid func(string) error) error {
+	if len(names) == 0 {
+		return fmt.Errorf("no %s", flag)
+	}
+	for i, n := range names {
+		if err := valid(n); err != nil {
+			return fmt.Errorf("%s: %w", flag, err)
+		}
+		if slices.Contains(names[:i], n) {
+			return fmt.Errorf("%s: %s given twice", flag, n)
+		}
+	}
+	return nil
+}
+
+// Suite runs every evaluation under every protocol on every dataset, for
+// each encoder i first with encoder i, then without pre-training: the
+// encoders' architecture, randomly initialised (fine-tuned from scratch, or
+// frozen for linear evaluation), with the same seeds (see SuiteConfig).
+// Render the outcome with Markdown. When an evaluation fails, Suite returns
+// the entries finished before it, and their gains, together with the error.
 func Suite(cfg SuiteConfig) (*SuiteResult, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	info, state, err := LoadEncoder(cfg.EncoderPath)
-	if err != nil {
-		return nil, err
+	var arch model.EncoderConfig
+	for i, path := range cfg.EncoderPaths {
+		info, state, err := LoadEncoder(path)
+		if err != nil {
+			return nil, err
+		}
+		freeNamed(state)         // each evaluation loads the weights itself
+		info.Encoder.Dropout = 0 // set by each evaluation
+		if i == 0 {
+			arch = info.Encoder
+		} else if info.Encoder != arch {
+			return nil, fmt.Errorf("--encoder: %s has architecture %+v, %s has %+v; the random baseline needs one",
+				path, info.Encoder, cfg.EncoderPaths[0], arch)
+		}
 	}
-	freeNamed(state) // each protocol loads the weights itself
 	res := &SuiteResult{Config: cfg}
 	// A later failure must not throw away hours of finished evaluations.
-	partial := func(err error) (*SuiteResult, error) {
+	finish := func(err error) (*SuiteResult, error) {
+		res.Gains, res.Average = res.ComputeGains()
 		res.Seconds = time.Since(start).Seconds()
 		return res, err
 	}
 	for _, path := range cfg.Datasets {
 		benchmark, _ := BenchmarkOf(path) // checked by Validate
-		for _, protocol := range cfg.Protocols {
-			for _, pretrained := range []bool{true, false} {
-				encoder := ""
-				if pretrained {
-					encoder = cfg.EncoderPath
+		for _, evaluation := range cfg.Evaluations {
+			for _, protocol := range cfg.Protocols {
+				for replicate, encoderPath := range cfg.EncoderPaths {
+					for _, pretrained := range []bool{true, false} {
+						encoder := ""
+						if pretrained {
+							encoder = encoderPath
+						}
+						entry := SuiteEntry{Benchmark: benchmark, Evaluation: evaluation, Protocol: protocol, Pretrained: pretrained, Replicate: replicate}
+						what := fmt.Sprintf("%s, %s %s, %s", benchmark, evaluation, protocol, encoderLabel(pretrained, replicate))
+						if evaluation == EvaluationFinetune {
+							c := cfg.Finetune
+							c.Data, c.EncoderPath, c.Encoder, c.Protocol, c.Progress = path, encoder, arch, protocol, cfg.Progress
+							c.Seed += uint64(replicate * c.Seeds)
+							r, err := Finetune(c)
+							if err != nil {
+								return finish(fmt.Errorf("%s: %w", what, err))
+							}
+							entry.Finetune, entry.Test = r, r.Test
+							for _, run := range r.Runs {
+								entry.RunTests = append(entry.RunTests, run.TestAtBest)
+							}
+						} else {
+							c := cfg.Linear
+							c.Data, c.EncoderPath, c.Encoder, c.Protocol, c.Progress = path, encoder, arch, protocol, cfg.Progress
+							c.Seed += uint64(replicate * c.Seeds)
+							r, err := LinearEval(c)
+							if err != nil {
+								return finish(fmt.Errorf("%s: %w", what, err))
+							}
+							entry.Linear, entry.Test = r, r.Test
+							for _, run := range r.Runs {
+								entry.RunTests = append(entry.RunTests, run.TestROCAUC)
+							}
+						}
+						if cfg.Progress != nil {
+							fmt.Fprintf(cfg.Progress, "suite: %s: test ROC-AUC %s\n", what, percent(entry.Test))
+						}
+						res.Entries = append(res.Entries, entry)
+					}
 				}
-				entry := SuiteEntry{Benchmark: benchmark, Protocol: protocol, Pretrained: pretrained}
-				if protocol == ProtocolFinetune {
-					c := cfg.Finetune
-					c.Data, c.EncoderPath, c.Encoder, c.Progress = path, encoder, info.Encoder, cfg.Progress
-					r, err := Finetune(c)
-					if err != nil {
-						return partial(fmt.Errorf("%s, fine-tuning %s: %w", benchmark, encoderLabel(pretrained), err))
-					}
-					entry.Finetune, entry.Test = r, r.Test
-					for _, run := range r.Runs {
-						entry.RunTests = append(entry.RunTests, run.TestAtBest)
-					}
-				} else {
-					c := cfg.Linear
-					c.Data, c.EncoderPath, c.Encoder, c.Progress = path, encoder, info.Encoder, cfg.Progress
-					r, err := LinearEval(c)
-					if err != nil {
-						return partial(fmt.Errorf("%s, linear evaluation %s: %w", benchmark, encoderLabel(pretrained), err))
-					}
-					entry.Linear, entry.Test = r, r.Test
-					for _, run := range r.Runs {
-						entry.RunTests = append(entry.RunTests, run.TestROCAUC)
-					}
-				}
-				if cfg.Progress != nil {
-					fmt.Fprintf(cfg.Progress, "suite: %s %s %s: test ROC-AUC %s\n", protocol, benchmark, encoderLabel(pretrained), percent(entry.Test))
-				}
-				res.Entries = append(res.Entries, entry)
 			}
 		}
 	}
-	return partial(nil)
+	return finish(nil)
 }
 
-func encoderLabel(pretrained bool) string {
+func encoderLabel(pretrained bool, replicate int) string {
 	if pretrained {
-		return "with the pre-trained encoder"
+		return fmt.Sprintf("pre-trained encoder %d", replicate+1)
 	}
-	return "without pre-training"
+	return fmt.Sprintf("without pre-training (replicate %d)", replicate+1)
 }
 
 // percent writes a ROC-AUC summary as the paper does: "77.22 ± 2.02".
@@ -214,14 +296,175 @@ func percent(s Stat) string {
 	return fmt.Sprintf("%.2f ± %.2f", 100*s.Mean, 100*s.Std)
 }
 
+// side is what the entries of one benchmark, evaluation, protocol and
+// encoder kind hold: every run's test ROC-AUC, replicate by replicate.
+type side struct {
+	replicates map[int][]Value
+}
+
+// sides gathers the entries of one benchmark, evaluation and protocol.
+func (r *SuiteResult) sides(benchmark, evaluation, protocol string) (pre, random side) {
+	pre, random = side{map[int][]Value{}}, side{map[int][]Value{}}
+	for _, e := range r.Entries {
+		if e.Benchmark != benchmark || e.Evaluation != evaluation || e.Protocol != protocol {
+			continue
+		}
+		s := random
+		if e.Pretrained {
+			s = pre
+		}
+		s.replicates[e.Replicate] = e.RunTests
+	}
+	return pre, random
+}
+
+// runs is every run's test ROC-AUC, replicates in order.
+func (s side) runs() []Value {
+	keys := slices.Sorted(maps.Keys(s.replicates))
+	var out []Value
+	for _, k := range keys {
+		out = append(out, s.replicates[k]...)
+	}
+	return out
+}
+
+// stat summarises every run of the side.
+func (s side) stat() Stat {
+	runs := s.runs()
+	xs := make([]float64, len(runs))
+	for i, v := range runs {
+		xs[i] = float64(v)
+	}
+	return statOf(xs)
+}
+
+// ComputeGains is the Δ of every benchmark, evaluation and protocol that has
+// both sides, and for each evaluation and protocol the average over its
+// benchmarks (see Gain). Pairs with a NaN on either side are left out.
+func (r *SuiteResult) ComputeGains() (gains, averages []Gain) {
+	for _, evaluation := range r.Config.Evaluations {
+		for _, protocol := range r.Config.Protocols {
+			var group []Gain
+			for _, b := range Benchmarks {
+				pre, random := r.sides(b, evaluation, protocol)
+				g, ok := pairGain(pre, random, protocol != ProtocolScaffold)
+				if !ok {
+					continue
+				}
+				g.Benchmark, g.Evaluation, g.Protocol = b, evaluation, protocol
+				group = append(group, g)
+			}
+			gains = append(gains, group...)
+			if len(group) == 0 {
+				continue
+			}
+			avg := Gain{Benchmark: "average", Evaluation: evaluation, Protocol: protocol, PairedBy: group[0].PairedBy}
+			var sum float64
+			pairs := len(group[0].Deltas)
+			for _, g := range group {
+				sum += float64(g.Delta)
+				if len(g.Deltas) != pairs || g.PairedBy != avg.PairedBy {
+					pairs = -1
+				}
+			}
+			avg.Delta = Value(sum / float64(len(group)))
+			if pairs > 0 {
+				// Δ of pair k averaged over the benchmarks: the pairs keep
+				// what the benchmarks share (the encoder, the seed).
+				avg.Deltas = make([]Value, pairs)
+				for k := range pairs {
+					for _, g := range group {
+						avg.Deltas[k] += g.Deltas[k] / Value(len(group))
+					}
+				}
+				avg.Test, avg.Significant = tTest(avg.Deltas)
+			}
+			averages = append(averages, avg)
+		}
+	}
+	return gains, averages
+}
+
+// pairGain pairs the two sides of one benchmark, evaluation and protocol.
+func pairGain(pre, random side, crossValidated bool) (Gain, bool) {
+	var both []int
+	for k := range pre.replicates {
+		if _, ok := random.replicates[k]; ok {
+			both = append(both, k)
+		}
+	}
+	slices.Sort(both)
+	if len(both) == 0 {
+		return Gain{}, false
+	}
+	var g Gain
+	switch {
+	case len(both) > 1:
+		g.PairedBy = "encoder"
+		for _, k := range both {
+			g.Deltas = append(g.Deltas, Value(meanOfValues(pre.replicates[k])-meanOfValues(random.replicates[k])))
+		}
+	default:
+		g.PairedBy = "seed"
+		if crossValidated {
+			g.PairedBy = "seed×fold"
+		}
+		a, b := pre.replicates[both[0]], random.replicates[both[0]]
+		if len(a) != len(b) {
+			return Gain{}, false
+		}
+		for i := range a {
+			g.Deltas = append(g.Deltas, a[i]-b[i])
+		}
+	}
+	g.Deltas = slices.DeleteFunc(g.Deltas, func(v Value) bool { return math.IsNaN(float64(v)) })
+	if len(g.Deltas) == 0 {
+		return Gain{}, false
+	}
+	g.Delta = Value(meanOfValues(g.Deltas))
+	g.Test, g.Significant = tTest(g.Deltas)
+	return g, true
+}
+
+// tTest is the one-sample t-test of deltas, nil with fewer than two.
+func tTest(deltas []Value) (*PairedTest, bool) {
+	xs := make([]float64, len(deltas))
+	for i, v := range deltas {
+		xs[i] = float64(v)
+	}
+	t, err := OneSampleTTest(xs)
+	if err != nil {
+		return nil, false
+	}
+	return &t, t.P < SignificanceLevel
+}
+
+// meanOfValues is the mean of the defined values of vs (NaN if none).
+func meanOfValues(vs []Value) float64 {
+	var sum float64
+	n := 0
+	for _, v := range vs {
+		if !math.IsNaN(float64(v)) {
+			sum += float64(v)
+			n++
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return sum / float64(n)
+}
+
 // Markdown is the paper-style table of the suite (Tables 1 and 2 of the
-// paper, method.md §7): for each protocol run, this encoder, no
-// pre-training, and the paper's MICRO-Graph and Non-Pretrain rows; columns
-// the seven benchmarks and their average; test ROC-AUC in %, mean ± std over
-// runs. The Average of a measured row is the mean of its benchmarks' means,
-// ± the std over runs of the per-run averages (when every benchmark has the
-// same runs). When not all seven benchmarks ran, averages (the paper's
-// included) cover only those that did and are starred.
+// paper, method.md §7): for each evaluation and protocol run, the
+// pre-trained encoders, no pre-training, and Δ with its p-value; then the
+// paper's MICRO-Graph and Non-Pretrain rows; columns the seven benchmarks and
+// their average; test ROC-AUC in %, mean ± std over runs. The Average of a
+// measured row is the mean of its benchmarks' means, ± the std over runs of
+// the per-run averages (when every benchmark has the same runs); that of a Δ
+// row is the mean Δ over the benchmarks with its 95 % interval. A Δ with
+// p < 0.05 is marked †. When not all seven benchmarks ran, averages (the
+// paper's included) cover only those that did and are starred.
 func (r *SuiteResult) Markdown() string {
 	var ran []string
 	for _, b := range Benchmarks {
@@ -233,42 +476,67 @@ func (r *SuiteResult) Markdown() string {
 	if len(ran) < len(Benchmarks) {
 		star = "*"
 	}
+	gains, averages := r.ComputeGains()
 	var sb strings.Builder
 	row := func(cells ...string) { sb.WriteString("| " + strings.Join(cells, " | ") + " |\n") }
-	row(slices.Concat([]string{"Protocol", "Model"}, Benchmarks, []string{"Average"})...)
-	row(slices.Concat([]string{":--", ":--"}, slices.Repeat([]string{"--:"}, len(Benchmarks)+1))...)
+	row(slices.Concat([]string{"Evaluation", "Protocol", "Model"}, Benchmarks, []string{"Average"})...)
+	row(slices.Concat([]string{":--", ":--", ":--"}, slices.Repeat([]string{"--:"}, len(Benchmarks)+1))...)
 
 	runs := map[int]bool{}
-	for _, protocol := range []string{ProtocolFinetune, ProtocolLinear} {
-		if !slices.Contains(r.Config.Protocols, protocol) {
+	pairedBy := map[string]bool{}
+	for _, evaluation := range []string{EvaluationFinetune, EvaluationLinear} {
+		if !slices.Contains(r.Config.Evaluations, evaluation) {
 			continue
 		}
-		name := map[string]string{ProtocolFinetune: "Fine-tune", ProtocolLinear: "Feature extraction"}[protocol]
-		for _, pretrained := range []bool{true, false} {
-			label := map[bool]string{true: "micrograph pre-trained", false: "no pre-training"}[pretrained]
-			cells := []string{name, label}
-			var means []float64
-			var perRun [][]Value
+		name := map[string]string{EvaluationFinetune: "Fine-tune", EvaluationLinear: "Feature extraction"}[evaluation]
+		for _, protocol := range r.Config.Protocols {
+			for _, pretrained := range []bool{true, false} {
+				label := map[bool]string{true: "micrograph pre-trained", false: "no pre-training"}[pretrained]
+				cells := []string{name, protocol, label}
+				var means []float64
+				var perRun [][]Value
+				for _, b := range Benchmarks {
+					pre, random := r.sides(b, evaluation, protocol)
+					s := random
+					if pretrained {
+						s = pre
+					}
+					if len(s.replicates) == 0 {
+						cells = append(cells, "—")
+						continue
+					}
+					st := s.stat()
+					cells = append(cells, percent(st))
+					means = append(means, float64(st.Mean))
+					perRun = append(perRun, s.runs())
+					runs[st.N] = true
+				}
+				cells = append(cells, averageCell(means, perRun)+star)
+				row(cells...)
+			}
+			cells := []string{name, protocol, "Δ (p)"}
 			for _, b := range Benchmarks {
-				i := slices.IndexFunc(r.Entries, func(e SuiteEntry) bool {
-					return e.Benchmark == b && e.Protocol == protocol && e.Pretrained == pretrained
+				i := slices.IndexFunc(gains, func(g Gain) bool {
+					return g.Benchmark == b && g.Evaluation == evaluation && g.Protocol == protocol
 				})
 				if i < 0 {
 					cells = append(cells, "—")
 					continue
 				}
-				e := r.Entries[i]
-				cells = append(cells, percent(e.Test))
-				means = append(means, float64(e.Test.Mean))
-				perRun = append(perRun, e.RunTests)
-				runs[e.Test.N] = true
+				pairedBy[gains[i].PairedBy] = true
+				cells = append(cells, gainCell(gains[i]))
 			}
-			cells = append(cells, averageCell(means, perRun)+star)
+			i := slices.IndexFunc(averages, func(g Gain) bool { return g.Evaluation == evaluation && g.Protocol == protocol })
+			if i < 0 {
+				cells = append(cells, "—")
+			} else {
+				cells = append(cells, averageGainCell(averages[i])+star)
+			}
 			row(cells...)
 		}
 		for variant, label := range []string{"paper MICRO-Graph", "paper Non-Pretrain"} {
-			paper := paperFigures[protocol][variant]
-			cells := []string{name, label}
+			paper := paperFigures[evaluation][variant]
+			cells := []string{name, "paper's", label}
 			var shown []float64
 			for i, b := range Benchmarks {
 				switch {
@@ -293,20 +561,58 @@ func (r *SuiteResult) Markdown() string {
 		}
 	}
 
-	sb.WriteString("\nTest ROC-AUC (%) of the model selected on valid (method.md §7), mean ± std")
+	sb.WriteString("\nTest ROC-AUC (%), mean ± std")
 	if len(runs) == 1 {
 		for n := range runs {
-			fmt.Fprintf(&sb, " over %d runs (seeds × folds)", n)
+			fmt.Fprintf(&sb, " over %d runs (encoders × seeds × folds)", n)
 		}
 	} else {
 		sb.WriteString(" over each cell's runs (see suite.json)")
 	}
 	sb.WriteString(". No pre-training: the same architecture randomly initialised, fine-tuned from scratch or frozen.\n")
+	sb.WriteString("scaffold: OGB's scaffold split, epoch or λ chosen on valid. cvK: K-fold cross-validation (the paper's cv10), epoch or λ chosen on the test ROC-AUC averaged over the folds, which is optimistic.\n")
+	sb.WriteString("Δ: pre-trained − no pre-training, in points; p: two-sided paired t-test, pairs by " +
+		strings.Join(slices.Sorted(maps.Keys(pairedBy)), ", ") + "; † p < 0.05. Average Δ: mean over the benchmarks [95 % t interval over the pairs].\n")
+	if !pairedBy["encoder"] && len(pairedBy) > 0 {
+		sb.WriteString("One pre-trained encoder: its p-values count the evaluation's variance, not pre-training's; pass several (--encoder a.pt,b.pt,c.pt).\n")
+	}
 	sb.WriteString("Paper rows: the paper's Tables 1 and 2; it reports no Non-Pretrain feature extraction, and its stated feature-extraction average (69.73) is not the mean of its seven figures (69.89).\n")
 	if star != "" {
 		fmt.Fprintf(&sb, "\\* Average over the benchmarks run here (%s), the paper's rows included; paper figures in parentheses are for benchmarks not run.\n", strings.Join(ran, ", "))
 	}
 	return sb.String()
+}
+
+// gainCell is a benchmark's Δ in points with its p-value: "+3.60 (0.012)†".
+func gainCell(g Gain) string {
+	if g.Test == nil {
+		return fmt.Sprintf("%+.2f (n=%d)", 100*g.Delta, len(g.Deltas))
+	}
+	return fmt.Sprintf("%+.2f (%s)%s", 100*g.Delta, pValue(g.Test.P), dagger(g.Significant))
+}
+
+// averageGainCell is the mean Δ over benchmarks with its 95 % interval:
+// "+1.20 [−0.50, +2.90]†".
+func averageGainCell(g Gain) string {
+	if g.Test == nil {
+		return fmt.Sprintf("%+.2f", 100*g.Delta)
+	}
+	return fmt.Sprintf("%+.2f [%+.2f, %+.2f]%s", 100*g.Delta, 100*g.Test.Low95, 100*g.Test.Hi95, dagger(g.Significant))
+}
+
+// pValue writes p with three decimals, or as an upper bound when smaller.
+func pValue(p float64) string {
+	if p < 0.001 {
+		return "p<0.001"
+	}
+	return fmt.Sprintf("p=%.3f", p)
+}
+
+func dagger(significant bool) string {
+	if significant {
+		return "†"
+	}
+	return ""
 }
 
 // averageCell is a measured row's Average: the mean of the benchmarks'

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -11,6 +12,7 @@ import (
 
 // evaluation is what compare reads of a finetune or linear-eval result file.
 type evaluation struct {
+	Evaluation string                 `json:"evaluation"`
 	Protocol   string                 `json:"protocol"`
 	Dataset    trainer.DatasetSummary `json:"dataset"`
 	Pretrained bool                   `json:"pretrained"`
@@ -36,22 +38,29 @@ func runCompare(args []string) error {
 			return err
 		}
 		var e evaluation
-		if err := json.Unmarshal(b, &e); err != nil || e.Protocol == "" {
+		if err := json.Unmarshal(b, &e); err != nil || e.Evaluation == "" {
 			return fmt.Errorf("%s is not a finetune or linear-eval result", path)
 		}
 		rows = append(rows, e)
 	}
-	printf("| result | dataset | protocol | encoder | runs | test ROC-AUC (%%) | valid ROC-AUC (%%) |")
-	printf("|:--|:--|:--|:--|--:|--:|--:|")
+	printf("| result | dataset | evaluation | protocol | encoder | runs | test ROC-AUC (%%) | valid ROC-AUC (%%) |")
+	printf("|:--|:--|:--|:--|:--|--:|--:|--:|")
 	for i, e := range rows {
 		encoder := "random (no pre-training)"
 		if e.Pretrained {
 			encoder = "pre-trained"
 		}
-		printf("| %s | %s (%s split) | %s | %s | %d | %s | %s |", filepath.Base(fs.Arg(i)), e.Dataset.Name, e.Dataset.Split,
-			e.Protocol, encoder, e.Test.N, pct(e.Test), pct(e.Valid))
+		printf("| %s | %s | %s | %s | %s | %d | %s | %s |", filepath.Base(fs.Arg(i)), e.Dataset.Name,
+			e.Evaluation, e.Protocol, encoder, e.Test.N, pct(e.Test), pct(e.Valid))
 	}
 	return nil
 }
 
-func pct(s trainer.Stat) string { return fmt.Sprintf("%.2f ± %.2f", 100*s.Mean, 100*s.Std) }
+// pct writes a ROC-AUC summary in %; "—" when undefined (no valid part
+// under cross-validation).
+func pct(s trainer.Stat) string {
+	if math.IsNaN(float64(s.Mean)) {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f ± %.2f", 100*s.Mean, 100*s.Std)
+}

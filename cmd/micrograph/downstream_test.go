@@ -77,10 +77,9 @@ func TestDownstreamMisuse(t *testing.T) {
 	}{
 		{[]string{"finetune", "--out", out}, 2, "micrograph finetune: missing --data (see micrograph finetune --help)"},
 		{[]string{"finetune", "--data", dummy}, 2, "missing --out"},
-		{ft("--cv", "1"), 2, "--cv 1: want 0 (the dataset's scaffold split) or K ≥ 3 folds"},
-		{ft("--cv", "2"), 2, "--cv 2"},
-		{ft("--cv", "-4"), 2, "--cv -4"},
-		{ft("--cv", "three"), 2, `invalid argument "three" for "--cv"`},
+		{ft("--protocol", "cv1"), 2, `--protocol "cv1": want scaffold or cv10 (cvK: K-fold cross-validation, K ≥ 2)`},
+		{ft("--protocol", "random"), 2, `--protocol "random"`},
+		{lin("--protocol", "cv-4"), 2, `--protocol "cv-4"`},
 		{ft("--seeds", "0"), 2, "--seeds 0 must be positive"},
 		{ft("--epochs", "0"), 2, "--epochs 0 must be positive"},
 		{ft("--batch-size", "0"), 2, "--batch-size 0 must be positive"},
@@ -106,7 +105,10 @@ func TestDownstreamMisuse(t *testing.T) {
 		{[]string{"suite", "--datasets", dummy, "--out", suiteOut}, 2, "micrograph suite: missing --encoder"},
 		{suite("--datasets", filepath.Join(tmp, "esol.csv")), 2, "cannot tell which benchmark"},
 		{suite("--datasets", dummy, filepath.Join(tmp, "BACE.csv")), 2, "are both bace"},
-		{suite("--protocols", "finetune,probe"), 2, `unknown protocol "probe"`},
+		{suite("--evaluations", "finetune,probe"), 2, `--evaluations: unknown evaluation "probe"`},
+		{suite("--protocols", "scaffold,cv1"), 2, `--protocols: --protocol "cv1"`},
+		{suite("--protocols", "cv10,cv10"), 2, "--protocols: cv10 given twice"},
+		{suite("--encoder", encoder+","+encoder), 2, "given twice"},
 		{suite("--seeds", "0"), 2, "--seeds 0 must be positive"},
 		{suite("--out", fileAsDir), 2, "is a file; want a folder"},
 		{suite("--out", filepath.Join(tmp, "missing", "suite")), 2, "does not exist"},
@@ -136,24 +138,25 @@ func TestDownstreamCommands(t *testing.T) {
 	tmp, cache := t.TempDir(), t.TempDir()
 
 	out := filepath.Join(tmp, "finetune.json")
-	args := append([]string{"finetune", "--data", bace, "--out", out, "--cv", "5000", "--cache", cache}, tinyEncoderFlags...)
+	args := append([]string{"finetune", "--data", bace, "--out", out, "--protocol", "cv5000", "--cache", cache}, tinyEncoderFlags...)
 	code, stdoutText, errs := runCLI(t, args...)
-	if code != 1 || errs != "micrograph finetune: --cv 5000: want between 3 and the number of molecules (1513)\n" || stdoutText != "" {
-		t.Errorf("--cv 5000: status %d, stderr %q, stdout %q", code, errs, stdoutText)
+	if code != 1 || errs != "micrograph finetune: --protocol cv5000: want between 2 and the number of molecules (1513) folds\n" || stdoutText != "" {
+		t.Errorf("--protocol cv5000: status %d, stderr %q, stdout %q", code, errs, stdoutText)
 	}
 	if _, err := os.Stat(out); err == nil {
-		t.Error("--cv 5000 wrote a result")
+		t.Error("--protocol cv5000 wrote a result")
 	}
 
 	args = append([]string{"finetune", "--data", bace, "--out", out, "--epochs", "2", "--seeds", "1", "--cache", cache}, tinyEncoderFlags...)
 	code, stdoutText, errs = runCLI(t, args...)
-	if code != 0 || !strings.HasPrefix(stdoutText, "finetune ogbg_molbace, random encoder (no pre-training): test ROC-AUC 0.") ||
+	if code != 0 || !strings.HasPrefix(stdoutText, "finetune ogbg_molbace, scaffold, random encoder (no pre-training): test ROC-AUC 0.") ||
 		!strings.HasSuffix(stdoutText, "result in "+out+"\n") || strings.Count(stdoutText, "\n") != 1 {
 		t.Fatalf("finetune: status %d, stdout %q, stderr %q", code, stdoutText, errs)
 	}
 	var ft struct {
-		Protocol string `json:"protocol"`
-		Config   struct {
+		Evaluation string `json:"evaluation"`
+		Protocol   string `json:"protocol"`
+		Config     struct {
 			Epochs  int                 `json:"epochs"`
 			Encoder model.EncoderConfig `json:"encoder"`
 		} `json:"config"`
@@ -166,7 +169,7 @@ func TestDownstreamCommands(t *testing.T) {
 		Valid trainer.Stat `json:"valid"`
 	}
 	readJSON(t, out, &ft)
-	if ft.Protocol != "finetune" || ft.Config.Epochs != 2 || ft.Config.Encoder.Hidden != 16 || ft.Config.Encoder.Dropout != 0.5 ||
+	if ft.Evaluation != "finetune" || ft.Protocol != "scaffold" || ft.Config.Epochs != 2 || ft.Config.Encoder.Hidden != 16 || ft.Config.Encoder.Dropout != 0.5 ||
 		len(ft.Runs) != 1 || len(ft.Runs[0].ValidROCAUC) != 2 || len(ft.Runs[0].TestROCAUC) != 2 || ft.Runs[0].BestEpoch < 1 || ft.Test.N != 1 {
 		t.Errorf("finetune result: %+v", ft)
 	}
@@ -174,32 +177,48 @@ func TestDownstreamCommands(t *testing.T) {
 	out = filepath.Join(tmp, "linear.json")
 	args = append([]string{"linear-eval", "--data", bace, "--out", out, "--seeds", "2", "--steps", "50", "--cache", cache}, tinyEncoderFlags...)
 	code, stdoutText, errs = runCLI(t, args...)
-	if code != 0 || !strings.HasPrefix(stdoutText, "linear-eval ogbg_molbace, random encoder (no pre-training): test ROC-AUC 0.") {
+	if code != 0 || !strings.HasPrefix(stdoutText, "linear-eval ogbg_molbace, scaffold, random encoder (no pre-training): test ROC-AUC 0.") {
 		t.Fatalf("linear-eval: status %d, stdout %q, stderr %q", code, stdoutText, errs)
 	}
 	var lin trainer.LinearEvalResult
 	readJSON(t, out, &lin)
-	if lin.Protocol != "linear" || len(lin.Runs) != 2 || lin.Test.N != 2 || len(lin.Runs[1].ValidByL2) != 7 || lin.Config.Steps != 50 {
+	if lin.Evaluation != "linear" || lin.Protocol != "scaffold" || len(lin.Runs) != 2 || lin.Test.N != 2 || len(lin.Runs[1].ValidByL2) != 7 || lin.Config.Steps != 50 {
 		t.Errorf("linear-eval result: %+v", lin)
 	}
 
 	// compare prints both results as rows of one table, figures in percent.
 	code, stdoutText, errs = runCLI(t, "compare", filepath.Join(tmp, "finetune.json"), out)
-	wantTable := "| result | dataset | protocol | encoder | runs | test ROC-AUC (%) | valid ROC-AUC (%) |\n" +
-		"|:--|:--|:--|:--|--:|--:|--:|\n" +
-		fmt.Sprintf("| finetune.json | ogbg_molbace (scaffold split) | finetune | random (no pre-training) | 1 | %.2f ± %.2f | %.2f ± %.2f |\n",
+	wantTable := "| result | dataset | evaluation | protocol | encoder | runs | test ROC-AUC (%) | valid ROC-AUC (%) |\n" +
+		"|:--|:--|:--|:--|:--|--:|--:|--:|\n" +
+		fmt.Sprintf("| finetune.json | ogbg_molbace | finetune | scaffold | random (no pre-training) | 1 | %.2f ± %.2f | %.2f ± %.2f |\n",
 			100*ft.Test.Mean, 100*ft.Test.Std, 100*ft.Valid.Mean, 100*ft.Valid.Std) +
-		fmt.Sprintf("| linear.json | ogbg_molbace (scaffold split) | linear | random (no pre-training) | 2 | %.2f ± %.2f | %.2f ± %.2f |\n",
+		fmt.Sprintf("| linear.json | ogbg_molbace | linear | scaffold | random (no pre-training) | 2 | %.2f ± %.2f | %.2f ± %.2f |\n",
 			100*lin.Test.Mean, 100*lin.Test.Std, 100*lin.Valid.Mean, 100*lin.Valid.Std)
 	if code != 0 || stdoutText != wantTable || errs != "" {
 		t.Errorf("compare: status %d, stderr %q, stdout\n%s\nwant\n%s", code, errs, stdoutText, wantTable)
 	}
 
+	// The paper's protocol: the result records the folds, each fold's
+	// figures and the λ chosen on the fold-averaged test ROC-AUC.
+	cvOut := filepath.Join(tmp, "linear-cv.json")
+	args = append([]string{"linear-eval", "--data", bace, "--out", cvOut, "--protocol", "cv3", "--seeds", "1", "--steps", "50", "--cache", cache}, tinyEncoderFlags...)
+	code, stdoutText, errs = runCLI(t, args...)
+	if code != 0 || !strings.Contains(stdoutText, "linear-eval ogbg_molbace, cv3, random encoder (no pre-training): test ROC-AUC 0.") ||
+		!strings.Contains(stdoutText, "over 3 runs (chosen on the fold-averaged test ROC-AUC: optimistic)") {
+		t.Fatalf("linear-eval --protocol cv3: status %d, stdout %q, stderr %q", code, stdoutText, errs)
+	}
+	var cv trainer.LinearEvalResult
+	readJSON(t, cvOut, &cv)
+	if cv.Protocol != "cv3" || cv.Folds != 3 || cv.Dataset.Split != "cv3" || len(cv.Runs) != 3 || len(cv.Selected) != 1 ||
+		cv.Runs[2].Split != "cv3-fold2" || len(cv.Runs[2].TestByL2) != 7 || cv.Runs[2].L2[0] != cv.Selected[0].L2 {
+		t.Errorf("linear-eval --protocol cv3 result: %+v", cv)
+	}
+
 	dir := filepath.Join(tmp, "suite")
 	code, stdoutText, errs = runCLI(t, "suite", "--encoder", writeTinyEncoder(t), "--datasets", bace, "--out", dir,
-		"--protocols", "linear", "--seeds", "1", "--linear-steps", "50", "--device", "cpu", "--cache", cache)
-	if code != 0 || !strings.Contains(stdoutText, "| Feature extraction | micrograph pre-trained | ") ||
-		!strings.Contains(stdoutText, "suite: 2 evaluations in ") {
+		"--evaluations", "linear", "--protocols", "scaffold,cv3", "--seeds", "2", "--linear-steps", "50", "--device", "cpu", "--cache", cache)
+	if code != 0 || !strings.Contains(stdoutText, "| Feature extraction | scaffold | micrograph pre-trained | ") ||
+		!strings.Contains(stdoutText, "| Feature extraction | cv3 | Δ (p) | ") || !strings.Contains(stdoutText, "suite: 4 evaluations in ") {
 		t.Fatalf("suite: status %d, stdout %q, stderr %q", code, stdoutText, errs)
 	}
 	table, err := os.ReadFile(filepath.Join(dir, "suite.md"))
@@ -208,8 +227,12 @@ func TestDownstreamCommands(t *testing.T) {
 	}
 	var suite trainer.SuiteResult
 	readJSON(t, filepath.Join(dir, "suite.json"), &suite)
-	if len(suite.Entries) != 2 || suite.Entries[0].Linear == nil || !suite.Entries[0].Pretrained || suite.Entries[1].Pretrained {
+	if len(suite.Entries) != 4 || suite.Entries[0].Linear == nil || !suite.Entries[0].Pretrained || suite.Entries[1].Pretrained ||
+		suite.Entries[2].Protocol != "cv3" || len(suite.Entries[2].RunTests) != 6 {
 		t.Errorf("suite.json: %+v", suite.Entries)
+	}
+	if len(suite.Gains) != 2 || suite.Gains[1].PairedBy != "seed×fold" || len(suite.Gains[1].Deltas) != 6 || suite.Gains[1].Test == nil {
+		t.Errorf("suite.json gains: %+v", suite.Gains)
 	}
 }
 

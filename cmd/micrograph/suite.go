@@ -13,23 +13,32 @@ import (
 
 func runSuite(args []string) error {
 	cfg := trainer.SuiteConfig{Finetune: trainer.DefaultFinetuneConfig(), Linear: trainer.DefaultLinearEvalConfig()}
-	cfg.Protocols = []string{trainer.ProtocolFinetune, trainer.ProtocolLinear}
+	cfg.Evaluations = []string{trainer.EvaluationFinetune, trainer.EvaluationLinear}
+	cfg.Protocols = []string{trainer.ProtocolScaffold, trainer.ProtocolCV10}
 	ft, lin := &cfg.Finetune, &cfg.Linear
 	var out, cache string
-	fs := newFlags("suite", "--encoder encoder.pt --datasets PATH... --out DIR [flags]",
+	fs := newFlags("suite", "--encoder a.pt[,b.pt,…] --datasets PATH... --out DIR [flags]",
 		"Runs the paper's downstream evaluation (../shared/docs/method.md §7) on the benchmarks given\n"+
 			"("+strings.Join(trainer.Benchmarks, ", ")+"; OGB folders such as ogbg_molbace or MoleculeNet\n"+
-			"CSVs such as BBBP.csv, told apart by name): every protocol with the pre-trained encoder and\n"+
-			"without pre-training (the same architecture randomly initialised). Prints a table in the\n"+
-			"paper's layout, next to the paper's figures, and writes it to DIR/suite.md and every result to\n"+
-			"DIR/suite.json (DIR is made if missing; its parent must exist). The settings of the finetune\n"+
-			"and linear-eval commands apply; --seeds and --cv to both protocols.")
-	fs.StringVar(&cfg.EncoderPath, "encoder", "", "pre-trained encoder (.pt from micrograph export, with its .json)")
+			"CSVs such as BBBP.csv, told apart by name): every evaluation under every protocol with each\n"+
+			"pre-trained encoder and without pre-training (the same architecture randomly initialised).\n"+
+			"Protocols: scaffold (OGB's split, epoch or λ chosen on valid) and cv10 (the paper's 10-fold\n"+
+			"cross-validation, epoch or λ chosen on the test ROC-AUC averaged over the folds: optimistic).\n"+
+			"Several encoders (pre-training runs with different seeds) let the comparison carry\n"+
+			"pre-training's variance: encoder i runs seeds --seed+i·S … --seed+(i+1)·S−1 (S = --seeds),\n"+
+			"and so do the random encoders it is paired with. For every benchmark, evaluation and\n"+
+			"protocol the table gives Δ = pre-trained − random with a two-sided paired t-test (pairs:\n"+
+			"the encoders when there are several, else the seeds, or seeds × folds), † when p < 0.05, and\n"+
+			"the mean Δ over benchmarks with its 95 % interval. Prints the table in the paper's layout,\n"+
+			"next to the paper's figures, and writes it to DIR/suite.md and every result to DIR/suite.json\n"+
+			"(DIR is made if missing; its parent must exist). The settings of the finetune and linear-eval\n"+
+			"commands apply; --seeds to both evaluations.")
+	fs.StringSliceVar(&cfg.EncoderPaths, "encoder", nil, "pre-trained encoders (.pt from micrograph export, with their .json), comma-separated: one per pre-training run")
 	fs.StringSliceVar(&cfg.Datasets, "datasets", nil, "benchmark datasets: paths after the flag, comma-separated, or the flag repeated")
 	fs.StringVar(&out, "out", "", "folder for suite.md and suite.json, written once everything is done")
-	fs.StringSliceVar(&cfg.Protocols, "protocols", cfg.Protocols, "protocols to run: finetune, linear")
-	fs.IntVar(&ft.Seeds, "seeds", ft.Seeds, "runs per split and protocol, seeded --seed, --seed+1, …")
-	fs.IntVar(&ft.CVFolds, "cv", ft.CVFolds, "K-fold cross-validation (K ≥ 3) instead of the scaffold split (0)")
+	fs.StringSliceVar(&cfg.Evaluations, "evaluations", cfg.Evaluations, "evaluations to run: finetune, linear (feature extraction)")
+	fs.StringSliceVar(&cfg.Protocols, "protocols", cfg.Protocols, "protocols to run: scaffold, cv10 (cvK: K folds)")
+	fs.IntVar(&ft.Seeds, "seeds", ft.Seeds, "runs per encoder, split and evaluation, seeded --seed, --seed+1, …")
 	fs.IntVar(&ft.Epochs, "epochs", ft.Epochs, "fine-tuning epochs per run")
 	fs.IntVar(&ft.BatchSize, "batch-size", ft.BatchSize, "fine-tuning batch size")
 	fs.Float64Var(&ft.LR, "lr", ft.LR, "fine-tuning Adam learning rate")
@@ -42,7 +51,7 @@ func runSuite(args []string) error {
 	if err := parseFlags(fs, expandDatasets(args), "encoder", "datasets", "out"); err != nil {
 		return err
 	}
-	lin.Seeds, lin.CVFolds = ft.Seeds, ft.CVFolds
+	lin.Seeds = ft.Seeds
 	lin.Device, lin.Threads, lin.Workers, lin.Seed = ft.Device, ft.Threads, ft.Workers, ft.Seed
 	ft.Dataset = trainer.DatasetOptions{CacheDir: cache}
 	lin.Dataset = ft.Dataset
