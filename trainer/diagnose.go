@@ -245,7 +245,12 @@ func Diagnose(opt DiagnoseOptions) (*Diagnosis, error) {
 			return nil, err
 		}
 		if dm.full != nil && lo == 0 {
-			if err := torch.Catch(func() { r.Gradients = partGradients(dm.full, b.Graph(dev), opt.Seed) }); err != nil {
+			err := torch.Catch(func() {
+				s := torch.NewScope()
+				defer s.Close()
+				r.Gradients = partGradients(dm.full, b.Graph(dev), opt.Seed)
+			})
+			if err != nil {
 				return nil, fmt.Errorf("gradients: %w", err)
 			}
 		}
@@ -257,14 +262,33 @@ func Diagnose(opt DiagnoseOptions) (*Diagnosis, error) {
 	}
 	acc.finish(r)
 
-	for _, p := range opt.Probes {
-		progress("probe %s", p)
-		var probes []ProbeResult
-		var probeErr error
-		if err := torch.Catch(func() { probes, probeErr = probe(dm, p, opt, dev) }); err != nil || probeErr != nil {
-			return nil, fmt.Errorf("probe %s: %w", p, errors.Join(err, probeErr))
+	runProbes := func(recalibrated bool) error {
+		for _, p := range opt.Probes {
+			progress("probe %s", p)
+			var probes []ProbeResult
+			var probeErr error
+			if err := torch.Catch(func() { probes, probeErr = probe(dm, p, opt, dev, recalibrated) }); err != nil || probeErr != nil {
+				return fmt.Errorf("probe %s: %w", p, errors.Join(err, probeErr))
+			}
+			r.Probes = append(r.Probes, probes...)
 		}
-		r.Probes = append(r.Probes, probes...)
+		return nil
+	}
+	if err := runProbes(false); err != nil {
+		return nil, err
+	}
+	if len(opt.Probes) > 0 {
+		progress("batch norm re-estimated on the sample without dropout")
+		var restore func()
+		var recalErr error
+		if err := torch.Catch(func() { restore, recalErr = recalibrateNorms(dm.enc, ds, sample, opt.BatchSize, dev) }); err != nil || recalErr != nil {
+			return nil, fmt.Errorf("re-estimating batch norm: %w", errors.Join(err, recalErr))
+		}
+		err := runProbes(true)
+		restore()
+		if err != nil {
+			return nil, err
+		}
 	}
 	r.Seconds = time.Since(start).Seconds()
 	return r, nil
@@ -730,9 +754,13 @@ func shareAbove(xs []float64, t float64) float64 {
 	return float64(n) / float64(len(xs))
 }
 
+// recalibratedFeatures names probes on e after recalibrateNorms.
+const recalibratedFeatures = "e, batch norm re-estimated without dropout"
+
 // probe fits LinearEval's classifiers on the scaffold split of the labelled
-// dataset path, on e and, for a full model, on W_e·e, ProbeSeeds seeds each.
-func probe(m *diagModel, path string, opt DiagnoseOptions, dev torch.Device) ([]ProbeResult, error) {
+// dataset path, on e and, for a full model, on W_e·e, ProbeSeeds seeds each;
+// recalibrated says the norms hold recalibrateNorms' statistics (e only).
+func probe(m *diagModel, path string, opt DiagnoseOptions, dev torch.Device, recalibrated bool) ([]ProbeResult, error) {
 	ds, err := OpenDataset(path, opt.Dataset)
 	if err != nil {
 		return nil, err
@@ -753,7 +781,7 @@ func probe(m *diagModel, path string, opt DiagnoseOptions, dev torch.Device) ([]
 			g := b.Graph(dev)
 			e := ops.GraphPool(m.enc.Forward(g, false), g, ops.MeanPool)
 			es = append(es, e)
-			if m.full != nil {
+			if m.full != nil && !recalibrated {
 				zs = append(zs, m.full.We.Forward(e))
 			}
 		})
@@ -762,6 +790,9 @@ func probe(m *diagModel, path string, opt DiagnoseOptions, dev torch.Device) ([]
 		name string
 		x    *torch.Tensor
 	}{{"e", torch.Cat(es, 0)}}
+	if recalibrated {
+		features[0].name = recalibratedFeatures
+	}
 	if zs != nil {
 		features = append(features, struct {
 			name string
@@ -786,4 +817,70 @@ func probe(m *diagModel, path string, opt DiagnoseOptions, dev torch.Device) ([]
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// recalibrateNorms replaces every norm's running statistics by those of the
+// molecules sample with dropout off: per norm, the mean over batches of the
+// batch means and of the unbiased batch variances, each norm seeing the
+// batch-normalised output of the ones before it (PyTorch's cumulative
+// re-estimation). The returned function puts the old statistics back.
+func recalibrateNorms(enc *model.DeeperGCN, ds *data.Dataset, sample []int32, batchSize int, dev torch.Device) (func(), error) {
+	d := enc.Config.Hidden
+	means, vars := make([][]float64, len(enc.Norms)), make([][]float64, len(enc.Norms))
+	for l := range means {
+		means[l], vars[l] = make([]float64, d), make([]float64, d)
+	}
+	batches := 0
+	var b data.Batch
+	for lo := 0; lo < len(sample); lo += batchSize {
+		if err := data.Collate(ds, sample[lo:min(lo+batchSize, len(sample))], &b); err != nil {
+			return nil, err
+		}
+		if b.NumAtoms() < 2 {
+			continue
+		}
+		func() {
+			s := torch.NewScope()
+			defer s.Close()
+			torch.NoGrad(func() {
+				enc.Probe(b.Graph(dev), model.ForwardProbe{BatchStats: true, NormInput: func(l int, x *torch.Tensor) {
+					mean := x.MeanDim(0, false)
+					variance := x.Sub(mean).PowScalar(2).SumDim(0, false).DivScalar(float64(x.Size(0) - 1))
+					for j, v := range torch.ToSlice[float32](mean.ToDType(torch.Float32)) {
+						means[l][j] += float64(v)
+					}
+					for j, v := range torch.ToSlice[float32](variance.ToDType(torch.Float32)) {
+						vars[l][j] += float64(v)
+					}
+				}})
+			})
+		}()
+		batches++
+	}
+	if batches == 0 {
+		return nil, errors.New("no batch of at least 2 atoms")
+	}
+	var old []*torch.Tensor
+	for l, n := range enc.Norms {
+		old = append(old, n.RunningMean.Clone().Unscope(), n.RunningVar.Clone().Unscope())
+		for j := range means[l] {
+			means[l][j] /= float64(batches)
+			vars[l][j] /= float64(batches)
+		}
+		set := func(dst *torch.Tensor, v []float64) {
+			t := torch.FromSlice(v, int64(d))
+			defer t.Free()
+			dst.CopyFrom(t, false)
+		}
+		set(n.RunningMean, means[l])
+		set(n.RunningVar, vars[l])
+	}
+	return func() {
+		for l, n := range enc.Norms {
+			n.RunningMean.CopyFrom(old[2*l], false)
+			n.RunningVar.CopyFrom(old[2*l+1], false)
+			old[2*l].Free()
+			old[2*l+1].Free()
+		}
+	}, nil
 }

@@ -1,8 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
+
+	"github.com/micrograph/micrograph/internal/atomicfile"
 
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer"
@@ -50,6 +56,15 @@ func runDiagnose(args []string) error {
 	if err := parseFlags(fs, args, "data", "out"); err != nil {
 		return err
 	}
+	sources := 0
+	for _, set := range []bool{opt.Checkpoint != "", opt.Encoder != "", isRandom} {
+		if set {
+			sources++
+		}
+	}
+	if sources != 1 {
+		return usageError{errors.New("want exactly one of --checkpoint, --encoder and --random")}
+	}
 	if isRandom {
 		if err := random.Validate(); err != nil {
 			return usageError{err}
@@ -76,5 +91,54 @@ func runDiagnose(args []string) error {
 	}
 	printf("diagnose %s on %d molecules of %s: effective rank of e %.1f, uniformity %.2f, between-molecule share of node variance %.3f (%.1fs); result in %s",
 		r.Source, r.Molecules, r.Data, float64(r.Graph.EffectiveRank), float64(r.Graph.Uniformity), float64(r.Nodes.BetweenGraphShare), r.Seconds, out)
+	return nil
+}
+
+func runDiagnosePlot(args []string) error {
+	fs := newFlags("diagnose-plot", "--out figures.svg NAME=diag.json …",
+		"Draws chosen figures of several diagnose results side by side as an SVG of bar charts, one\n"+
+			"bar per result, named and ordered as given.")
+	out := fs.String("out", "", "SVG file to write")
+	title := fs.String("title", "micrograph diagnose", "heading of the figure")
+	if err := parseArgs(fs, args); err != nil {
+		return err
+	}
+	if !fs.Changed("out") {
+		return usageError{errMissing("--out")}
+	}
+	if !strings.HasSuffix(*out, ".svg") {
+		return usageError{fmt.Errorf("--out %s: want an .svg file", *out)}
+	}
+	if fs.NArg() == 0 {
+		return usageError{errors.New("no NAME=diag.json to draw")}
+	}
+	if err := checkOutFolder(*out); err != nil {
+		return err
+	}
+	var names []string
+	var ds []*trainer.Diagnosis
+	for _, arg := range fs.Args() {
+		name, path, ok := strings.Cut(arg, "=")
+		if !ok || name == "" {
+			return usageError{fmt.Errorf("%q: want NAME=diag.json", arg)}
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var d trainer.Diagnosis
+		if err := json.Unmarshal(b, &d); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		names, ds = append(names, name), append(ds, &d)
+	}
+	var svg bytes.Buffer
+	if err := trainer.WriteDiagnosisPlot(&svg, names, ds, *title); err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(*out, svg.Bytes(), 0o644); err != nil {
+		return err
+	}
+	printf("%d diagnoses drawn in %s", len(ds), *out)
 	return nil
 }
