@@ -633,6 +633,10 @@ func (a *diagAccumulator) subgraphs(sampler string, b *data.Batch, sub *ops.Subg
 		acc.perMol = append(acc.perMol, float64(c))
 	}
 	pairs := len(ePairs) / d
+	if pairs == 0 {
+		return nil
+	}
+	// Sums over pairs, so that finish can weigh batches by their pairs.
 	acc.alignE = append(acc.alignE, Alignment(ePairs, sPairs, pairs, d)*float64(pairs))
 	if z == nil {
 		return nil
