@@ -50,19 +50,52 @@ func NewDeeperGCN(p nn.Path, c EncoderConfig) *DeeperGCN {
 // Forward computes node embeddings (N×d); train selects batch statistics and
 // dropout.
 func (m *DeeperGCN) Forward(g *ops.Graph, train bool) *torch.Tensor {
+	return m.forward(g, ForwardProbe{BatchStats: train, Dropout: train}, train)
+}
+
+// ForwardProbe runs the encoder in a mixed mode for analysis: batch norm and
+// dropout each on or off, and a look at every norm's input. Batch statistics
+// here never update the running ones.
+type ForwardProbe struct {
+	BatchStats bool // normalise by the batch's mean and variance instead of the running ones
+	Dropout    bool // apply dropout
+	// NormInput, when set, sees the input of norm l (N×d) before it is
+	// normalised; it must not keep the tensor.
+	NormInput func(l int, x *torch.Tensor)
+}
+
+// Probe computes node embeddings as p says, without touching the running
+// statistics.
+func (m *DeeperGCN) Probe(g *ops.Graph, p ForwardProbe) *torch.Tensor {
+	return m.forward(g, p, false)
+}
+
+// forward is the res+ stack; update says whether training-mode norms move
+// their running statistics.
+func (m *DeeperGCN) forward(g *ops.Graph, p ForwardProbe, update bool) *torch.Tensor {
 	var bonds *torch.Tensor
 	if m.Bond != nil {
 		bonds = m.Bond.Forward(g.Bonds)
 	}
 	drop := nn.Dropout{P: m.Config.Dropout}
-	h := m.Convs[0].Forward(m.Atom.Forward(g.Atoms), bonds, g, train, m.cut)
+	norm := func(l int, h *torch.Tensor) *torch.Tensor {
+		if p.NormInput != nil {
+			p.NormInput(l, h)
+		}
+		n := m.Norms[l]
+		if p.BatchStats && !update {
+			return torch.BatchNorm(h, n.Weight, n.Bias, nil, nil, true, n.Momentum, n.Eps)
+		}
+		return n.Forward(h, p.BatchStats)
+	}
+	h := m.Convs[0].Forward(m.Atom.Forward(g.Atoms), bonds, g, update, m.cut)
 	for l := 1; l < len(m.Convs); l++ {
 		s := torch.NewScope()
-		x := drop.Forward(m.Norms[l-1].Forward(h, train).Relu(), train)
-		h = s.Keep(m.Convs[l].Forward(x, bonds, g, train, m.cut).Add(h))
+		x := drop.Forward(norm(l-1, h).Relu(), p.Dropout)
+		h = s.Keep(m.Convs[l].Forward(x, bonds, g, update, m.cut).Add(h))
 		s.Close()
 	}
-	return drop.Forward(m.Norms[len(m.Norms)-1].Forward(h, train), train)
+	return drop.Forward(norm(len(m.Norms)-1, h), p.Dropout)
 }
 
 // Free releases the encoder's constants (its parameters belong to the store).

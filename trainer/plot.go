@@ -292,3 +292,49 @@ func formatTick(v, step float64) string {
 
 // coord writes a pixel coordinate to a tenth of a pixel.
 func coord(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
+// EpochMeans condenses a log to one record per epoch: the mean of each loss
+// part over the epoch's finite values (NaN when it has none) and of the
+// subgraph counts, at the epoch's last step. A plot of it stays small however
+// long the run.
+func EpochMeans(records []LogRecord) []LogRecord {
+	var out []LogRecord
+	for lo := 0; lo < len(records); {
+		hi := lo
+		for hi < len(records) && records[hi].Epoch == records[lo].Epoch {
+			hi++
+		}
+		epoch := records[lo:hi]
+		mean := func(get func(LogRecord) Value) Value {
+			var sum float64
+			n := 0
+			for _, r := range epoch {
+				if v := float64(get(r)); isFinite(v) {
+					sum += v
+					n++
+				}
+			}
+			if n == 0 {
+				return Value(math.NaN())
+			}
+			return Value(sum / float64(n))
+		}
+		var subgraphs int64
+		for _, r := range epoch {
+			subgraphs += r.Subgraphs
+		}
+		last := epoch[len(epoch)-1]
+		out = append(out, LogRecord{
+			Step: last.Step, Epoch: last.Epoch, LR: last.LR,
+			Loss:          mean(func(r LogRecord) Value { return r.Loss }),
+			NodeMot:       mean(func(r LogRecord) Value { return r.NodeMot }),
+			MotSub:        mean(func(r LogRecord) Value { return r.MotSub }),
+			Reg:           mean(func(r LogRecord) Value { return r.Reg }),
+			Contra:        mean(func(r LogRecord) Value { return r.Contra }),
+			MoleculesPerS: mean(func(r LogRecord) Value { return r.MoleculesPerS }),
+			Subgraphs:     int64(math.Round(float64(subgraphs) / float64(len(epoch)))),
+		})
+		lo = hi
+	}
+	return out
+}

@@ -278,3 +278,24 @@ func TestWriteLossPlotEmpty(t *testing.T) {
 		t.Errorf("empty log: error %v, %d bytes written", err, buf.Len())
 	}
 }
+
+func TestEpochMeans(t *testing.T) {
+	nan := trainer.Value(math.NaN())
+	records := []trainer.LogRecord{
+		{Step: 1, Epoch: 1, Loss: 4, NodeMot: 1, MotSub: 2, Reg: 3, Contra: nan, Subgraphs: 10},
+		{Step: 2, Epoch: 1, Loss: 2, NodeMot: 3, MotSub: nan, Reg: 5, Contra: nan, Subgraphs: 13},
+		{Step: 3, Epoch: 2, Loss: 1, NodeMot: 0, MotSub: 1, Reg: 1, Contra: 6, Subgraphs: 7},
+	}
+	got := trainer.EpochMeans(records)
+	if len(got) != 2 {
+		t.Fatalf("%d records, want 2", len(got))
+	}
+	first, second := got[0], got[1]
+	if first.Step != 2 || first.Epoch != 1 || first.Loss != 3 || first.NodeMot != 2 || first.MotSub != 2 || first.Reg != 4 ||
+		!math.IsNaN(float64(first.Contra)) || first.Subgraphs != 12 {
+		t.Errorf("epoch 1: %+v; want step 2, loss 3, node_mot 2, mot_sub 2 (NaN left out), reg 4, contra NaN, 12 subgraphs (11.5 rounded)", first)
+	}
+	if second.Step != 3 || second.Epoch != 2 || second.Loss != 1 || second.Contra != 6 || second.Subgraphs != 7 {
+		t.Errorf("epoch 2: %+v", second)
+	}
+}

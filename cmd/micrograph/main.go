@@ -25,6 +25,8 @@ var commands = []command{
 	{"pretrain", "pre-train an encoder with MICRO-Graph, with checkpoints and resume", runPretrain},
 	{"export", "write a run's encoder for fine-tuning here or in PyTorch", runExport},
 	{"motifs", "write an HTML report of a run's motifs and their closest subgraphs", runMotifs},
+	{"diagnose", "measure collapse, motif use, subgraph sizes and saturation of an encoder (docs/fidelity.md)", runDiagnose},
+	{"diagnose-plot", "draw figures of several diagnose results side by side as an SVG", runDiagnosePlot},
 	{"plot", "draw a run's loss parts over the steps as an SVG", runPlot},
 	{"finetune", "fine-tune an encoder on a labelled dataset; ROC-AUC over seeds (method.md §7)", runFinetune},
 	{"linear-eval", "fit linear classifiers on a frozen encoder's embeddings; ROC-AUC over seeds", runLinearEval},

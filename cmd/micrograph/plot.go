@@ -18,6 +18,7 @@ func runPlot(args []string) error {
 			"average solid, gaps where a value is not finite, dashed lines where an epoch begins.")
 	run := fs.String("run", "", "run folder")
 	out := fs.String("out", "", "SVG file to write")
+	perEpoch := fs.Bool("per-epoch", false, "draw each epoch's mean instead of every logged step (a small file for long runs)")
 	if err := parseFlags(fs, args, "run", "out"); err != nil {
 		return err
 	}
@@ -34,8 +35,12 @@ func runPlot(args []string) error {
 	if len(records) == 0 {
 		return fmt.Errorf("%s has no records yet", trainer.LogPath(*run))
 	}
+	title := "micrograph pre-training: " + *run
+	if *perEpoch {
+		records, title = trainer.EpochMeans(records), title+" (epoch means)"
+	}
 	var svg bytes.Buffer
-	if err := trainer.WriteLossPlot(&svg, records, "micrograph pre-training: "+*run); err != nil {
+	if err := trainer.WriteLossPlot(&svg, records, title); err != nil {
 		return err
 	}
 	if err := atomicfile.WriteFile(*out, svg.Bytes(), 0o644); err != nil {

@@ -1,0 +1,50 @@
+package model_test
+
+import (
+	"testing"
+
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/torch"
+)
+
+// A probe in each mode gives Forward's embeddings for that mode, sees every
+// norm's input, and leaves the running statistics as they were.
+func TestProbeMatchesForward(t *testing.T) {
+	scope(t)
+	b := collate(t, bace(t), span(0, 24))
+	torch.ManualSeed(3)
+	cfg := model.DefaultEncoderConfig()
+	cfg.Hidden, cfg.Layers, cfg.Dropout = 16, 3, 0
+	m, err := model.New(model.Config{Encoder: cfg, Motifs: 4, Tau: 0.1, SinkhornLambda: 20, Eta: 2, Sampler: model.SamplerMotif}, torch.CPU, torch.Float64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	g := b.Graph(torch.CPU)
+	// Move the running statistics away from 0 and 1 first.
+	m.Encoder.Forward(g, true)
+	before := vector(m.Encoder.Norms[1].RunningMean)
+
+	var seen []int
+	eval := m.Encoder.Probe(g, model.ForwardProbe{NormInput: func(l int, x *torch.Tensor) {
+		if x.Size(0) != g.NumNodes || x.Size(1) != int64(cfg.Hidden) {
+			t.Errorf("norm %d input of shape %v", l, x.Shape())
+		}
+		seen = append(seen, l)
+	}})
+	batch := m.Encoder.Probe(g, model.ForwardProbe{BatchStats: true})
+	if len(seen) != cfg.Layers || seen[0] != 0 || seen[cfg.Layers-1] != cfg.Layers-1 {
+		t.Errorf("norm inputs seen for layers %v, want 0…%d", seen, cfg.Layers-1)
+	}
+	after := vector(m.Encoder.Norms[1].RunningMean)
+	for i := range before {
+		if before[i] != after[i] {
+			t.Fatalf("running mean %d moved from %v to %v during probes", i, before[i], after[i])
+		}
+	}
+	compareMatrix(t, "eval probe", matrix(eval), matrix(m.Encoder.Forward(g, false)), 1e-12)
+	compareMatrix(t, "batch-statistics probe", matrix(batch), matrix(m.Encoder.Forward(g, true)), 1e-12)
+	if d := eval.Sub(batch).Abs().Max().Item(); d < 1e-3 {
+		t.Errorf("batch statistics changed the embeddings by only %g", d)
+	}
+}
