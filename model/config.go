@@ -46,6 +46,10 @@ type Config struct {
 	Sampler           string  `json:"sampler"`             // motif, random-walk or k-hop
 	SubgraphsPerGraph int     `json:"subgraphs_per_graph"` // for the ablation samplers
 	OrthoSelected     bool    `json:"ortho_selected"`      // ortho term over selected motifs only (§5)
+	// ContrastDetached contrasts graphs against subgraph embeddings cut from
+	// the gradient, as the paper's Algorithm 1 pools them under no_grad (§6):
+	// L_contra then trains the encoder through e only.
+	ContrastDetached bool `json:"contrast_detached,omitempty"`
 }
 
 // DefaultEncoderConfig is §1's pre-training encoder: 5 layers of width 300,

@@ -137,11 +137,15 @@ func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
 		torch.NoGrad(func() { target = logP.Argmax(1, false) })
 	}
 	live := sub.Live.ToDType(dt)
+	sContra := s
+	if c.ContrastDetached {
+		sContra = m.Encoder.cut("subgraph_embeddings@contra", s)
+	}
 
 	l := Losses{
 		NodeMot:   ops.NLL(a.LogQ, a.Motif, nil),
 		MotSub:    ops.NLL(logP, target, live),
-		Contra:    ops.GraphSubgraphContrast(m.We.Forward(e), s, sub, c.Tau),
+		Contra:    ops.GraphSubgraphContrast(m.We.Forward(e), sContra, sub, c.Tau),
 		Subgraphs: sub.Count(),
 	}
 	if c.LambdaReg > 0 {

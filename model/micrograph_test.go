@@ -13,6 +13,7 @@ import (
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/model/internal/reference"
+	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/optim"
 )
@@ -223,6 +224,56 @@ func TestLossPartsReachOnlyTheirParameters(t *testing.T) {
 		if !learns && n != 0 {
 			t.Errorf("L_mot-sub reached %s: |grad| = %g", v.Name, n)
 		}
+	}
+}
+
+// With ContrastDetached, L_contra trains the encoder through the graph
+// embeddings only: its gradients equal those of the contrast recomputed here
+// against a constant copy of the subgraph embeddings, and differ from the
+// default's, where the gradient also flows through the subgraphs.
+func TestContrastDetachedCutsSubgraphs(t *testing.T) {
+	scope(t)
+	ds := bace(t)
+	b := collate(t, ds, span(0, 16))
+	cfg := deterministic(model.DefaultConfig())
+	cfg.Encoder.Hidden, cfg.Encoder.Layers, cfg.Eta = 16, 2, 2
+	contraGrads := func(detached, byHand bool) []float64 {
+		c := cfg
+		c.ContrastDetached = detached
+		torch.ManualSeed(3)
+		m, err := model.New(c, torch.CPU, torch.Float64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Free()
+		g := b.Graph(torch.CPU)
+		out := m.Forward(g, true)
+		loss := out.Contra
+		if byHand {
+			loss = ops.GraphSubgraphContrast(m.We.Forward(out.E), out.S.Detach(), out.Subgraphs, c.Tau)
+		}
+		loss.Backward()
+		var grads []float64
+		for _, v := range m.Store.Trainable() {
+			if strings.HasPrefix(v.Name, "encoder.") && v.Tensor.Grad() != nil {
+				grads = append(grads, vector(v.Tensor.Grad())...)
+			}
+		}
+		return grads
+	}
+	detached, byHand, flowing := contraGrads(true, false), contraGrads(false, true), contraGrads(false, false)
+	if len(detached) == 0 || len(detached) != len(byHand) || len(detached) != len(flowing) {
+		t.Fatalf("gradient sizes %d, %d, %d", len(detached), len(byHand), len(flowing))
+	}
+	differs := false
+	for i := range detached {
+		if !closeRel(detached[i], byHand[i], 1e-12) {
+			t.Fatalf("encoder gradient %d: detached %g, by hand %g", i, detached[i], byHand[i])
+		}
+		differs = differs || !closeRel(detached[i], flowing[i], 1e-6)
+	}
+	if !differs {
+		t.Error("cutting the subgraph embeddings changed no encoder gradient")
 	}
 }
 

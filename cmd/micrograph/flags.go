@@ -39,6 +39,7 @@ func objectiveFlags(fs *pflag.FlagSet, c *model.Config) {
 	fs.StringVar(&c.Sampler, "sampler", c.Sampler, "subgraph sampler: motif, random-walk or k-hop (ablations)")
 	fs.IntVar(&c.SubgraphsPerGraph, "subgraphs-per-graph", c.SubgraphsPerGraph, "subgraphs per molecule for the ablation samplers")
 	fs.BoolVar(&c.OrthoSelected, "ortho-selected", c.OrthoSelected, "MinCut's orthogonality term over the motifs forming subgraphs only")
+	fs.BoolVar(&c.ContrastDetached, "contrast-detached", c.ContrastDetached, "L_contra against subgraph embeddings cut from the gradient (the paper's Algorithm 1)")
 }
 
 // cacheFlagHelp describes --cache, the same in every command that reads a dataset.
