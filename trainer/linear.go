@@ -223,8 +223,12 @@ func LinearEval(cfg LinearEvalConfig) (*LinearEvalResult, error) {
 		}
 		if cfg.Progress != nil {
 			for _, run := range seedRuns {
-				fmt.Fprintf(cfg.Progress, "linear-eval %s: seed %d, %s split: valid ROC-AUC %.4f, test %.4f (%.1fs)\n",
-					res.Dataset.Name, seed, run.Split, run.ValidROCAUC, run.TestROCAUC, run.Seconds)
+				valid := fmt.Sprintf("valid ROC-AUC %.4f", run.ValidROCAUC)
+				if folds > 0 {
+					valid = fmt.Sprintf("λ %g chosen on the fold-averaged test", run.L2[0])
+				}
+				fmt.Fprintf(cfg.Progress, "linear-eval %s: seed %d, %s split: %s, test ROC-AUC %.4f (%.1fs)\n",
+					res.Dataset.Name, seed, run.Split, valid, run.TestROCAUC, run.Seconds)
 			}
 		}
 		res.Runs = append(res.Runs, seedRuns...)
