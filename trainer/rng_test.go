@@ -159,7 +159,6 @@ func stepConfigs() []struct {
 	}{
 		{"dropout only", func(c *model.Config) { c.Encoder.Dropout, c.PDrop, c.PAdd = 0.3, 0, 0 }},
 		{"motif perturbations only", func(c *model.Config) { c.Encoder.Dropout, c.PDrop, c.PAdd = 0, 0.2, 0.2 }},
-		{"dropout and perturbations", func(c *model.Config) { c.Encoder.Dropout, c.PDrop, c.PAdd = 0.3, 0.2, 0.2 }},
 		{"random-walk sampler", func(c *model.Config) {
 			c.Encoder.Dropout, c.Sampler, c.SubgraphsPerGraph = 0, model.SamplerRandomWalk, 2
 		}},
@@ -171,8 +170,8 @@ func stepConfigs() []struct {
 // step.
 func smallStepConfig(dev torch.Device) PretrainConfig {
 	cfg := DefaultPretrainConfig()
-	cfg.Model.Encoder.Hidden, cfg.Model.Encoder.Layers, cfg.Model.Motifs = 32, 2, 8
-	cfg.Data, cfg.BatchSize, cfg.Seed, cfg.Device = "synth", 32, 11, dev.String() // Data: a name only; stepDataset is the data
+	cfg.Model.Encoder.Hidden, cfg.Model.Encoder.Layers, cfg.Model.Motifs = 16, 2, 4
+	cfg.Data, cfg.BatchSize, cfg.Seed, cfg.Device = "synth", 16, 11, dev.String() // Data: a name only; stepDataset is the data
 	return cfg
 }
 
