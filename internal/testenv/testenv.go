@@ -1,6 +1,7 @@
 // Package testenv finds what tests need from the machine: the project's real
-// datasets and a Python that can import given modules (PyTorch, RDKit,
-// scikit-learn) for interoperability checks.
+// datasets, read-only copies of them, a private user cache folder, and a
+// Python that has given modules installed (PyTorch, pandas, scikit-learn) for
+// interoperability checks.
 package testenv
 
 import (
@@ -81,17 +82,17 @@ func (p *Interpreter) Command(args ...string) *exec.Cmd {
 
 func (p *Interpreter) String() string { return p.Path }
 
-// Pythons are the interpreters the tests try, in order: the words of
+// pythonCandidates are the interpreters the tests try, in order: the words of
 // $MICROGRAPH_PYTHON when it is set, else python3 and /usr/bin/python3 (where
 // Debian's python3-* packages install). third_party/deps.sh checks the same.
-func Pythons() []string {
+func pythonCandidates() []string {
 	if env := strings.Fields(os.Getenv("MICROGRAPH_PYTHON")); len(env) > 0 {
 		return env
 	}
 	return []string{"python3", "/usr/bin/python3"}
 }
 
-// Python is the first of Pythons that has every module named as a real
+// Python is the first of the candidates (see pythonCandidates) that has every module named as a real
 // installed package (third_party/pymodules.py decides). Without one the test
 // fails (it does not skip: `make deps` installs what the tests need).
 func Python(tb testing.TB, modules ...string) *Interpreter {
@@ -100,7 +101,7 @@ func Python(tb testing.TB, modules ...string) *Interpreter {
 	r, ok := pythons.Load(key)
 	if !ok {
 		probe := filepath.Join(ModuleRoot(tb), "third_party", "pymodules.py")
-		r, _ = pythons.LoadOrStore(key, findPython(Pythons(), probe, modules))
+		r, _ = pythons.LoadOrStore(key, findPython(pythonCandidates(), probe, modules))
 	}
 	res := r.(pythonResult)
 	if res.py == nil {
