@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/micrograph/micrograph/data"
@@ -50,6 +51,12 @@ type LinearEvalConfig struct {
 	Seeds   int    `json:"seeds"`
 	Seed    uint64 `json:"seed"`
 	CVFolds int    `json:"cv_folds"` // 0: the dataset's scaffold split; K ≥ 3: K-fold cross-validation
+
+	// LabelFractions, when not empty, fit every run once per fraction on
+	// that share of its split's train molecules (LabelSubsets, drawn from
+	// the run's seed: the same molecules for every encoder), valid and test
+	// unchanged: the label-scarce regime. Empty: every train label.
+	LabelFractions []float64 `json:"label_fractions,omitempty"`
 
 	Device  string `json:"device"`
 	Threads int    `json:"threads"`
@@ -100,7 +107,7 @@ func (c LinearEvalConfig) Validate() error {
 	case !(c.LR > 0):
 		return fmt.Errorf("--lr %g must be positive", c.LR)
 	}
-	return nil
+	return ValidateLabelFractions(c.LabelFractions)
 }
 
 // LinearEvalResult is a linear evaluation's outcome, written as JSON.
@@ -112,22 +119,41 @@ type LinearEvalResult struct {
 	Pretrained   bool             `json:"pretrained"` // weights loaded from Config.EncoderPath
 	EmbeddingDim int              `json:"embedding_dim"`
 
-	Runs []LinearEvalRun `json:"runs"` // seed by seed, fold by fold within a seed
+	// Seed by seed, fold by fold within a seed, and within a fold by label
+	// fraction in Config.LabelFractions' order.
+	Runs []LinearEvalRun `json:"runs"`
 
+	// Test, Valid and TestPerTask are over the runs of the largest label
+	// fraction (every run without Config.LabelFractions).
 	Test         Stat       `json:"test"`  // test ROC-AUC at the chosen λ, over runs
 	Valid        Stat       `json:"valid"` // valid ROC-AUC at the chosen λ
 	TestPerTask  []TaskStat `json:"test_per_task"`
 	EmbedSeconds float64    `json:"embed_seconds"` // computing embeddings, in all
 	Seconds      float64    `json:"seconds"`
+
+	// ByFraction summarises the runs of each label fraction, in
+	// Config.LabelFractions' order; empty without them.
+	ByFraction []FractionStat `json:"by_fraction,omitempty"`
 }
 
-// LinearEvalRun is one seed on one split.
+// FractionStat is linear evaluation with one share of the train labels.
+type FractionStat struct {
+	Fraction float64 `json:"fraction"`
+	Train    []int   `json:"train"` // labelled molecules fitted on, per split in order
+	Test     Stat    `json:"test"`
+	Valid    Stat    `json:"valid"`
+}
+
+// LinearEvalRun is one seed on one split with one share of its train labels.
 type LinearEvalRun struct {
 	Seed  uint64 `json:"seed"`
 	Split string `json:"split"`
-	Train int    `json:"train"`
+	Train int    `json:"train"` // molecules fitted on: LabelSubsets of the split's train part
 	Valid int    `json:"valid"`
 	Test  int    `json:"test"`
+
+	LabelFraction float64 `json:"label_fraction"` // share of the train part fitted on
+	TrainPart     int     `json:"train_part"`     // molecules in the split's train part
 
 	// Per λ of the grid, in its order: mean valid ROC-AUC over tasks, and
 	// the final training BCE (mean over tasks, without the penalty), which
@@ -173,6 +199,10 @@ func LinearEval(cfg LinearEvalConfig) (*LinearEvalResult, error) {
 		Dataset: summarizeDataset(cfg.Data, ds, cfg.CVFolds), Pretrained: state != nil, EmbeddingDim: arch.Hidden}
 	res.Config.Encoder = arch
 
+	fractions := cfg.LabelFractions
+	if len(fractions) == 0 {
+		fractions = []float64{1}
+	}
 	var embeddings *torch.Tensor // n×d, of every molecule
 	defer func() { embeddings.Free() }()
 	for i := range cfg.Seeds {
@@ -187,28 +217,58 @@ func LinearEval(cfg LinearEvalConfig) (*LinearEvalResult, error) {
 			res.EmbedSeconds += time.Since(embedStart).Seconds()
 		}
 		for _, split := range splits {
-			var run LinearEvalRun
-			var runErr error
-			if err := torch.Catch(func() { run, runErr = fitLinear(&res.Config, ds, split, embeddings, seed) }); err != nil || runErr != nil {
-				return nil, fmt.Errorf("seed %d, %s split: %w", seed, split.Name, errors.Join(err, runErr))
+			subsets, err := LabelSubsets(split.Train, splitLabels(ds, split.Train), ds.NumTasks(), fractions, seed)
+			if err != nil {
+				return nil, err
 			}
-			if cfg.Progress != nil {
-				fmt.Fprintf(cfg.Progress, "linear-eval %s: seed %d, %s split: valid ROC-AUC %.4f, test %.4f (%.1fs)\n",
-					res.Dataset.Name, seed, split.Name, run.ValidROCAUC, run.TestROCAUC, run.Seconds)
+			for k, fraction := range fractions {
+				labelled := *split
+				labelled.Train = subsets[k]
+				name := split.Name + " split"
+				if len(cfg.LabelFractions) > 0 {
+					name += fmt.Sprintf(", %.4g %% of train labels (%d molecules)", 100*fraction, len(labelled.Train))
+				}
+				var run LinearEvalRun
+				var runErr error
+				if err := torch.Catch(func() { run, runErr = fitLinear(&res.Config, ds, &labelled, embeddings, seed) }); err != nil || runErr != nil {
+					return nil, fmt.Errorf("seed %d, %s: %w", seed, name, errors.Join(err, runErr))
+				}
+				run.LabelFraction, run.TrainPart = fraction, len(split.Train)
+				if cfg.Progress != nil {
+					fmt.Fprintf(cfg.Progress, "linear-eval %s: seed %d, %s: valid ROC-AUC %.4f, test %.4f (%.1fs)\n",
+						res.Dataset.Name, seed, name, run.ValidROCAUC, run.TestROCAUC, run.Seconds)
+				}
+				res.Runs = append(res.Runs, run)
 			}
-			res.Runs = append(res.Runs, run)
 		}
 	}
 
-	tests, valids := make([]float64, len(res.Runs)), make([]float64, len(res.Runs))
-	perTask := make([][]Value, len(res.Runs))
-	for i, r := range res.Runs {
-		tests[i], valids[i], perTask[i] = float64(r.TestROCAUC), float64(r.ValidROCAUC), r.TestPerTask
+	res.Test, res.Valid, res.TestPerTask = summarizeLinearRuns(res.Runs, slices.Max(fractions), ds.Tasks)
+	for _, fraction := range cfg.LabelFractions {
+		s := FractionStat{Fraction: fraction}
+		s.Test, s.Valid, _ = summarizeLinearRuns(res.Runs, fraction, ds.Tasks)
+		for _, r := range res.Runs[:len(splits)*len(fractions)] { // the first seed's runs
+			if r.LabelFraction == fraction {
+				s.Train = append(s.Train, r.Train)
+			}
+		}
+		res.ByFraction = append(res.ByFraction, s)
 	}
-	res.Test, res.Valid = statOf(tests), statOf(valids)
-	res.TestPerTask = perTaskStats(ds.Tasks, perTask)
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
+}
+
+// summarizeLinearRuns summarises the runs of one label fraction: test and
+// valid ROC-AUC, and test per task.
+func summarizeLinearRuns(runs []LinearEvalRun, fraction float64, tasks []string) (test, valid Stat, perTask []TaskStat) {
+	var tests, valids []float64
+	var byTask [][]Value
+	for _, r := range runs {
+		if r.LabelFraction == fraction {
+			tests, valids, byTask = append(tests, float64(r.TestROCAUC)), append(valids, float64(r.ValidROCAUC)), append(byTask, r.TestPerTask)
+		}
+	}
+	return statOf(tests), statOf(valids), perTaskStats(tasks, byTask)
 }
 
 // embedMolecules is the mean-pooled embedding (n×d, on dev, owned by the

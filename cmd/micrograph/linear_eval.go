@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/micrograph/micrograph/trainer"
@@ -20,13 +21,18 @@ func runLinearEval(args []string) error {
 			"of --l2-grid), keeps per task the λ with the best valid ROC-AUC, and reports its test ROC-AUC\n"+
 			"(OGB's rules), mean ± std over seeds (and folds with --cv).\n"+
 			"Without --encoder the encoder is random (a new one per seed) with the architecture flags\n"+
-			"below: the baseline without pre-training.")
+			"below: the baseline without pre-training.\n"+
+			"With --label-fractions every run is repeated on shares of the train labels (the\n"+
+			"label-scarce regime): nested subsets of the train part drawn from the run's seed, so that\n"+
+			"every encoder evaluated with the same --seed fits on the same molecules.")
 	fs.StringVar(&cfg.Data, "data", "", "OGB dataset folder, or CSV file of SMILES and labels (featurised once and cached; scaffold split)")
 	fs.StringVar(&cfg.EncoderPath, "encoder", "", "pre-trained encoder (.pt from micrograph export, with its .json); none: a random encoder, the baseline")
 	fs.StringVar(&out, "out", "", "result file (JSON), written atomically once every run is done; its folder must exist")
 	fs.IntVar(&cfg.Seeds, "seeds", cfg.Seeds, "runs per split, seeded --seed, --seed+1, … (the classifiers' initialisation; a random encoder's too)")
 	fs.IntVar(&cfg.CVFolds, "cv", cfg.CVFolds, "K-fold cross-validation (K ≥ 3: fold i tests, fold i+1 validates) instead of the dataset's scaffold split (0)")
 	l2GridFlag(fs, &cfg.L2Grid, "l2-grid", "L2 strengths λ tried: each task minimises mean BCE + λ/2·‖w‖²")
+	fs.Float64SliceVar(&cfg.LabelFractions, "label-fractions", nil,
+		"shares of the train labels to fit on, each in (0, 1], e.g. 0.01,0.05,0.2,1; valid and test unchanged (default: all)")
 	fs.IntVar(&cfg.Steps, "steps", cfg.Steps, "full-batch Adam steps per fit")
 	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "Adam learning rate of the classifiers")
 	encoderFlags(fs, &cfg.Encoder)
@@ -60,7 +66,15 @@ func runLinearEval(args []string) error {
 	if err := writeResultJSON(out, res); err != nil {
 		return err
 	}
-	printf("linear-eval %s, %s: test ROC-AUC %.4f ± %.4f over %d runs (valid %.4f ± %.4f), %.1fs; result in %s",
-		res.Dataset.Name, encoderKind(res.Pretrained), res.Test.Mean, res.Test.Std, res.Test.N, res.Valid.Mean, res.Valid.Std, res.Seconds, out)
+	var byFraction string
+	for i, f := range res.ByFraction {
+		sep := ","
+		if i == 0 {
+			sep = "; test by share of train labels:"
+		}
+		byFraction += fmt.Sprintf("%s %.4g %% %.4f ± %.4f", sep, 100*f.Fraction, f.Test.Mean, f.Test.Std)
+	}
+	printf("linear-eval %s, %s: test ROC-AUC %.4f ± %.4f over %d runs (valid %.4f ± %.4f)%s, %.1fs; result in %s",
+		res.Dataset.Name, encoderKind(res.Pretrained), res.Test.Mean, res.Test.Std, res.Test.N, res.Valid.Mean, res.Valid.Std, byFraction, res.Seconds, out)
 	return nil
 }
