@@ -32,7 +32,8 @@ func runLinearEval(args []string) error {
 	fs.IntVar(&cfg.CVFolds, "cv", cfg.CVFolds, "K-fold cross-validation (K ≥ 3: fold i tests, fold i+1 validates) instead of the dataset's scaffold split (0)")
 	l2GridFlag(fs, &cfg.L2Grid, "l2-grid", "L2 strengths λ tried: each task minimises mean BCE + λ/2·‖w‖²")
 	fs.Float64SliceVar(&cfg.LabelFractions, "label-fractions", nil,
-		"shares of the train labels to fit on, each in (0, 1], e.g. 0.01,0.05,0.2,1; valid and test unchanged (default: all)")
+		"shares of the train labels to fit on, each in (0, 1], e.g. 0.01,0.05,0.2,1; valid and test unchanged")
+	fs.Lookup("label-fractions").DefValue = "all"
 	fs.IntVar(&cfg.Steps, "steps", cfg.Steps, "full-batch Adam steps per fit")
 	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "Adam learning rate of the classifiers")
 	encoderFlags(fs, &cfg.Encoder)
