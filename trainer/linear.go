@@ -55,6 +55,12 @@ type LinearEvalConfig struct {
 	Seed     uint64 `json:"seed"`
 	Protocol string `json:"protocol"` // ProtocolScaffold or ProtocolCV10 (any "cvK")
 
+	// LabelFractions, when not empty, fit every run once per fraction on
+	// that share of its split's train molecules (LabelSubsets, drawn from
+	// the run's seed: the same molecules for every encoder), valid and test
+	// unchanged: the label-scarce regime. Empty: every train label.
+	LabelFractions []float64 `json:"label_fractions,omitempty"`
+
 	Device  string `json:"device"`
 	Threads int    `json:"threads"`
 	Workers int    `json:"workers"`
@@ -105,7 +111,7 @@ func (c LinearEvalConfig) Validate() error {
 	case !(c.LR > 0):
 		return fmt.Errorf("--lr %g must be positive", c.LR)
 	}
-	return nil
+	return ValidateLabelFractions(c.LabelFractions)
 }
 
 // LinearEvalResult is a linear evaluation's outcome, written as JSON.
@@ -119,33 +125,54 @@ type LinearEvalResult struct {
 	Pretrained   bool             `json:"pretrained"` // weights loaded from Config.EncoderPath
 	EmbeddingDim int              `json:"embedding_dim"`
 
-	Runs []LinearEvalRun `json:"runs"` // seed by seed, fold by fold within a seed
+	// Seed by seed, fold by fold within a seed, and within a fold by label
+	// fraction in Config.LabelFractions' order.
+	Runs []LinearEvalRun `json:"runs"`
 
 	// Selected is, with cross-validation, each seed's λ chosen on the test
-	// ROC-AUC averaged over its folds (optimistic: see ProtocolCV10).
+	// ROC-AUC averaged over its folds (optimistic: see ProtocolCV10), for
+	// each label fraction.
 	Selected []SelectedL2 `json:"selected,omitempty"`
 
+	// Test, Valid and TestPerTask are over the runs of the largest label
+	// fraction (every run without Config.LabelFractions).
 	Test         Stat       `json:"test"`  // test ROC-AUC at the chosen λ, over runs
 	Valid        Stat       `json:"valid"` // valid ROC-AUC at the chosen λ; undefined with cross-validation
 	TestPerTask  []TaskStat `json:"test_per_task"`
 	EmbedSeconds float64    `json:"embed_seconds"` // computing embeddings, in all
 	Seconds      float64    `json:"seconds"`
+
+	// ByFraction summarises the runs of each label fraction, in
+	// Config.LabelFractions' order; empty without them.
+	ByFraction []FractionStat `json:"by_fraction,omitempty"`
 }
 
 // SelectedL2 is the λ a seed's folds report under cross-validation.
 type SelectedL2 struct {
-	Seed     uint64  `json:"seed"`
-	L2       float64 `json:"l2"`
-	FoldMean Value   `json:"fold_mean"` // mean test ROC-AUC at L2 averaged over the folds
+	Seed          uint64  `json:"seed"`
+	LabelFraction float64 `json:"label_fraction"` // share of the train labels the folds fitted on
+	L2            float64 `json:"l2"`
+	FoldMean      Value   `json:"fold_mean"` // mean test ROC-AUC at L2 averaged over the folds
 }
 
-// LinearEvalRun is one seed on one split.
+// FractionStat is linear evaluation with one share of the train labels.
+type FractionStat struct {
+	Fraction float64 `json:"fraction"`
+	Train    []int   `json:"train"` // labelled molecules fitted on, per split in order
+	Test     Stat    `json:"test"`
+	Valid    Stat    `json:"valid"`
+}
+
+// LinearEvalRun is one seed on one split with one share of its train labels.
 type LinearEvalRun struct {
 	Seed  uint64 `json:"seed"`
 	Split string `json:"split"`
-	Train int    `json:"train"`
+	Train int    `json:"train"` // molecules fitted on: LabelSubsets of the split's train part
 	Valid int    `json:"valid"`
 	Test  int    `json:"test"`
+
+	LabelFraction float64 `json:"label_fraction"` // share of the train part fitted on
+	TrainPart     int     `json:"train_part"`     // molecules in the split's train part
 
 	// Per λ of the grid, in its order: mean valid ROC-AUC over tasks (null
 	// without a valid part), mean test ROC-AUC over tasks, and the final
@@ -192,6 +219,10 @@ func LinearEval(cfg LinearEvalConfig) (*LinearEvalResult, error) {
 		Dataset: summarizeDataset(cfg.Data, ds, folds), Pretrained: state != nil, EmbeddingDim: arch.Hidden}
 	res.Config.Encoder = arch
 
+	fractions := cfg.LabelFractions
+	if len(fractions) == 0 {
+		fractions = []float64{1}
+	}
 	var embeddings *torch.Tensor // n×d, of every molecule
 	defer func() { embeddings.Free() }()
 	for i := range cfg.Seeds {
@@ -211,15 +242,43 @@ func LinearEval(cfg LinearEvalConfig) (*LinearEvalResult, error) {
 		}
 		seedRuns := make([]LinearEvalRun, 0, len(splits))
 		for _, split := range splits {
-			var run LinearEvalRun
-			var runErr error
-			if err := torch.Catch(func() { run, runErr = fitLinear(&res.Config, ds, split, embeddings, seed) }); err != nil || runErr != nil {
-				return nil, fmt.Errorf("seed %d, %s split: %w", seed, split.Name, errors.Join(err, runErr))
+			subsets, err := LabelSubsets(split.Train, splitLabels(ds, split.Train), ds.NumTasks(), fractions, seed)
+			if err != nil {
+				return nil, err
 			}
-			seedRuns = append(seedRuns, run)
+			for k, fraction := range fractions {
+				labelled := *split
+				labelled.Train = subsets[k]
+				name := split.Name + " split"
+				if len(cfg.LabelFractions) > 0 {
+					name += fmt.Sprintf(", %.4g %% of train labels (%d molecules)", 100*fraction, len(labelled.Train))
+				}
+				var run LinearEvalRun
+				var runErr error
+				if err := torch.Catch(func() { run, runErr = fitLinear(&res.Config, ds, &labelled, embeddings, seed) }); err != nil || runErr != nil {
+					return nil, fmt.Errorf("seed %d, %s: %w", seed, name, errors.Join(err, runErr))
+				}
+				run.LabelFraction, run.TrainPart = fraction, len(split.Train)
+				seedRuns = append(seedRuns, run)
+			}
 		}
 		if folds > 0 {
-			res.Selected = append(res.Selected, selectL2OnFolds(seed, cfg.L2Grid, seedRuns))
+			// The paper's selection, made for each label fraction on its own folds.
+			for _, fraction := range fractions {
+				var idx []int
+				var runs []LinearEvalRun
+				for j, r := range seedRuns {
+					if r.LabelFraction == fraction {
+						idx, runs = append(idx, j), append(runs, r)
+					}
+				}
+				sel := selectL2OnFolds(seed, cfg.L2Grid, runs)
+				sel.LabelFraction = fraction
+				res.Selected = append(res.Selected, sel)
+				for k, j := range idx {
+					seedRuns[j] = runs[k]
+				}
+			}
 		}
 		if cfg.Progress != nil {
 			for _, run := range seedRuns {
@@ -227,20 +286,28 @@ func LinearEval(cfg LinearEvalConfig) (*LinearEvalResult, error) {
 				if folds > 0 {
 					valid = fmt.Sprintf("λ %g chosen on the fold-averaged test", run.L2[0])
 				}
-				fmt.Fprintf(cfg.Progress, "linear-eval %s: seed %d, %s split: %s, test ROC-AUC %.4f (%.1fs)\n",
-					res.Dataset.Name, seed, run.Split, valid, run.TestROCAUC, run.Seconds)
+				share := ""
+				if len(cfg.LabelFractions) > 0 {
+					share = fmt.Sprintf(", %.4g %% of train labels", 100*run.LabelFraction)
+				}
+				fmt.Fprintf(cfg.Progress, "linear-eval %s: seed %d, %s split%s: %s, test ROC-AUC %.4f (%.1fs)\n",
+					res.Dataset.Name, seed, run.Split, share, valid, run.TestROCAUC, run.Seconds)
 			}
 		}
 		res.Runs = append(res.Runs, seedRuns...)
 	}
 
-	tests, valids := make([]float64, len(res.Runs)), make([]float64, len(res.Runs))
-	perTask := make([][]Value, len(res.Runs))
-	for i, r := range res.Runs {
-		tests[i], valids[i], perTask[i] = float64(r.TestROCAUC), float64(r.ValidROCAUC), r.TestPerTask
+	res.Test, res.Valid, res.TestPerTask = summarizeLinearRuns(res.Runs, slices.Max(fractions), ds.Tasks)
+	for _, fraction := range cfg.LabelFractions {
+		s := FractionStat{Fraction: fraction}
+		s.Test, s.Valid, _ = summarizeLinearRuns(res.Runs, fraction, ds.Tasks)
+		for _, r := range res.Runs[:len(res.Runs)/cfg.Seeds] { // the first seed's runs
+			if r.LabelFraction == fraction {
+				s.Train = append(s.Train, r.Train)
+			}
+		}
+		res.ByFraction = append(res.ByFraction, s)
 	}
-	res.Test, res.Valid = statOf(tests), statOf(valids)
-	res.TestPerTask = perTaskStats(ds.Tasks, perTask)
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
 }
@@ -263,6 +330,19 @@ func selectL2OnFolds(seed uint64, grid []float64, runs []LinearEvalRun) Selected
 		r.TestROCAUC, r.TestPerTask = r.TestByL2[best], toValues(r.testPerTaskByL2[best])
 	}
 	return SelectedL2{Seed: seed, L2: grid[best], FoldMean: Value(mean)}
+}
+
+// summarizeLinearRuns summarises the runs of one label fraction: test and
+// valid ROC-AUC, and test per task.
+func summarizeLinearRuns(runs []LinearEvalRun, fraction float64, tasks []string) (test, valid Stat, perTask []TaskStat) {
+	var tests, valids []float64
+	var byTask [][]Value
+	for _, r := range runs {
+		if r.LabelFraction == fraction {
+			tests, valids, byTask = append(tests, float64(r.TestROCAUC)), append(valids, float64(r.ValidROCAUC)), append(byTask, r.TestPerTask)
+		}
+	}
+	return statOf(tests), statOf(valids), perTaskStats(tasks, byTask)
 }
 
 // embedMolecules is the mean-pooled embedding (n×d, on dev, owned by the

@@ -174,3 +174,83 @@ func TestLinearEvalLearnsSynthetic(t *testing.T) {
 		}
 	}
 }
+
+// With label fractions every seed and split is fitted once per fraction on
+// LabelSubsets of its train part (valid and test unchanged), and the result
+// summarises each fraction. Fraction 1 repeats the evaluation without
+// fractions exactly, and a fraction's runs do not depend on which other
+// fractions are listed (its subsets come from the seed alone).
+func TestLinearEvalLabelFractions(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "synth")
+	if _, err := data.WriteSynthetic(dir, data.SynthOptions{Molecules: 400, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := smallLinear(t, dir)
+	cfg.Steps = 100
+	ds, err := trainer.OpenDataset(dir, cfg.Dataset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trainPart := len(ds.Split.Train)
+
+	all, err := trainer.LinearEval(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.LabelFractions = []float64{0.05, 1}
+	res, err := trainer.LinearEval(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.LabelFractions = []float64{0.05}
+	scarce, err := trainer.LinearEval(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if len(res.Runs) != 4 || len(all.Runs) != 2 || len(scarce.Runs) != 2 {
+		t.Fatalf("%d, %d and %d runs, want 4, 2 and 2", len(res.Runs), len(all.Runs), len(scarce.Runs))
+	}
+	sameRun := func(a, b trainer.LinearEvalRun) bool {
+		return a.Seed == b.Seed && a.Train == b.Train && a.LabelFraction == b.LabelFraction &&
+			slices.Equal(a.ValidByL2, b.ValidByL2) && slices.Equal(a.TrainLossByL2, b.TrainLossByL2) && a.TestROCAUC == b.TestROCAUC
+	}
+	small := trainer.LabelSubsetSize(trainPart, 0.05)
+	for i, r := range res.Runs {
+		seed, fraction, train := 42+uint64(i/2), 0.05, small
+		if i%2 == 1 {
+			fraction, train = 1, trainPart
+		}
+		if r.Seed != seed || r.LabelFraction != fraction || r.TrainPart != trainPart || r.Train != train ||
+			r.Valid != len(ds.Split.Valid) || r.Test != len(ds.Split.Test) {
+			t.Errorf("run %d: seed %d, fraction %g, %d of %d train, %d valid, %d test; want seed %d, fraction %g, %d of %d",
+				i, r.Seed, r.LabelFraction, r.Train, r.TrainPart, r.Valid, r.Test, seed, fraction, train, trainPart)
+		}
+		want := all.Runs[i/2]
+		if fraction < 1 {
+			want = scarce.Runs[i/2]
+		}
+		if !sameRun(r, want) {
+			t.Errorf("run %d (seed %d, fraction %g): valid %v, loss %v, test %v; alone: valid %v, loss %v, test %v",
+				i, r.Seed, fraction, r.ValidByL2, r.TrainLossByL2, r.TestROCAUC, want.ValidByL2, want.TrainLossByL2, want.TestROCAUC)
+		}
+	}
+	if slices.Equal(res.Runs[0].TrainLossByL2, res.Runs[1].TrainLossByL2) {
+		t.Error("5 % and 100 % of the train labels gave the same fits")
+	}
+
+	if len(all.ByFraction) != 0 || len(res.ByFraction) != 2 {
+		t.Fatalf("by fraction: %d without fractions, %d with two", len(all.ByFraction), len(res.ByFraction))
+	}
+	for k, f := range res.ByFraction {
+		want := []trainer.Stat{scarce.Test, all.Test}[k]
+		if f.Fraction != cfg.LabelFractions[0] && k == 0 || k == 1 && f.Fraction != 1 ||
+			!slices.Equal(f.Train, []int{[]int{small, trainPart}[k]}) || f.Test != want {
+			t.Errorf("fraction %d: %+v, want test %+v", k, f, want)
+		}
+	}
+	// The headline is the largest fraction's, as without fractions.
+	if res.Test != all.Test || res.Valid != all.Valid || !slices.Equal(res.TestPerTask, all.TestPerTask) {
+		t.Errorf("test %+v valid %+v, want those with every label: %+v, %+v", res.Test, res.Valid, all.Test, all.Valid)
+	}
+}

@@ -51,6 +51,11 @@ type MotifReport struct {
 	// their planted groups, over the atoms of a planted group (linker atoms
 	// belong to none); NaN without Groups.
 	NMI float64
+	// UntrainedNMI is the same for the model the run started from: its
+	// configuration initialised from its seed, as Pretrain builds it, before
+	// any step. It is what NMI would be without pre-training; NaN without
+	// Groups.
+	UntrainedNMI float64
 
 	Subgraphs []MotifSubgraph // every subgraph, by molecule, then motif
 	Motifs    []MotifSummary  // one per motif, by motif index
@@ -123,7 +128,7 @@ func BuildMotifReport(opt MotifReportOptions) (*MotifReport, error) {
 	defer ck.Free()
 	r := &MotifReport{
 		Run: opt.Run, Checkpoint: ck.Path, Step: ck.Step, Data: opt.Data,
-		Model: ck.Config.Model, BatchSize: opt.BatchSize, NMI: math.NaN(),
+		Model: ck.Config.Model, BatchSize: opt.BatchSize, NMI: math.NaN(), UntrainedNMI: math.NaN(),
 	}
 	if r.Data == "" {
 		r.Data = ck.Config.Data
@@ -166,7 +171,49 @@ func BuildMotifReport(opt MotifReportOptions) (*MotifReport, error) {
 		return nil, err
 	}
 	r.summarise(ds, graphs, atomMotifs, opt.PerMotif)
+	if ds.AtomGroup != nil {
+		if r.UntrainedNMI, err = untrainedNMI(ck.Config, ds, graphs, r.BatchSize, dev); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
+}
+
+// untrainedNMI is groupNMI for the model a run of cfg starts from: cfg's
+// model initialised from cfg's seed, as Pretrain builds it.
+func untrainedNMI(cfg PretrainConfig, ds *data.Dataset, graphs []int32, batchSize int, dev torch.Device) (float64, error) {
+	torch.ManualSeed(cfg.Seed)
+	m, err := model.New(cfg.Model, dev, torch.Float32)
+	if err != nil {
+		return 0, err
+	}
+	defer m.Free()
+	m.Config.Sampler = model.SamplerMotif
+	atomMotifs, err := AtomMotifs(m, ds, graphs, batchSize, dev)
+	if err != nil {
+		return 0, err
+	}
+	return groupNMI(ds, graphs, atomMotifs), nil
+}
+
+// groupNMI is the NMI between the motifs of the atoms of graphs (atomMotifs,
+// in molecule order) and their planted groups, over the atoms of a group;
+// NaN when no atom is in one.
+func groupNMI(ds *data.Dataset, graphs []int32, atomMotifs []int) float64 {
+	var motifs, groups []int
+	i := 0
+	for _, g := range graphs {
+		for a := ds.NodePtr[g]; a < ds.NodePtr[g+1]; a++ {
+			if group := int(ds.AtomGroup[a]); group >= 0 {
+				motifs, groups = append(motifs, atomMotifs[i]), append(groups, group)
+			}
+			i++
+		}
+	}
+	if len(motifs) == 0 {
+		return math.NaN()
+	}
+	return NMI(motifs, groups)
 }
 
 // collect runs the model over graphs in batches, fills r.Subgraphs and
@@ -287,15 +334,10 @@ func (r *MotifReport) summariseGroups(ds *data.Dataset, graphs []int32, atomMoti
 	for i := range counts {
 		counts[i] = map[int]int{}
 	}
-	var motifs, groups []int
 	i := 0
 	for _, g := range graphs {
 		for a := ds.NodePtr[g]; a < ds.NodePtr[g+1]; a++ {
-			group, mo := int(ds.AtomGroup[a]), atomMotifs[i]
-			counts[mo][group]++
-			if group >= 0 {
-				motifs, groups = append(motifs, mo), append(groups, group)
-			}
+			counts[atomMotifs[i]][int(ds.AtomGroup[a])]++
 			i++
 		}
 	}
@@ -316,7 +358,5 @@ func (r *MotifReport) summariseGroups(ds *data.Dataset, graphs []int32, atomMoti
 			s.DominantShare = float64(c[s.DominantGroup]) / float64(grouped)
 		}
 	}
-	if len(motifs) > 0 {
-		r.NMI = NMI(motifs, groups)
-	}
+	r.NMI = groupNMI(ds, graphs, atomMotifs)
 }

@@ -170,6 +170,34 @@ func TestMotifReport(t *testing.T) {
 	if nmi := trainer.NMI(groupedMotifs, plantedGroups); math.Abs(r.NMI-nmi) > 1e-12 {
 		t.Errorf("NMI %g, want %g", r.NMI, nmi)
 	}
+	// The untrained figure is the NMI of the model pre-training started
+	// from: the run's architecture initialised from its seed, built here
+	// independently and assigned by the other path.
+	torch.ManualSeed(cfg.Seed)
+	initial, err := model.New(cfg.Model, torch.CPU, torch.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer initial.Free()
+	initialMotifs, err := trainer.AtomMotifs(initial, ds, graphs, batch, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var initialGrouped []int
+	i = 0
+	for _, g := range graphs {
+		for a := ds.NodePtr[g]; a < ds.NodePtr[g+1]; a++ {
+			if ds.AtomGroup[a] >= 0 {
+				initialGrouped = append(initialGrouped, initialMotifs[i])
+			}
+			i++
+		}
+	}
+	untrained := trainer.NMI(initialGrouped, plantedGroups)
+	t.Logf("NMI with planted groups: %.4f after pre-training, %.4f untrained", r.NMI, untrained)
+	if math.Abs(r.UntrainedNMI-untrained) > 1e-12 || untrained == r.NMI || !(untrained > 0 && untrained < 1) {
+		t.Errorf("untrained NMI %g, want %g (and not the trained %g)", r.UntrainedNMI, untrained, r.NMI)
+	}
 	for mo, s := range r.Motifs {
 		counts := map[int]int{}
 		grouped := 0
@@ -233,6 +261,9 @@ func TestMotifReport(t *testing.T) {
 		}
 		if !slices.EqualFunc(page.figures, figures, htmlFigureSeen.equal) {
 			t.Errorf("figures (motif, molecule, caption atoms, highlighted atoms):\n got %v\nwant %v", page.figures, figures)
+		}
+		if nmi := fmt.Sprintf("%.3f; before pre-training (the run's initial model) %.3f", r.NMI, r.UntrainedNMI); !strings.Contains(page.text, nmi) {
+			t.Errorf("page text lacks %q", nmi)
 		}
 		if !strings.Contains(page.title, run) || !strings.Contains(page.text, run) || bytes.Contains(buf.Bytes(), []byte(`<b>&"x"`)) {
 			t.Errorf("run name %q not shown escaped: title %q", run, page.title)

@@ -239,7 +239,7 @@ svg.histogram .grid-line { stroke: #e3e6e9; }
 <dt>atoms</dt><dd>{{.R.Atoms}}</dd>
 <dt>subgraphs</dt><dd>{{len .R.Subgraphs}}</dd>
 {{- if .R.Groups}}
-<dt>NMI with planted groups</dt><dd>{{fixed 3 .R.NMI}} (atoms of a planted group; linker atoms left out)</dd>
+<dt>NMI with planted groups</dt><dd>{{fixed 3 .R.NMI}}; before pre-training (the run's initial model) {{fixed 3 .R.UntrainedNMI}} (atoms of a planted group; linker atoms left out)</dd>
 {{- end}}
 <dt>closeness</dt><dd>P: the probability softmax<sub>k</sub>(cos(W<sub>s</sub> s, M<sub>k</sub>)/τ) gives the subgraph's own motif; cos: the cosine itself</dd>
 </dl>

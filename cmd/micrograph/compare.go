@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/micrograph/micrograph/trainer"
 )
@@ -19,12 +20,16 @@ type evaluation struct {
 	Test       trainer.Stat           `json:"test"`
 	Valid      trainer.Stat           `json:"valid"`
 	Seconds    float64                `json:"seconds"`
+
+	ByFraction []trainer.FractionStat `json:"by_fraction"` // linear-eval --label-fractions
 }
 
 func runCompare(args []string) error {
 	fs := newFlags("compare", "RESULT.json...",
 		"Prints the results of finetune and linear-eval runs side by side as a Markdown table:\n"+
-			"test and valid ROC-AUC (%, mean ± std over runs) of each, e.g. with and without pre-training.")
+			"test and valid ROC-AUC (%, mean ± std over runs) of each, e.g. with and without pre-training.\n"+
+			"Results of linear-eval --label-fractions add a second table: test ROC-AUC by share of the\n"+
+			"train labels fitted on, one column per share.")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
@@ -46,13 +51,10 @@ func runCompare(args []string) error {
 	printf("| result | dataset | evaluation | protocol | encoder | runs | test ROC-AUC (%%) | valid ROC-AUC (%%) |")
 	printf("|:--|:--|:--|:--|:--|--:|--:|--:|")
 	for i, e := range rows {
-		encoder := "random (no pre-training)"
-		if e.Pretrained {
-			encoder = "pre-trained"
-		}
 		printf("| %s | %s | %s | %s | %s | %d | %s | %s |", filepath.Base(fs.Arg(i)), e.Dataset.Name,
-			e.Evaluation, e.Protocol, encoder, e.Test.N, pct(e.Test), pct(e.Valid))
+			e.Evaluation, e.Protocol, encoderName(e.Pretrained), e.Test.N, pct(e.Test), pct(e.Valid))
 	}
+	printFractionTable(fs.Args(), rows)
 	return nil
 }
 
@@ -63,4 +65,72 @@ func pct(s trainer.Stat) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.2f ± %.2f", 100*s.Mean, 100*s.Std)
+}
+
+func encoderName(pretrained bool) string {
+	if pretrained {
+		return "pre-trained"
+	}
+	return "random (no pre-training)"
+}
+
+// printFractionTable prints, when some result has label fractions, their
+// test ROC-AUC with one column per fraction any result has, smallest first.
+// A column names its labelled molecules when every result agrees on them.
+func printFractionTable(paths []string, rows []evaluation) {
+	var fractions []float64
+	for _, e := range rows {
+		for _, f := range e.ByFraction {
+			if !slices.Contains(fractions, f.Fraction) {
+				fractions = append(fractions, f.Fraction)
+			}
+		}
+	}
+	if len(fractions) == 0 {
+		return
+	}
+	slices.Sort(fractions)
+	header, rule := "| result | dataset | encoder | runs |", "|:--|:--|:--|--:|"
+	for i, f := range fractions {
+		var sizes []int // labelled molecules per split
+		agree := true
+		for _, e := range rows {
+			for _, s := range e.ByFraction {
+				if s.Fraction == f {
+					agree = agree && (sizes == nil || slices.Equal(sizes, s.Train))
+					sizes = s.Train
+				}
+			}
+		}
+		name := fmt.Sprintf("%.4g %%", 100*f)
+		if i == 0 {
+			name += " of train labels"
+		}
+		if agree && len(sizes) == 1 {
+			name += fmt.Sprintf(" (%d)", sizes[0])
+		}
+		header += " " + name + " |"
+		rule += "--:|"
+	}
+	printf("")
+	printf("Test ROC-AUC (%%) by share of the train labels fitted on (in brackets: molecules); valid and test parts unchanged:")
+	printf("")
+	printf("%s", header)
+	printf("%s", rule)
+	for i, e := range rows {
+		if len(e.ByFraction) == 0 {
+			continue
+		}
+		line := fmt.Sprintf("| %s | %s | %s | %d |", filepath.Base(paths[i]), e.Dataset.Name, encoderName(e.Pretrained), e.ByFraction[0].Test.N)
+		for _, f := range fractions {
+			cell := "–"
+			for _, s := range e.ByFraction {
+				if s.Fraction == f {
+					cell = pct(s.Test)
+				}
+			}
+			line += " " + cell + " |"
+		}
+		printf("%s", line)
+	}
 }

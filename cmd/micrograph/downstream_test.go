@@ -98,6 +98,13 @@ func TestDownstreamMisuse(t *testing.T) {
 		{lin("--l2-grid", "0.1,-1"), 2, "--l2-grid value -1 must be finite and not negative"},
 		{lin("--l2-grid", "strong"), 2, `invalid argument "strong" for "--l2-grid"`},
 		{lin("--steps", "0"), 2, "--steps 0 must be positive"},
+		{lin("--label-fractions", "0.01,0"), 2, "--label-fractions value 0: want a share of the train labels in (0, 1]"},
+		{lin("--label-fractions", "1.5"), 2, "--label-fractions value 1.5: want a share"},
+		{lin("--label-fractions", "-0.2"), 2, "--label-fractions value -0.2: want a share"},
+		{lin("--label-fractions", "NaN"), 2, "--label-fractions value NaN: want a share"},
+		{lin("--label-fractions", "0.2,1,0.2"), 2, "--label-fractions value 0.2 is listed twice"},
+		{lin("--label-fractions", ""), 2, `invalid argument "" for "--label-fractions"`},
+		{lin("--label-fractions", "5%"), 2, `invalid argument "5%" for "--label-fractions"`},
 		{lin("--dropout", "0.3"), 2, "--dropout: the frozen encoder runs in evaluation mode"},
 		{lin("--encoder", encoder, "--hidden", "32"), 2, "--hidden: the architecture comes from --encoder"},
 		{lin("--out", filepath.Join(tmp, "missing", "r.json")), 2, "does not exist"},
@@ -244,5 +251,51 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// compare adds, for results with label fractions, a table of test ROC-AUC
+// with one column per fraction of any result, smallest first: "–" where a
+// result lacks the fraction, and the labelled molecules in the header
+// where every result agrees on them.
+func TestCompareLabelFractions(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	stat := func(mean, std float64, n int) string {
+		return fmt.Sprintf(`{"mean": %g, "std": %g, "n": %d}`, mean, std, n)
+	}
+	pre := write("pre.json", `{"protocol": "linear", "dataset": {"name": "synth", "split": "scaffold"}, "pretrained": true,
+		"test": `+stat(0.9, 0.001, 5)+`, "valid": `+stat(0.85, 0.002, 5)+`, "by_fraction": [
+		{"fraction": 0.01, "train": [16], "test": `+stat(0.61234, 0.0456, 5)+`, "valid": `+stat(0.7, 0.01, 5)+`},
+		{"fraction": 1, "train": [1600], "test": `+stat(0.9, 0.001, 5)+`, "valid": `+stat(0.85, 0.002, 5)+`}]}`)
+	random := write("random.json", `{"protocol": "linear", "dataset": {"name": "synth", "split": "scaffold"}, "pretrained": false,
+		"test": `+stat(0.91, 0.003, 5)+`, "valid": `+stat(0.84, 0.004, 5)+`, "by_fraction": [
+		{"fraction": 1, "train": [1601], "test": `+stat(0.91, 0.003, 5)+`, "valid": `+stat(0.84, 0.004, 5)+`},
+		{"fraction": 0.2, "train": [320], "test": `+stat(0.875, 0.0125, 5)+`, "valid": `+stat(0.8, 0.01, 5)+`},
+		{"fraction": 0.01, "train": [16], "test": `+stat(0.5, 0.1, 5)+`, "valid": `+stat(0.6, 0.02, 5)+`}]}`)
+	finetune := write("ft.json", `{"protocol": "finetune", "dataset": {"name": "synth", "split": "scaffold"}, "pretrained": true,
+		"test": `+stat(0.95, 0.01, 3)+`, "valid": `+stat(0.9, 0.02, 3)+`}`)
+
+	code, out, errs := runCLI(t, "compare", pre, finetune, random)
+	want := "| result | dataset | protocol | encoder | runs | test ROC-AUC (%) | valid ROC-AUC (%) |\n" +
+		"|:--|:--|:--|:--|--:|--:|--:|\n" +
+		"| pre.json | synth (scaffold split) | linear | pre-trained | 5 | 90.00 ± 0.10 | 85.00 ± 0.20 |\n" +
+		"| ft.json | synth (scaffold split) | finetune | pre-trained | 3 | 95.00 ± 1.00 | 90.00 ± 2.00 |\n" +
+		"| random.json | synth (scaffold split) | linear | random (no pre-training) | 5 | 91.00 ± 0.30 | 84.00 ± 0.40 |\n" +
+		"\n" +
+		"Test ROC-AUC (%) by share of the train labels fitted on (in brackets: molecules); valid and test parts unchanged:\n" +
+		"\n" +
+		"| result | dataset | encoder | runs | 1 % of train labels (16) | 20 % (320) | 100 % |\n" +
+		"|:--|:--|:--|--:|--:|--:|--:|\n" +
+		"| pre.json | synth | pre-trained | 5 | 61.23 ± 4.56 | – | 90.00 ± 0.10 |\n" +
+		"| random.json | synth | random (no pre-training) | 5 | 50.00 ± 10.00 | 87.50 ± 1.25 | 91.00 ± 0.30 |\n"
+	if code != 0 || out != want || errs != "" {
+		t.Errorf("compare: status %d, stderr %q, stdout\n%s\nwant\n%s", code, errs, out, want)
 	}
 }

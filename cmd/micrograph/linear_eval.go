@@ -23,13 +23,19 @@ func runLinearEval(args []string) error {
 			"cross-validation over the whole dataset with no valid part, reporting the one λ whose test\n"+
 			"ROC-AUC averaged over the folds is best; choosing on test makes that figure optimistic.\n"+
 			"Without --encoder the encoder is random (a new one per seed) with the architecture flags\n"+
-			"below: the baseline without pre-training.")
+			"below: the baseline without pre-training.\n"+
+			"With --label-fractions every run is repeated on shares of the train labels (the\n"+
+			"label-scarce regime): nested subsets of the train part drawn from the run's seed, so that\n"+
+			"every encoder evaluated with the same --seed fits on the same molecules.")
 	fs.StringVar(&cfg.Data, "data", "", "OGB dataset folder, or CSV file of SMILES and labels (featurised once and cached; scaffold split)")
 	fs.StringVar(&cfg.EncoderPath, "encoder", "", "pre-trained encoder (.pt from micrograph export, with its .json); none: a random encoder, the baseline")
 	fs.StringVar(&out, "out", "", "result file (JSON), written atomically once every run is done; its folder must exist")
 	fs.IntVar(&cfg.Seeds, "seeds", cfg.Seeds, "runs per split, seeded --seed, --seed+1, … (the classifiers' initialisation; a random encoder's too)")
 	fs.StringVar(&cfg.Protocol, "protocol", cfg.Protocol, "scaffold: OGB's scaffold split, λ chosen on valid; cv10: the paper's 10-fold cross-validation over the whole dataset (folds drawn per seed), reporting the λ with the best test ROC-AUC averaged over the folds, which is optimistic (cvK: K folds)")
 	l2GridFlag(fs, &cfg.L2Grid, "l2-grid", "L2 strengths λ tried: each task minimises mean BCE + λ/2·‖w‖²")
+	fs.Float64SliceVar(&cfg.LabelFractions, "label-fractions", nil,
+		"shares of the train labels to fit on, each in (0, 1], e.g. 0.01,0.05,0.2,1; valid and test unchanged")
+	fs.Lookup("label-fractions").DefValue = "all"
 	fs.IntVar(&cfg.Steps, "steps", cfg.Steps, "full-batch Adam steps per fit")
 	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "Adam learning rate of the classifiers")
 	encoderFlags(fs, &cfg.Encoder)
@@ -67,7 +73,15 @@ func runLinearEval(args []string) error {
 	if res.Folds > 0 {
 		selection = optimisticSelection
 	}
-	printf("linear-eval %s, %s, %s: test ROC-AUC %.4f ± %.4f over %d runs (%s), %.1fs; result in %s",
-		res.Dataset.Name, res.Protocol, encoderKind(res.Pretrained), res.Test.Mean, res.Test.Std, res.Test.N, selection, res.Seconds, out)
+	var byFraction string
+	for i, f := range res.ByFraction {
+		sep := ","
+		if i == 0 {
+			sep = "; test by share of train labels:"
+		}
+		byFraction += fmt.Sprintf("%s %.4g %% %.4f ± %.4f", sep, 100*f.Fraction, f.Test.Mean, f.Test.Std)
+	}
+	printf("linear-eval %s, %s, %s: test ROC-AUC %.4f ± %.4f over %d runs (%s)%s, %.1fs; result in %s",
+		res.Dataset.Name, res.Protocol, encoderKind(res.Pretrained), res.Test.Mean, res.Test.Std, res.Test.N, selection, byFraction, res.Seconds, out)
 	return nil
 }

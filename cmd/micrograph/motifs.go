@@ -17,7 +17,8 @@ func runMotifs(args []string) error {
 			"molecules (../shared/docs/method.md §3–§4): the atoms per motif, and per motif its\n"+
 			"subgraphs, their mean size and the ones closest to it, drawn by RDKit with their atoms\n"+
 			"highlighted. On the synthetic dataset it also names each motif's dominant planted group\n"+
-			"and the NMI between motifs and groups. The model runs in evaluation mode, without the\n"+
+			"and the NMI between motifs and groups, after pre-training and for the model the run\n"+
+			"started from (its seed, no step taken). The model runs in evaluation mode, without the\n"+
 			"subgraph perturbation.")
 	opt := trainer.MotifReportOptions{Molecules: 2000, PerMotif: 6, Device: "auto"}
 	var cache, out string
@@ -71,7 +72,7 @@ func runMotifs(args []string) error {
 	printf("motifs of %s (step %d) on %d molecules of %s: %d atoms, %d subgraphs, %d of %d motifs without subgraphs",
 		r.Checkpoint, r.Step, r.Molecules, r.Data, r.Atoms, len(r.Subgraphs), empty, len(r.Motifs))
 	if !math.IsNaN(r.NMI) {
-		printf("NMI between motifs and planted groups: %.3f", r.NMI)
+		printf("NMI between motifs and planted groups: %.3f after pre-training, %.3f before (the run's initial model)", r.NMI, r.UntrainedNMI)
 	}
 	printf("report: %s", out)
 	return nil
