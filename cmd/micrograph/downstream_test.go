@@ -270,24 +270,24 @@ func TestCompareLabelFractions(t *testing.T) {
 	stat := func(mean, std float64, n int) string {
 		return fmt.Sprintf(`{"mean": %g, "std": %g, "n": %d}`, mean, std, n)
 	}
-	pre := write("pre.json", `{"protocol": "linear", "dataset": {"name": "synth", "split": "scaffold"}, "pretrained": true,
+	pre := write("pre.json", `{"evaluation": "linear", "protocol": "scaffold", "dataset": {"name": "synth", "split": "scaffold"}, "pretrained": true,
 		"test": `+stat(0.9, 0.001, 5)+`, "valid": `+stat(0.85, 0.002, 5)+`, "by_fraction": [
 		{"fraction": 0.01, "train": [16], "test": `+stat(0.61234, 0.0456, 5)+`, "valid": `+stat(0.7, 0.01, 5)+`},
 		{"fraction": 1, "train": [1600], "test": `+stat(0.9, 0.001, 5)+`, "valid": `+stat(0.85, 0.002, 5)+`}]}`)
-	random := write("random.json", `{"protocol": "linear", "dataset": {"name": "synth", "split": "scaffold"}, "pretrained": false,
+	random := write("random.json", `{"evaluation": "linear", "protocol": "scaffold", "dataset": {"name": "synth", "split": "scaffold"}, "pretrained": false,
 		"test": `+stat(0.91, 0.003, 5)+`, "valid": `+stat(0.84, 0.004, 5)+`, "by_fraction": [
 		{"fraction": 1, "train": [1601], "test": `+stat(0.91, 0.003, 5)+`, "valid": `+stat(0.84, 0.004, 5)+`},
 		{"fraction": 0.2, "train": [320], "test": `+stat(0.875, 0.0125, 5)+`, "valid": `+stat(0.8, 0.01, 5)+`},
 		{"fraction": 0.01, "train": [16], "test": `+stat(0.5, 0.1, 5)+`, "valid": `+stat(0.6, 0.02, 5)+`}]}`)
-	finetune := write("ft.json", `{"protocol": "finetune", "dataset": {"name": "synth", "split": "scaffold"}, "pretrained": true,
+	finetune := write("ft.json", `{"evaluation": "finetune", "protocol": "scaffold", "dataset": {"name": "synth", "split": "scaffold"}, "pretrained": true,
 		"test": `+stat(0.95, 0.01, 3)+`, "valid": `+stat(0.9, 0.02, 3)+`}`)
 
 	code, out, errs := runCLI(t, "compare", pre, finetune, random)
-	want := "| result | dataset | protocol | encoder | runs | test ROC-AUC (%) | valid ROC-AUC (%) |\n" +
-		"|:--|:--|:--|:--|--:|--:|--:|\n" +
-		"| pre.json | synth (scaffold split) | linear | pre-trained | 5 | 90.00 ± 0.10 | 85.00 ± 0.20 |\n" +
-		"| ft.json | synth (scaffold split) | finetune | pre-trained | 3 | 95.00 ± 1.00 | 90.00 ± 2.00 |\n" +
-		"| random.json | synth (scaffold split) | linear | random (no pre-training) | 5 | 91.00 ± 0.30 | 84.00 ± 0.40 |\n" +
+	want := "| result | dataset | evaluation | protocol | encoder | runs | test ROC-AUC (%) | valid ROC-AUC (%) |\n" +
+		"|:--|:--|:--|:--|:--|--:|--:|--:|\n" +
+		"| pre.json | synth | linear | scaffold | pre-trained | 5 | 90.00 ± 0.10 | 85.00 ± 0.20 |\n" +
+		"| ft.json | synth | finetune | scaffold | pre-trained | 3 | 95.00 ± 1.00 | 90.00 ± 2.00 |\n" +
+		"| random.json | synth | linear | scaffold | random (no pre-training) | 5 | 91.00 ± 0.30 | 84.00 ± 0.40 |\n" +
 		"\n" +
 		"Test ROC-AUC (%) by share of the train labels fitted on (in brackets: molecules); valid and test parts unchanged:\n" +
 		"\n" +
