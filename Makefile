@@ -111,8 +111,9 @@ test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 45m ./...
 
-# The main job: synthetic data, a few minutes of pre-training, linear
-# evaluation with and without it, the table and the paths (scripts/demo.sh).
+# The main job: synthetic data, a few minutes of pre-training, motif recovery
+# and linear evaluation with few and all labels, with and without it; the
+# tables and the paths (scripts/demo.sh).
 run: deps
 	@$(MAKE) --no-print-directory build
 	MICROGRAPH=bin/micrograph bash scripts/demo.sh
