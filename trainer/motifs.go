@@ -188,7 +188,6 @@ func untrainedNMI(cfg PretrainConfig, ds *data.Dataset, graphs []int32, batchSiz
 		return 0, err
 	}
 	defer m.Free()
-	m.Config.Sampler = model.SamplerMotif
 	atomMotifs, err := AtomMotifs(m, ds, graphs, batchSize, dev)
 	if err != nil {
 		return 0, err
