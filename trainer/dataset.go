@@ -44,7 +44,11 @@ func (o DatasetOptions) cacheDir() (string, error) {
 func OpenDataset(path string, opt DatasetOptions) (*data.Dataset, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, err
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("dataset %s: %w", path, err)
 	}
 	cache, err := opt.cacheDir()
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 )
@@ -52,7 +53,7 @@ func bceWithLogits(x, y *torch.Tensor) *torch.Tensor {
 // fold, and at most n.
 func CrossValidationSplits(n, k int, seed uint64) ([]*data.Split, error) {
 	if k < 3 || k > n {
-		return nil, fmt.Errorf("--cv %d: want between 3 and the number of molecules (%d)", k, n)
+		return nil, field.Errorf("cv_folds", k, "must be between 3 and the number of molecules (%d)", n)
 	}
 	perm := rand.New(rand.NewPCG(seed, cvStream)).Perm(n)
 	folds := make([][]int32, k)
@@ -288,34 +289,34 @@ func toValues(xs []float64) []Value {
 func downstreamSetup(device string, threads int, dataPath string, opt DatasetOptions) (torch.Device, *data.Dataset, error) {
 	dev, err := torch.ParseDevice(device)
 	if err != nil {
-		return dev, nil, fmt.Errorf("--device: %w", err)
+		return dev, nil, err
 	}
 	if threads > 0 {
 		torch.SetNumThreads(threads)
 	}
 	ds, err := OpenDataset(dataPath, opt)
 	if err != nil {
-		return dev, nil, fmt.Errorf("--data %s: %w", dataPath, err)
+		return dev, nil, err
 	}
 	if ds.NumTasks() == 0 {
-		return dev, nil, fmt.Errorf("--data %s: no label column to evaluate on", dataPath)
+		return dev, nil, fmt.Errorf("dataset %s: no label column to evaluate on", dataPath)
 	}
 	return dev, ds, nil
 }
 
-// validateCommon checks the settings both protocols share, naming their flags.
-func validateCommon(dataPath string, seeds, cvFolds, threads, workers int) error {
+// validateCommon checks the settings both protocols share, naming their fields.
+func validateCommon(dataPath string, seeds, cvFolds int, device string, threads, workers int) error {
 	switch {
 	case dataPath == "":
-		return errors.New("no --data")
+		return field.Errorf("data", dataPath, "must name a dataset folder or CSV file")
 	case seeds < 1:
-		return fmt.Errorf("--seeds %d must be positive", seeds)
+		return field.Errorf("seeds", seeds, "must be positive")
 	case cvFolds < 0 || cvFolds == 1 || cvFolds == 2:
-		return fmt.Errorf("--cv %d: want 0 (the dataset's scaffold split) or K ≥ 3 folds", cvFolds)
+		return field.Errorf("cv_folds", cvFolds, "must be 0 (the dataset's scaffold split) or K ≥ 3 folds")
 	case threads < 0:
-		return fmt.Errorf("--threads %d must not be negative", threads)
+		return field.Errorf("threads", threads, "must not be negative")
 	case workers < 1:
-		return fmt.Errorf("--workers %d must be positive", workers)
+		return field.Errorf("workers", workers, "must be positive")
 	}
-	return nil
+	return checkDevice(device)
 }

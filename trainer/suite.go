@@ -1,7 +1,6 @@
 package trainer
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -9,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/micrograph/micrograph/internal/field"
 )
 
 // Benchmarks are method.md §7's seven downstream benchmarks, in the paper's
@@ -89,35 +90,35 @@ type SuiteEntry struct {
 	Linear     *LinearEvalResult `json:"linear,omitempty"`
 }
 
-// Validate reports the first setting that cannot work, naming its flag. The
+// Validate reports the first setting that cannot work, naming its field. The
 // protocols' own settings are checked as they will run.
 func (c SuiteConfig) Validate() error {
 	if c.EncoderPath == "" {
-		return errors.New("no --encoder")
+		return field.Errorf("encoder_path", c.EncoderPath, "must name an exported encoder")
 	}
 	if len(c.Datasets) == 0 {
-		return errors.New("no --datasets")
+		return field.Errorf("datasets", "", "must name at least one benchmark")
 	}
 	seen := map[string]string{}
 	for _, path := range c.Datasets {
 		b, err := BenchmarkOf(path)
 		if err != nil {
-			return fmt.Errorf("--datasets: %w", err)
+			return field.Errorf("datasets", path, "%v", err)
 		}
 		if other, dup := seen[b]; dup {
-			return fmt.Errorf("--datasets: %s and %s are both %s", other, path, b)
+			return field.Errorf("datasets", path, "and %s are both %s", other, b)
 		}
 		seen[b] = path
 	}
 	if len(c.Protocols) == 0 {
-		return errors.New("no --protocols")
+		return field.Errorf("protocols", "", "must name at least one protocol")
 	}
 	for i, p := range c.Protocols {
 		if p != ProtocolFinetune && p != ProtocolLinear {
-			return fmt.Errorf("--protocols: unknown protocol %q (want %s or %s)", p, ProtocolFinetune, ProtocolLinear)
+			return field.Errorf("protocols", p, "is unknown (want %s or %s)", ProtocolFinetune, ProtocolLinear)
 		}
 		if slices.Contains(c.Protocols[:i], p) {
-			return fmt.Errorf("--protocols: %s given twice", p)
+			return field.Errorf("protocols", p, "is given twice")
 		}
 	}
 	ft, lin := c.Finetune, c.Linear
@@ -125,12 +126,12 @@ func (c SuiteConfig) Validate() error {
 	lin.Data, lin.EncoderPath = c.Datasets[0], c.EncoderPath
 	if slices.Contains(c.Protocols, ProtocolFinetune) {
 		if err := ft.Validate(); err != nil {
-			return err
+			return field.Within("finetune", err)
 		}
 	}
 	if slices.Contains(c.Protocols, ProtocolLinear) {
 		if err := lin.Validate(); err != nil {
-			return err
+			return field.Within("linear", err)
 		}
 	}
 	return nil

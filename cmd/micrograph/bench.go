@@ -26,12 +26,15 @@ func runBench(args []string) error {
 	if err := parseFlags(fs, args, "data"); err != nil {
 		return err
 	}
+	if err := pc.Validate(); err != nil {
+		return flagError(fs, pc, err)
+	}
 	if pc.Deterministic {
 		cublasDeterminism()
 	}
 	res, err := trainer.Bench(cfg, trainer.DatasetOptions{CacheDir: *cache})
 	if err != nil {
-		return err
+		return flagError(fs, pc, err)
 	}
 	b, _ := json.Marshal(res)
 	printf("%s", b)

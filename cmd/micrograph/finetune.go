@@ -43,7 +43,7 @@ func runFinetune(args []string) error {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {
-		return usageError{err}
+		return flagError(fs, &cfg, err)
 	}
 	if err := checkResultFile("--out", out); err != nil {
 		return err
@@ -52,7 +52,7 @@ func runFinetune(args []string) error {
 
 	res, err := trainer.Finetune(cfg)
 	if err != nil {
-		return err
+		return flagError(fs, &cfg, err)
 	}
 	if err := writeResultJSON(out, res); err != nil {
 		return err

@@ -46,7 +46,7 @@ func runLinearEval(args []string) error {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {
-		return usageError{err}
+		return flagError(fs, &cfg, err)
 	}
 	if err := checkResultFile("--out", out); err != nil {
 		return err
@@ -55,7 +55,7 @@ func runLinearEval(args []string) error {
 
 	res, err := trainer.LinearEval(cfg)
 	if err != nil {
-		return err
+		return flagError(fs, &cfg, err)
 	}
 	if err := writeResultJSON(out, res); err != nil {
 		return err

@@ -49,7 +49,7 @@ func runMotifs(args []string) error {
 
 	r, err := trainer.BuildMotifReport(opt)
 	if err != nil {
-		return err
+		return flagError(fs, &opt, err)
 	}
 	if err := rdkit.Load(); err != nil && r.SMILES {
 		logf("molecules are not drawn: %v", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -51,12 +52,16 @@ func runPretrain(args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := pretrainFlags(&saved, &run, &resume, &cache).Parse(args); err != nil {
+		cfg = saved
+		fs = pretrainFlags(&cfg, &run, &resume, &cache)
+		if err := fs.Parse(args); err != nil {
 			return usageError{err}
 		}
-		cfg = saved
 	} else if cfg.Data == "" {
 		return usageError{errMissing("--data")}
+	}
+	if err := validatePretrain(fs, &cfg, run); err != nil {
+		return err
 	}
 
 	if cfg.Deterministic {
@@ -79,12 +84,24 @@ func runPretrain(args []string) error {
 		Resume: resume, Progress: os.Stderr, Stop: stop, Dataset: trainer.DatasetOptions{CacheDir: cache},
 	})
 	if err != nil {
-		return err
+		return flagError(fs, &cfg, err)
 	}
 	if res.Stopped {
 		logf("stopped at step %d; checkpoint %s; continue with: micrograph pretrain --run %s --resume", res.Steps, res.Checkpoint, run)
 	} else {
 		printf("pre-trained %d steps: checkpoint %s, log %s", res.Steps, res.Checkpoint, trainer.LogPath(run))
+	}
+	return nil
+}
+
+// validatePretrain judges every setting of a pre-training run before
+// anything is written; fs's flags were registered into cfg.
+func validatePretrain(fs *pflag.FlagSet, cfg *trainer.PretrainConfig, run string) error {
+	if err := cfg.Validate(); err != nil {
+		return flagError(fs, cfg, err)
+	}
+	if st, err := os.Stat(run); err == nil && !st.IsDir() {
+		return usageError{fmt.Errorf("--run %s is a file, not a folder", run)}
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ func runSuite(args []string) error {
 	ft.Dataset = trainer.DatasetOptions{CacheDir: cache}
 	lin.Dataset = ft.Dataset
 	if err := cfg.Validate(); err != nil {
-		return usageError{err}
+		return flagError(fs, &cfg, err)
 	}
 	if err := checkResultFolder("--out", out); err != nil {
 		return err
