@@ -294,6 +294,7 @@ func downstreamSetup(device string, threads int, dataPath string, opt DatasetOpt
 	if threads > 0 {
 		torch.SetNumThreads(threads)
 	}
+	opt.BinaryLabels = true // both protocols fit binary classifiers
 	ds, err := OpenDataset(dataPath, opt)
 	if err != nil {
 		return dev, nil, err

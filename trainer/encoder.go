@@ -9,6 +9,7 @@ import (
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/nn"
 )
 
 // EncoderFormat names the layout of exported encoders.
@@ -36,6 +37,9 @@ func InfoPath(encoderPath string) string {
 // SaveEncoder writes an encoder's tensors (named without "encoder.") to path
 // and its description to InfoPath(path), both atomically.
 func SaveEncoder(path string, cfg model.EncoderConfig, state []torch.Named, source string, step int64) error {
+	if err := checkEncoderState(cfg, state); err != nil {
+		return fmt.Errorf("%s: %w", source, err)
+	}
 	info := EncoderInfo{
 		Format:          EncoderFormat,
 		Architecture:    "DeeperGCN res+ with GENConv softmax aggregation (method.md §2)",
@@ -81,4 +85,22 @@ func LoadEncoder(path string) (EncoderInfo, []torch.Named, error) {
 		return info, nil, err
 	}
 	return info, state, nil
+}
+
+// checkEncoderState makes sure that state holds exactly the tensors, with
+// their shapes, of the encoder cfg describes, so that no encoder file
+// contradicts its description.
+func checkEncoderState(cfg model.EncoderConfig, state []torch.Named) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("the encoder's configuration: %w", err)
+	}
+	store := nn.NewStore(torch.CPU, torch.Float32)
+	defer store.Free()
+	enc := model.NewDeeperGCN(store.Root(), cfg)
+	defer enc.Free()
+	if err := torch.LoadState(store.State(), state); err != nil {
+		return fmt.Errorf("the tensors contradict the configuration (hidden %d, layers %d, mlp_layers %d, learn_t %v, bond_per_layer %v): %w",
+			cfg.Hidden, cfg.Layers, cfg.MLPLayers, cfg.LearnT, cfg.BondPerLayer, err)
+	}
+	return nil
 }

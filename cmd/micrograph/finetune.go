@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/trainer"
 	"github.com/spf13/pflag"
@@ -35,6 +36,8 @@ func runFinetune(args []string) error {
 	encoderFlags(fs, &cfg.Encoder)
 	runtimeFlags(fs, &cfg.Device, &cfg.Threads, &cfg.Workers, &cfg.Seed)
 	fs.StringVar(&cache, "cache", "", "folder for featurised CSVs and dataset caches (default: the user cache folder)")
+	var limits data.Limits
+	limitFlags(fs, &limits)
 	if err := parseFlags(fs, args, "data", "out"); err != nil {
 		return err
 	}
@@ -45,10 +48,14 @@ func runFinetune(args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return flagError(fs, &cfg, err)
 	}
+	dataset, err := datasetOptions(fs, cache, limits)
+	if err != nil {
+		return err
+	}
 	if err := checkResultFile("--out", out); err != nil {
 		return err
 	}
-	cfg.Dataset, cfg.Progress = trainer.DatasetOptions{CacheDir: cache}, os.Stderr
+	cfg.Dataset, cfg.Progress = dataset, os.Stderr
 
 	res, err := trainer.Finetune(cfg)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/trainer"
 )
 
@@ -36,6 +37,8 @@ func runLinearEval(args []string) error {
 	}
 	runtimeFlags(fs, &cfg.Device, &cfg.Threads, &cfg.Workers, &cfg.Seed)
 	fs.StringVar(&cache, "cache", "", "folder for featurised CSVs and dataset caches (default: the user cache folder)")
+	var limits data.Limits
+	limitFlags(fs, &limits)
 	if err := parseFlags(fs, args, "data", "out"); err != nil {
 		return err
 	}
@@ -48,10 +51,14 @@ func runLinearEval(args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return flagError(fs, &cfg, err)
 	}
+	dataset, err := datasetOptions(fs, cache, limits)
+	if err != nil {
+		return err
+	}
 	if err := checkResultFile("--out", out); err != nil {
 		return err
 	}
-	cfg.Dataset, cfg.Progress = trainer.DatasetOptions{CacheDir: cache}, os.Stderr
+	cfg.Dataset, cfg.Progress = dataset, os.Stderr
 
 	res, err := trainer.LinearEval(cfg)
 	if err != nil {

@@ -6,12 +6,13 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/trainer"
 	"github.com/spf13/pflag"
 )
 
 // pretrainFlags registers pretrain's flags into cfg.
-func pretrainFlags(cfg *trainer.PretrainConfig, run *string, resume *bool, cache *string) *pflag.FlagSet {
+func pretrainFlags(cfg *trainer.PretrainConfig, run *string, resume *bool, cache *string, limits *data.Limits) *pflag.FlagSet {
 	fs := newFlags("pretrain", "--data DIR|CSV --run RUNDIR [flags]",
 		"Pre-trains a DeeperGCN encoder with MICRO-Graph (../shared/docs/method.md) and writes\n"+
 			"RUNDIR/config.json, RUNDIR/log.jsonl (one line per logged step) and checkpoints in\n"+
@@ -35,6 +36,7 @@ func pretrainFlags(cfg *trainer.PretrainConfig, run *string, resume *bool, cache
 	fs.BoolVar(&cfg.Deterministic, "deterministic", cfg.Deterministic, "deterministic algorithms only: repeated GPU runs give bit-identical losses")
 	runtimeFlags(fs, &cfg.Device, &cfg.Threads, &cfg.Workers, &cfg.Seed)
 	fs.StringVar(cache, "cache", "", "folder for featurised CSVs and dataset caches (default: the user cache folder)")
+	limitFlags(fs, limits)
 	return fs
 }
 
@@ -42,7 +44,8 @@ func runPretrain(args []string) error {
 	cfg := trainer.DefaultPretrainConfig()
 	var run, cache string
 	var resume bool
-	fs := pretrainFlags(&cfg, &run, &resume, &cache)
+	var limits data.Limits
+	fs := pretrainFlags(&cfg, &run, &resume, &cache, &limits)
 	if err := parseFlags(fs, args, "run"); err != nil {
 		return err
 	}
@@ -53,7 +56,7 @@ func runPretrain(args []string) error {
 			return err
 		}
 		cfg = saved
-		fs = pretrainFlags(&cfg, &run, &resume, &cache)
+		fs = pretrainFlags(&cfg, &run, &resume, &cache, &limits)
 		if err := fs.Parse(args); err != nil {
 			return usageError{err}
 		}
@@ -61,6 +64,10 @@ func runPretrain(args []string) error {
 		return usageError{errMissing("--data")}
 	}
 	if err := validatePretrain(fs, &cfg, run); err != nil {
+		return err
+	}
+	dataset, err := datasetOptions(fs, cache, limits)
+	if err != nil {
 		return err
 	}
 
@@ -81,7 +88,7 @@ func runPretrain(args []string) error {
 	}()
 
 	res, err := trainer.Pretrain(run, cfg, trainer.PretrainOptions{
-		Resume: resume, Progress: os.Stderr, Stop: stop, Dataset: trainer.DatasetOptions{CacheDir: cache},
+		Resume: resume, Progress: os.Stderr, Stop: stop, Dataset: dataset,
 	})
 	if err != nil {
 		return flagError(fs, &cfg, err)
