@@ -125,3 +125,18 @@ func TestFeaturizeLimits(t *testing.T) {
 		t.Errorf("a negative limit: %v", err)
 	}
 }
+
+// A failure that hits every file of a dataset at once (a full disk; here a
+// file where the folder should be) is reported once, not once per file.
+func TestWriteOGBFailureIsOneLine(t *testing.T) {
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := &Dataset{NodePtr: []int64{0, 1}, BondPtr: []int64{0, 0}, AtomFeat: make([]uint8, NumAtomFeatures),
+		Tasks: []string{"y"}, Labels: []float32{1}, SMILES: []string{"C"}, Split: RandomSplit(1, 0)}
+	err := writeOGB(notDir, d, []string{"0"})
+	if err == nil || strings.Contains(err.Error(), "\n") {
+		t.Errorf("error %q, want one line", err)
+	}
+}

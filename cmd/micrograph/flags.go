@@ -74,5 +74,5 @@ func datasetOptions(fs *pflag.FlagSet, cache string, limits data.Limits) (traine
 	if err := limits.Validate(); err != nil {
 		return trainer.DatasetOptions{}, flagError(fs, &limits, err)
 	}
-	return trainer.DatasetOptions{CacheDir: cache, Limits: limits, Report: os.Stderr}, nil
+	return trainer.DatasetOptions{CacheDir: cache, Limits: limits, Report: notes}, nil
 }

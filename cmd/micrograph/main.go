@@ -36,8 +36,12 @@ var commands = []command{
 	{"version", "print the versions of micrograph, libtorch and RDKit, and whether CUDA works", runVersion},
 }
 
-// stdout receives the subcommands' reports; tests replace it.
-var stdout io.Writer = os.Stdout
+// stdout receives the subcommands' reports, notes their notes on
+// stderr (such as rows a featurisation rejected); tests replace them.
+var (
+	stdout io.Writer = os.Stdout
+	notes  io.Writer = os.Stderr
+)
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stderr))
