@@ -1,6 +1,7 @@
 package trainer_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -123,5 +124,18 @@ func TestRunLock(t *testing.T) {
 	cfg.MaxSteps = 12
 	if res, err := trainer.Pretrain(run, cfg, trainer.PretrainOptions{Resume: true}); err != nil || res.Steps != 12 {
 		t.Fatalf("resume after the holder was killed: %v, %+v", err, res)
+	}
+}
+
+// The loss curves of a diverged run, huge values a few ulps apart, are drawn
+// (the tick loop used to spin forever: beyond 2⁵³ a float counter stops).
+func TestWriteLossPlotHugeValues(t *testing.T) {
+	records := []trainer.LogRecord{
+		{Step: 1, Epoch: 1, Loss: 1e20, NodeMot: 1, MotSub: 1, Reg: 1, Contra: 1e20},
+		{Step: 2, Epoch: 1, Loss: 1e20 + 32768, NodeMot: 2, MotSub: 1, Reg: 1, Contra: 1e20 + 16384},
+	}
+	var buf bytes.Buffer
+	if err := trainer.WriteLossPlot(&buf, records, "diverged"); err != nil || !strings.Contains(buf.String(), "</svg>") {
+		t.Errorf("error %v, %d bytes", err, buf.Len())
 	}
 }
