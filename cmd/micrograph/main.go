@@ -36,8 +36,8 @@ var commands = []command{
 	{"version", "print the versions of micrograph, libtorch and RDKit, and whether CUDA works", runVersion},
 }
 
-// stdout receives the subcommands' reports, notes their notes on
-// stderr (such as rows a featurisation rejected); tests replace them.
+// stdout receives the subcommands' reports and notes their remarks on
+// stderr (such as the rows a featurisation rejected); tests replace both.
 var (
 	stdout io.Writer = os.Stdout
 	notes  io.Writer = os.Stderr

@@ -76,6 +76,7 @@ func TestTrainingCommandsMisuse(t *testing.T) {
 		{[]string{"export", "--out", filepath.Join(dir, "e.pt")}, 2, "exactly one of --run and --checkpoint"},
 		{[]string{"export", "--run", run, "--checkpoint", "x.pt", "--out", filepath.Join(dir, "e.pt")}, 2, "exactly one"},
 		{[]string{"export", "--run", run, "--out", filepath.Join(dir, "e.txt")}, 2, "want a .pt file"},
+		{[]string{"export", "--run", run, "--out", filepath.Join(dir, "absent", "e.pt")}, 2, "folder " + filepath.Join(dir, "absent") + " does not exist"},
 		{[]string{"export", "--run", fresh, "--out", filepath.Join(dir, "e.pt")}, 1, "no checkpoints"},
 		{[]string{"export", "--checkpoint", file, "--out", filepath.Join(dir, "e.pt")}, 1, "file"},
 		{[]string{"bench", "--device", "cpu"}, 2, "missing --data"},

@@ -10,7 +10,9 @@ import (
 )
 
 // Error is a setting that cannot work: the field's dotted JSON name (such as
-// "model.encoder.hidden"), the value it holds and what is wrong with it.
+// "model.encoder.hidden"), the value it holds and what is wrong with it,
+// worded to follow them ("must be positive"): "model.encoder.hidden 0 must
+// be positive", or with the flag in its place, "--hidden 0 must be positive".
 type Error struct {
 	Name   string
 	Value  any
