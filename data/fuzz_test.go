@@ -79,24 +79,28 @@ func FuzzReadOGB(f *testing.F) {
 	if _, err := ReadOGB(template); err != nil {
 		f.Fatalf("the template does not read: %v", err)
 	}
+	original := make([][]byte, len(files))
 	for i, name := range files {
+		b, err := os.ReadFile(filepath.Join(template, name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		original[i] = b
 		f.Add(uint8(i), gunzip(f, filepath.Join(template, name)))
 	}
-	f.Add(uint8(0), []byte("1000000000\n2\n"))
+	f.Add(uint8(0), []byte("3\n2\n"))
 	f.Add(uint8(1), []byte("-1\n"))
 	f.Add(uint8(128), []byte{0x1f, 0x8b, 8, 0, 0, 0})
+	// One copy of the template per fuzzing process: each input replaces one
+	// file and puts it back afterwards.
+	dir := filepath.Join(f.TempDir(), "ds")
+	if err := os.CopyFS(dir, os.DirFS(template)); err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, which uint8, content []byte) {
-		dir := t.TempDir()
-		for _, name := range files {
-			b, err := os.ReadFile(filepath.Join(template, name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
-			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		i := int(which%128) % len(files)
+		path := filepath.Join(dir, files[i])
+		defer os.WriteFile(path, original[i], 0o644)
 		replaced := content
 		if which < 128 {
 			var buf bytes.Buffer
@@ -105,7 +109,7 @@ func FuzzReadOGB(f *testing.F) {
 			gz.Close()
 			replaced = buf.Bytes()
 		}
-		if err := os.WriteFile(filepath.Join(dir, files[int(which%128)%len(files)]), replaced, 0o644); err != nil {
+		if err := os.WriteFile(path, replaced, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		ds, err := ReadOGB(dir)

@@ -5,6 +5,7 @@
 package trainer
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -116,10 +117,15 @@ func featurized(csv string, opt DatasetOptions, cache string) (string, error) {
 		cols = []string{"smiles", "mol"}
 	}
 	var table *data.Table
+	var noColumn error // about the first name tried
 	for _, col := range cols {
 		if table, err = data.ReadTable(csv, col, nil); !errors.Is(err, data.ErrNoSMILESColumn) {
 			break // read, or an error about the file itself
 		}
+		noColumn = cmp.Or(noColumn, err)
+	}
+	if errors.Is(err, data.ErrNoSMILESColumn) {
+		return "", noColumn
 	}
 	if err != nil {
 		return "", err

@@ -3,7 +3,9 @@ package trainer
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
@@ -98,9 +100,27 @@ func checkEncoderState(cfg model.EncoderConfig, state []torch.Named) error {
 	defer store.Free()
 	enc := model.NewDeeperGCN(store.Root(), cfg)
 	defer enc.Free()
-	if err := torch.LoadState(store.State(), state); err != nil {
-		return fmt.Errorf("the tensors contradict the configuration (hidden %d, layers %d, mlp_layers %d, learn_t %v, bond_per_layer %v): %w",
-			cfg.Hidden, cfg.Layers, cfg.MLPLayers, cfg.LearnT, cfg.BondPerLayer, err)
+	want := map[string][]int64{}
+	for _, n := range store.State() {
+		want[n.Name] = n.Tensor.Shape()
+	}
+	var differ []string
+	for _, n := range state {
+		shape, ok := want[n.Name]
+		switch {
+		case !ok:
+			differ = append(differ, fmt.Sprintf("%s is not the encoder's", n.Name))
+		case !slices.Equal(shape, n.Tensor.Shape()):
+			differ = append(differ, fmt.Sprintf("%s is %v, the configuration's %v", n.Name, n.Tensor.Shape(), shape))
+		}
+		delete(want, n.Name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		differ = append(differ, name+" is missing")
+	}
+	if len(differ) > 0 {
+		return fmt.Errorf("the tensors contradict the configuration (hidden %d, layers %d, mlp_layers %d, learn_t %v, bond_per_layer %v): %d differ, first %s",
+			cfg.Hidden, cfg.Layers, cfg.MLPLayers, cfg.LearnT, cfg.BondPerLayer, len(differ), differ[0])
 	}
 	return nil
 }

@@ -110,7 +110,7 @@ func TestRunLock(t *testing.T) {
 	run := filepath.Join(t.TempDir(), "run")
 	holder := child(t, run, cfg, false)
 	waitForSteps(t, run, 2, holder)
-	want := fmt.Sprintf("run %s is in use by process %d", run, holder.Process.Pid)
+	want := fmt.Sprintf("run folder %s is in use by process %d", run, holder.Process.Pid)
 	for _, resume := range []bool{true, false} {
 		if _, err := trainer.Pretrain(run, cfg, trainer.PretrainOptions{Resume: resume}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("resume %v while another process runs: %v, want %q", resume, err, want)

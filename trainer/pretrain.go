@@ -319,7 +319,7 @@ func checkPretrainData(cfg PretrainConfig, f data.FilterStats) error {
 func prepareRun(run string, cfg *PretrainConfig, resume bool) (ck *Checkpoint, release func(*error), err error) {
 	st, statErr := os.Stat(run)
 	if statErr == nil && !st.IsDir() {
-		return nil, nil, fmt.Errorf("run %s is a file, not a folder", run)
+		return nil, nil, fmt.Errorf("run folder %s is a file", run)
 	}
 	if resume && statErr != nil {
 		return nil, nil, fmt.Errorf("resume: %s holds no run: %w", run, statErr)
@@ -360,7 +360,7 @@ func prepareRun(run string, cfg *PretrainConfig, resume bool) (ck *Checkpoint, r
 	if !resume {
 		if exists {
 			newRun = false // not ours to remove
-			return nil, nil, fmt.Errorf("run %s already holds a run: resume it, or choose another folder", run)
+			return nil, nil, fmt.Errorf("folder %s already holds a run: resume it, or choose another folder", run)
 		}
 		if err := WriteConfig(run, *cfg); err != nil {
 			return nil, nil, err

@@ -34,7 +34,7 @@ func lockRun(run string) (*runLock, error) {
 		}
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("run %s is in use by %s (it holds %s); wait for it to end or stop it", run, holder, LockPath(run))
+			return nil, fmt.Errorf("run folder %s is in use by %s (it holds %s); wait for it to end or stop it", run, holder, LockPath(run))
 		}
 		return nil, fmt.Errorf("locking run %s: %w", run, err)
 	}
