@@ -122,7 +122,7 @@ func TestSuiteOnBace(t *testing.T) {
 		t.Errorf("the same benchmark twice: %v", err)
 	}
 	bad.Datasets, bad.Protocols = []string{bace}, []string{"finetune", "probe"}
-	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `unknown protocol "probe"`) {
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `protocols "probe" is unknown`) {
 		t.Errorf("unknown protocol: %v", err)
 	}
 
