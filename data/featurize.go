@@ -67,9 +67,17 @@ func ReadTable(path, smilesCol string, labelCols []string) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A column named twice would be read as the other's labels.
+	for i, h := range header {
+		for j, other := range header[:i] {
+			if h == other || strings.EqualFold(h, smilesCol) && strings.EqualFold(other, smilesCol) {
+				return nil, fmt.Errorf("%s:1: the header names column %q twice (columns %d and %d)", path, h, j+1, i+1)
+			}
+		}
+	}
 	smi := slices.IndexFunc(header, func(h string) bool { return strings.EqualFold(h, smilesCol) })
 	if smi < 0 {
-		return nil, fmt.Errorf("%s:1: no SMILES column %q among %s", path, smilesCol, columnList(header))
+		return nil, fmt.Errorf("%s:1: %w %q among %s", path, ErrNoSMILESColumn, smilesCol, columnList(header))
 	}
 	id := slices.Index(header, idColumn)
 	var cols []int
@@ -123,6 +131,24 @@ func ReadTable(path, smilesCol string, labelCols []string) (*Table, error) {
 	return t, nil
 }
 
+// ErrNoSMILESColumn is ReadTable's error for a header without the SMILES
+// column asked for, so that a caller may try another name.
+var ErrNoSMILESColumn = errors.New("no SMILES column")
+
+// CheckBinaryLabels reports the first label that is neither 0, 1 nor
+// missing, naming its file, line and column: binary classification tasks
+// take nothing else.
+func (t *Table) CheckBinaryLabels() error {
+	nt := len(t.Tasks)
+	for i, v := range t.Labels {
+		if v != 0 && v != 1 && v == v {
+			return fmt.Errorf("%s:%d: column %q: label %g is not 0 or 1 (binary tasks; an empty field is a missing label)",
+				t.Source, t.Lines[i/nt], t.Tasks[i%nt], v)
+		}
+	}
+	return nil
+}
+
 // columnList quotes the first few column names of a header for a message;
 // toxcast's has 618.
 func columnList(header []string) string {
@@ -138,6 +164,7 @@ type FeaturizeOptions struct {
 	Split   string // "scaffold" (the default when empty), "random" or "none"
 	Seed    uint64 // seed of a random split
 	Workers int    // parallel RDKit calls; 0 means GOMAXPROCS
+	Limits  Limits // rows beyond them are rejected before RDKit; zero fields take DefaultLimits'
 }
 
 // Rejection is a row that could not be featurised.
@@ -145,7 +172,7 @@ type Rejection struct {
 	Row    int    // data row, from 0
 	Line   int    // line in the source file, from 1
 	SMILES string // the rejected SMILES
-	Reason string // RDKit's reason
+	Reason string // RDKit's reason, or the limit the row exceeds
 }
 
 // FeaturizeReport summarises a Featurize run.
@@ -172,13 +199,17 @@ func Featurize(t *Table, out string, opt FeaturizeOptions) (*FeaturizeReport, er
 	if split != "scaffold" && split != "random" && split != "none" {
 		return nil, fmt.Errorf("unknown split %q (want scaffold, random or none)", split)
 	}
+	limits := opt.Limits.orDefault()
+	if err := limits.Validate(); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(out); err == nil {
 		return nil, fmt.Errorf("%s already exists", out)
 	}
 	if err := rdkit.Load(); err != nil {
 		return nil, err
 	}
-	graphs, rejected := featurizeAll(t.SMILES, split == "scaffold", opt.Workers)
+	graphs, rejected := featurizeAll(t.SMILES, split == "scaffold", opt.Workers, limits)
 	d := &Dataset{Name: filepath.Base(filepath.Clean(out)), Tasks: t.Tasks}
 	rep := &FeaturizeReport{Rows: len(t.SMILES)}
 	var kept []int
@@ -231,9 +262,10 @@ func Featurize(t *Table, out string, opt FeaturizeOptions) (*FeaturizeReport, er
 	return rep, nil
 }
 
-// featurizeAll runs RDKit on every SMILES with several goroutines; a nil
-// graph marks a rejected row, whose reason is in the second result.
-func featurizeAll(smiles []string, scaffolds bool, workers int) ([]*rdkit.Graph, []string) {
+// featurizeAll runs RDKit on every SMILES within limits with several
+// goroutines; a nil graph marks a rejected row, whose reason is in the second
+// result.
+func featurizeAll(smiles []string, scaffolds bool, workers int, limits Limits) ([]*rdkit.Graph, []string) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -249,6 +281,9 @@ func featurizeAll(smiles []string, scaffolds bool, workers int) ([]*rdkit.Graph,
 				i := int(next.Add(1) - 1)
 				if i >= len(smiles) {
 					return
+				}
+				if reasons[i] = limits.check(smiles[i]); reasons[i] != "" {
+					continue
 				}
 				g, err := rdkit.SmilesToGraph(smiles[i], scaffolds)
 				if err != nil {
@@ -292,6 +327,31 @@ func fillDataset(d *Dataset, t *Table, graphs []*rdkit.Graph, kept []int) error 
 		}
 	}
 	return nil
+}
+
+// CountRejections is the number of rows listed in dir's RejectFile; a
+// folder without one (OGB's own) rejected none.
+func CountRejections(dir string) (int, error) {
+	f, err := os.Open(filepath.Join(dir, RejectFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	r := csv.NewReader(bufio.NewReader(f))
+	n := -1 // the header
+	for {
+		_, err := r.Read()
+		if err == io.EOF {
+			return max(n, 0), nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", filepath.Join(dir, RejectFile), err)
+		}
+		n++
+	}
 }
 
 func writeRejections(path string, rejected []Rejection) error {

@@ -244,6 +244,20 @@ func readNodeGroups(dir string, d *Dataset) error {
 
 // readLabels reads one row per molecule with one field per task; an empty
 // field is a missing label (NaN). A missing file means no tasks.
+// CheckBinaryLabels reports the first label of d, read from the OGB folder
+// dir, that is neither 0, 1 nor missing, naming the label file's line and
+// the task: binary classification tasks take nothing else.
+func (d *Dataset) CheckBinaryLabels(dir string) error {
+	nt := d.NumTasks()
+	for i, v := range d.Labels {
+		if v != 0 && v != 1 && v == v {
+			return fmt.Errorf("%s:%d: task %d (%s): label %g is not 0 or 1 (binary tasks; an empty field is a missing label)",
+				filepath.Join(dir, fileLabels), i/nt+1, i%nt+1, d.Tasks[i%nt], v)
+		}
+	}
+	return nil
+}
+
 func readLabels(dir string, d *Dataset) error {
 	path := filepath.Join(dir, fileLabels)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
@@ -481,7 +495,14 @@ func writeOGB(dir string, d *Dataset, molIDs []string) error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	// The first failure in file order: a full disk fails every file at
+	// once, and one line says it.
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func writeGzip(path string, fill func(w *gzipWriter) error) error {

@@ -4,10 +4,7 @@
 // ../shared/docs/method.md; section numbers below refer to it.
 package model
 
-import (
-	"errors"
-	"fmt"
-)
+import "github.com/micrograph/micrograph/internal/field"
 
 // EncoderConfig is the DeeperGCN architecture (§2). It is all that is needed
 // to rebuild an exported encoder.
@@ -78,59 +75,71 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first setting that cannot work.
+// Validate reports the first setting that cannot work, naming its field.
 func (c EncoderConfig) Validate() error {
+	if err := field.First(field.Finite("dropout", c.Dropout), field.Finite("t", c.T)); err != nil {
+		return err
+	}
 	switch {
 	case c.Hidden < 1:
-		return fmt.Errorf("hidden width %d must be positive", c.Hidden)
+		return field.Errorf("hidden", c.Hidden, "must be positive")
 	case c.Layers < 1:
-		return fmt.Errorf("layers %d must be positive", c.Layers)
+		return field.Errorf("layers", c.Layers, "must be positive")
 	case c.Dropout < 0 || c.Dropout >= 1:
-		return fmt.Errorf("dropout %g must be in [0, 1)", c.Dropout)
+		return field.Errorf("dropout", c.Dropout, "must be in [0, 1)")
 	case c.MLPLayers < 1:
-		return fmt.Errorf("mlp layers %d must be positive", c.MLPLayers)
+		return field.Errorf("mlp_layers", c.MLPLayers, "must be positive")
 	case !(c.T > 0):
-		return fmt.Errorf("temperature t %g must be positive", c.T)
+		return field.Errorf("t", c.T, "must be positive")
 	}
 	return nil
 }
 
-// Validate reports the first setting that cannot work.
+// Validate reports the first setting that cannot work, naming its field
+// (the encoder's inside "encoder").
 func (c Config) Validate() error {
 	if err := c.Encoder.Validate(); err != nil {
-		return err
+		return field.Within("encoder", err)
+	}
+	floats := []struct {
+		name string
+		v    float64
+	}{{"tau", c.Tau}, {"sinkhorn_lambda", c.SinkhornLambda}, {"alpha", c.Alpha}, {"lambda_node", c.LambdaNode},
+		{"lambda_sub", c.LambdaSub}, {"lambda_reg", c.LambdaReg}, {"p_drop", c.PDrop}, {"p_add", c.PAdd}}
+	for _, f := range floats {
+		if err := field.Finite(f.name, f.v); err != nil {
+			return err
+		}
 	}
 	prob := func(name string, p float64) error {
 		if p < 0 || p > 1 {
-			return fmt.Errorf("%s %g must be in [0, 1]", name, p)
+			return field.Errorf(name, p, "must be in [0, 1]")
 		}
 		return nil
 	}
 	switch {
 	case c.Motifs < 1:
-		return fmt.Errorf("motifs %d must be positive", c.Motifs)
+		return field.Errorf("motifs", c.Motifs, "must be positive")
 	case !(c.Tau > 0):
-		return fmt.Errorf("tau %g must be positive", c.Tau)
+		return field.Errorf("tau", c.Tau, "must be positive")
 	case !(c.SinkhornLambda > 0) || c.SinkhornLambda > 80:
-		return fmt.Errorf("sinkhorn lambda %g must be in (0, 80] (exp(λ) must fit in float32)", c.SinkhornLambda)
+		return field.Errorf("sinkhorn_lambda", c.SinkhornLambda, "must be in (0, 80] (exp(λ) must fit in float32)")
 	case c.SinkhornIters < 0:
-		return fmt.Errorf("sinkhorn iterations %d must not be negative", c.SinkhornIters)
+		return field.Errorf("sinkhorn_iters", c.SinkhornIters, "must not be negative")
 	case c.Eta < 1:
-		return fmt.Errorf("eta %d must be at least 1", c.Eta)
-	case c.LambdaNode < 0 || c.LambdaSub < 0 || c.LambdaReg < 0:
-		return errors.New("loss weights must not be negative")
+		return field.Errorf("eta", c.Eta, "must be at least 1")
+	case c.LambdaNode < 0:
+		return field.Errorf("lambda_node", c.LambdaNode, "must not be negative")
+	case c.LambdaSub < 0:
+		return field.Errorf("lambda_sub", c.LambdaSub, "must not be negative")
+	case c.LambdaReg < 0:
+		return field.Errorf("lambda_reg", c.LambdaReg, "must not be negative")
 	case c.Sampler != SamplerMotif && c.Sampler != SamplerRandomWalk && c.Sampler != SamplerKHop:
-		return fmt.Errorf("unknown sampler %q (want motif, random-walk or k-hop)", c.Sampler)
+		return field.Errorf("sampler", c.Sampler, "must be motif, random-walk or k-hop")
 	case c.Sampler != SamplerMotif && c.SubgraphsPerGraph < 1:
-		return fmt.Errorf("subgraphs per graph %d must be positive", c.SubgraphsPerGraph)
+		return field.Errorf("subgraphs_per_graph", c.SubgraphsPerGraph, "must be positive")
 	case c.OrthoSelected && c.Sampler != SamplerMotif:
-		return errors.New("ortho over selected motifs needs the motif sampler")
+		return field.Errorf("ortho_selected", c.OrthoSelected, "needs the motif sampler")
 	}
-	if err := prob("alpha", c.Alpha); err != nil {
-		return err
-	}
-	if err := prob("p_drop", c.PDrop); err != nil {
-		return err
-	}
-	return prob("p_add", c.PAdd)
+	return field.First(prob("alpha", c.Alpha), prob("p_drop", c.PDrop), prob("p_add", c.PAdd))
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/optim"
@@ -45,11 +46,17 @@ func Bench(cfg BenchConfig, opt DatasetOptions) (*BenchResult, error) {
 	if err := pc.Validate(); err != nil {
 		return nil, err
 	}
+	switch {
+	case cfg.Warmup < 0:
+		return nil, field.Errorf("warmup", cfg.Warmup, "must not be negative")
+	case !cfg.Epoch && cfg.Steps < 1:
+		return nil, field.Errorf("steps", cfg.Steps, "must be positive")
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	dev, err := torch.ParseDevice(pc.Device)
 	if err != nil {
-		return nil, fmt.Errorf("--device: %w", err)
+		return nil, err
 	}
 	if pc.Threads > 0 {
 		torch.SetNumThreads(pc.Threads)
@@ -64,7 +71,10 @@ func Bench(cfg BenchConfig, opt DatasetOptions) (*BenchResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	indices, _ := data.PretrainFilter(ds, ds.All(), pc.Model.Eta)
+	indices, filter := data.PretrainFilter(ds, ds.All(), pc.Model.Eta)
+	if err := checkPretrainData(pc, filter); err != nil {
+		return nil, err
+	}
 	m, err := model.New(pc.Model, dev, torch.Float32)
 	if err != nil {
 		return nil, err

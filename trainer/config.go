@@ -2,15 +2,17 @@ package trainer
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
+	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 )
 
@@ -52,36 +54,54 @@ func DefaultPretrainConfig() PretrainConfig {
 	}
 }
 
-// Validate reports the first setting that cannot work, naming its flag.
+// Validate reports the first setting that cannot work, naming its field.
 func (c PretrainConfig) Validate() error {
 	if err := c.Model.Validate(); err != nil {
+		return field.Within("model", err)
+	}
+	if err := field.First(field.Finite("lr", c.LR), field.Finite("clip_grad_norm", c.ClipGradNorm), checkDevice(c.Device)); err != nil {
 		return err
 	}
 	switch {
 	case c.Data == "":
-		return errors.New("no --data")
+		return field.Errorf("data", c.Data, "must name a dataset folder or CSV file")
 	case c.BatchSize < 1:
-		return fmt.Errorf("--batch-size %d must be positive", c.BatchSize)
+		return field.Errorf("batch_size", c.BatchSize, "must be positive")
 	case !(c.LR > 0):
-		return fmt.Errorf("--lr %g must be positive", c.LR)
+		return field.Errorf("lr", c.LR, "must be positive")
 	case c.ClipGradNorm < 0:
-		return fmt.Errorf("--clip-grad-norm %g must not be negative", c.ClipGradNorm)
+		return field.Errorf("clip_grad_norm", c.ClipGradNorm, "must not be negative")
 	case c.Epochs < 1:
-		return fmt.Errorf("--epochs %d must be positive", c.Epochs)
+		return field.Errorf("epochs", c.Epochs, "must be positive")
 	case c.MaxSteps < 0:
-		return fmt.Errorf("--max-steps %d must not be negative", c.MaxSteps)
+		return field.Errorf("max_steps", c.MaxSteps, "must not be negative")
 	case c.Threads < 0:
-		return fmt.Errorf("--threads %d must not be negative", c.Threads)
+		return field.Errorf("threads", c.Threads, "must not be negative")
 	case c.Workers < 1:
-		return fmt.Errorf("--workers %d must be positive", c.Workers)
+		return field.Errorf("workers", c.Workers, "must be positive")
 	case c.CheckpointEvery < 1:
-		return fmt.Errorf("--checkpoint-every %d must be positive", c.CheckpointEvery)
+		return field.Errorf("checkpoint_every", c.CheckpointEvery, "must be positive")
 	case c.Keep < 1:
-		return fmt.Errorf("--keep %d must be positive", c.Keep)
+		return field.Errorf("keep", c.Keep, "must be positive")
 	case c.LogEvery < 1:
-		return fmt.Errorf("--log-every %d must be positive", c.LogEvery)
+		return field.Errorf("log_every", c.LogEvery, "must be positive")
 	}
 	return nil
+}
+
+// checkDevice checks the form of a device name (field "device") without
+// asking CUDA, so that a typo is refused before any work; whether the GPU
+// exists is torch.ParseDevice's question.
+func checkDevice(s string) error {
+	if s == "cpu" || s == "auto" || s == "cuda" {
+		return nil
+	}
+	if rest, ok := strings.CutPrefix(s, "cuda:"); ok {
+		if n, err := strconv.Atoi(rest); err == nil && n >= 0 {
+			return nil
+		}
+	}
+	return field.Errorf("device", s, "must be cpu, cuda, cuda:N or auto")
 }
 
 // resumable lists the settings a resumed run may change: how long it runs and

@@ -5,6 +5,7 @@
 package trainer
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -26,6 +27,15 @@ type DatasetOptions struct {
 	// SmilesCol names a CSV's SMILES column; empty tries "smiles", then "mol"
 	// (MoleculeNet's bace).
 	SmilesCol string
+	// Limits bound the CSV rows given to RDKit (data.DefaultLimits where
+	// zero); rows beyond them are rejected.
+	Limits data.Limits
+	// BinaryLabels refuses a label other than 0, 1 or missing, naming its
+	// file and line, as the downstream protocols need.
+	BinaryLabels bool
+	// Report receives one line saying how many rows a featurisation
+	// rejected and where they are listed; nil is silent.
+	Report io.Writer
 }
 
 func (o DatasetOptions) cacheDir() (string, error) {
@@ -41,7 +51,11 @@ func (o DatasetOptions) cacheDir() (string, error) {
 func OpenDataset(path string, opt DatasetOptions) (*data.Dataset, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, err
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("dataset %s: %w", path, err)
 	}
 	cache, err := opt.cacheDir()
 	if err != nil {
@@ -49,42 +63,82 @@ func OpenDataset(path string, opt DatasetOptions) (*data.Dataset, error) {
 	}
 	dir := path
 	if !st.IsDir() {
-		if dir, err = featurized(path, opt.SmilesCol, filepath.Join(cache, "featurized")); err != nil {
+		if dir, err = featurized(path, opt, filepath.Join(cache, "featurized")); err != nil {
 			return nil, err
 		}
 	}
 	ds, _, err := data.Load(dir, data.LoadOptions{CacheDir: cache})
-	return ds, err
+	if err != nil {
+		return nil, err
+	}
+	if opt.BinaryLabels && st.IsDir() {
+		if err := ds.CheckBinaryLabels(dir); err != nil {
+			return nil, err
+		}
+	}
+	rejected, err := data.CountRejections(dir)
+	if err != nil {
+		return nil, err
+	}
+	if rejected > 0 && opt.Report != nil {
+		fmt.Fprintf(opt.Report, "micrograph: %s: %d rows rejected, left out (listed in %s)\n", path, rejected, filepath.Join(dir, data.RejectFile))
+	}
+	return ds, nil
 }
 
 // featurized is the folder holding csv featurised, made if missing.
-func featurized(csv, smilesCol, cache string) (string, error) {
+func featurized(csv string, opt DatasetOptions, cache string) (string, error) {
+	limits := opt.Limits
+	if limits == (data.Limits{}) {
+		limits = data.DefaultLimits()
+	}
+	if err := limits.Validate(); err != nil {
+		return "", err
+	}
 	sum, err := fileSHA256(csv)
 	if err != nil {
 		return "", err
 	}
 	name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(csv), ".gz"), ".csv")
-	dir := filepath.Join(cache, fmt.Sprintf("%s-%s-%s", name, smilesCol, sum[:16]))
-	if _, err := os.Stat(dir); err == nil {
+	key := fmt.Sprintf("%s-%s-%s", name, opt.SmilesCol, sum[:16])
+	if limits != data.DefaultLimits() {
+		key += fmt.Sprintf("-atoms%d-bytes%d", limits.MaxAtoms, limits.MaxSMILESBytes) // other rows rejected
+	}
+	dir := filepath.Join(cache, key)
+	_, statErr := os.Stat(dir)
+	if statErr == nil && !opt.BinaryLabels {
 		return dir, nil
 	}
-	cols := []string{smilesCol}
-	if smilesCol == "" {
+	cols := []string{opt.SmilesCol}
+	if opt.SmilesCol == "" {
 		cols = []string{"smiles", "mol"}
 	}
 	var table *data.Table
+	var noColumn error // about the first name tried
 	for _, col := range cols {
-		if table, err = data.ReadTable(csv, col, nil); err == nil {
-			break
+		if table, err = data.ReadTable(csv, col, nil); !errors.Is(err, data.ErrNoSMILESColumn) {
+			break // read, or an error about the file itself
 		}
+		noColumn = cmp.Or(noColumn, err)
+	}
+	if errors.Is(err, data.ErrNoSMILESColumn) {
+		return "", noColumn
 	}
 	if err != nil {
 		return "", err
 	}
+	if opt.BinaryLabels {
+		if err := table.CheckBinaryLabels(); err != nil {
+			return "", err
+		}
+	}
+	if statErr == nil {
+		return dir, nil
+	}
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", fmt.Errorf("featurisation of %s: %w", csv, err)
 	}
-	if _, err := data.Featurize(table, dir, data.FeaturizeOptions{Split: "scaffold"}); err != nil {
+	if _, err := data.Featurize(table, dir, data.FeaturizeOptions{Split: "scaffold", Limits: limits}); err != nil {
 		if _, statErr := os.Stat(dir); statErr == nil && errors.Is(err, os.ErrExist) {
 			return dir, nil // another process finished it first
 		}

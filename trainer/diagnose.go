@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
@@ -37,23 +38,55 @@ const (
 // DiagnoseOptions say which encoder is measured on which molecules. Exactly
 // one of Checkpoint, Encoder and Random is set.
 type DiagnoseOptions struct {
-	Checkpoint string        // a pre-training checkpoint: the whole model
-	Encoder    string        // an exported encoder: only the encoder's measures
-	Random     *model.Config // a freshly initialised model of this configuration, from Seed
+	Checkpoint string        `json:"checkpoint"` // a pre-training checkpoint: the whole model
+	Encoder    string        `json:"encoder"`    // an exported encoder: only the encoder's measures
+	Random     *model.Config `json:"random"`     // a freshly initialised model of this configuration, from Seed
 	// Seed draws the molecule sample, the random walks, the dropout masks
 	// and a random model.
-	Seed uint64
+	Seed uint64 `json:"seed"`
 
-	Data       string // dataset to sample
-	Dataset    DatasetOptions
-	Molecules  int      // molecules sampled (all usable ones when fewer)
-	BatchSize  int      // molecules per forward pass (Sinkhorn and the contrast are per batch)
-	Probes     []string // labelled datasets for linear probes on e and W_e·e
-	ProbeSeeds int      // classifier seeds per probe
+	Data       string         `json:"data"` // dataset to sample
+	Dataset    DatasetOptions `json:"-"`
+	Molecules  int            `json:"molecules"`   // molecules sampled (all usable ones when fewer)
+	BatchSize  int            `json:"batch_size"`  // molecules per forward pass (Sinkhorn and the contrast are per batch)
+	Probes     []string       `json:"probes"`      // labelled datasets for linear probes on e and W_e·e
+	ProbeSeeds int            `json:"probe_seeds"` // classifier seeds per probe
 
-	Device   string
-	Threads  int
-	Progress io.Writer // one line per stage; nil is silent
+	Device   string    `json:"device"`
+	Threads  int       `json:"threads"`
+	Progress io.Writer `json:"-"` // one line per stage; nil is silent
+}
+
+// Validate reports the first setting that cannot work, naming its field
+// (a random model's by its own names, inside "random").
+func (o DiagnoseOptions) Validate() error {
+	sources := 0
+	for _, set := range []bool{o.Checkpoint != "", o.Encoder != "", o.Random != nil} {
+		if set {
+			sources++
+		}
+	}
+	if sources != 1 {
+		return errors.New("want exactly one of a checkpoint, an exported encoder and a random model")
+	}
+	if o.Random != nil {
+		if err := o.Random.Validate(); err != nil {
+			return field.Within("random", err)
+		}
+	}
+	switch {
+	case o.Data == "":
+		return field.Errorf("data", o.Data, "must name a dataset folder or CSV file")
+	case o.Molecules < 2:
+		return field.Errorf("molecules", o.Molecules, "must be at least 2")
+	case o.BatchSize < 2:
+		return field.Errorf("batch_size", o.BatchSize, "must be at least 2")
+	case o.ProbeSeeds < 1:
+		return field.Errorf("probe_seeds", o.ProbeSeeds, "must be positive")
+	case o.Threads < 0:
+		return field.Errorf("threads", o.Threads, "must not be negative")
+	}
+	return checkDevice(o.Device)
 }
 
 // Diagnosis is what Diagnose measured, written as JSON.
@@ -183,21 +216,8 @@ type diagModel struct {
 // Diagnosis.
 func Diagnose(opt DiagnoseOptions) (*Diagnosis, error) {
 	start := time.Now()
-	sources := 0
-	for _, set := range []bool{opt.Checkpoint != "", opt.Encoder != "", opt.Random != nil} {
-		if set {
-			sources++
-		}
-	}
-	switch {
-	case sources != 1:
-		return nil, errors.New("want exactly one of --checkpoint, --encoder and --random")
-	case opt.Molecules < 2:
-		return nil, fmt.Errorf("--molecules %d: want at least 2", opt.Molecules)
-	case opt.BatchSize < 2:
-		return nil, fmt.Errorf("--batch-size %d: want at least 2", opt.BatchSize)
-	case opt.ProbeSeeds < 1:
-		return nil, fmt.Errorf("--probe-seeds %d must be positive", opt.ProbeSeeds)
+	if err := opt.Validate(); err != nil {
+		return nil, err
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

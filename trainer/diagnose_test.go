@@ -80,16 +80,19 @@ func TestDiagnoseIsConsistent(t *testing.T) {
 
 // Misuse is reported before any work.
 func TestDiagnoseErrors(t *testing.T) {
-	cfg := model.DefaultConfig()
+	cfg, bad := model.DefaultConfig(), model.DefaultConfig()
+	bad.Tau = math.NaN()
 	for _, c := range []struct {
 		opt  trainer.DiagnoseOptions
 		want string
 	}{
 		{trainer.DiagnoseOptions{Data: "x", Molecules: 10, BatchSize: 4, ProbeSeeds: 1}, "exactly one of"},
 		{trainer.DiagnoseOptions{Random: &cfg, Encoder: "e.pt", Data: "x", Molecules: 10, BatchSize: 4, ProbeSeeds: 1}, "exactly one of"},
-		{trainer.DiagnoseOptions{Random: &cfg, Data: "x", Molecules: 1, BatchSize: 4, ProbeSeeds: 1}, "--molecules 1"},
-		{trainer.DiagnoseOptions{Random: &cfg, Data: "x", Molecules: 10, BatchSize: 1, ProbeSeeds: 1}, "--batch-size 1"},
-		{trainer.DiagnoseOptions{Random: &cfg, Data: "x", Molecules: 10, BatchSize: 4, ProbeSeeds: 0}, "--probe-seeds 0"},
+		{trainer.DiagnoseOptions{Random: &cfg, Data: "x", Molecules: 1, BatchSize: 4, ProbeSeeds: 1}, "molecules 1 must be at least 2"},
+		{trainer.DiagnoseOptions{Random: &cfg, Data: "x", Molecules: 10, BatchSize: 1, ProbeSeeds: 1}, "batch_size 1 must be at least 2"},
+		{trainer.DiagnoseOptions{Random: &cfg, Data: "x", Molecules: 10, BatchSize: 4, ProbeSeeds: 0}, "probe_seeds 0 must be positive"},
+		{trainer.DiagnoseOptions{Random: &cfg, Data: "x", Molecules: 10, BatchSize: 4, ProbeSeeds: 1, Device: "tpu"}, `device "tpu" must be cpu, cuda, cuda:N or auto`},
+		{trainer.DiagnoseOptions{Random: &bad, Data: "x", Molecules: 10, BatchSize: 4, ProbeSeeds: 1}, "random.tau NaN must be a finite number"},
 	} {
 		if _, err := trainer.Diagnose(c.opt); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.opt, err, c.want)

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 )
@@ -58,6 +59,9 @@ const (
 	ProtocolCV10 = "cv10"
 )
 
+// protocolWant says what a protocol may be, after its name.
+var protocolWant = fmt.Sprintf("must be %s or %s (cvK: K-fold cross-validation, K ≥ 2)", ProtocolScaffold, ProtocolCV10)
+
 // ProtocolFolds is the number of cross-validation folds of a protocol:
 // 0 for ProtocolScaffold, K for "cvK" (K ≥ 2; ProtocolCV10 is the paper's).
 func ProtocolFolds(protocol string) (int, error) {
@@ -69,7 +73,7 @@ func ProtocolFolds(protocol string) (int, error) {
 			return n, nil
 		}
 	}
-	return 0, fmt.Errorf("--protocol %q: want %s or %s (cvK: K-fold cross-validation, K ≥ 2)", protocol, ProtocolScaffold, ProtocolCV10)
+	return 0, field.Errorf("protocol", protocol, "%s", protocolWant)
 }
 
 // CrossValidationSplits is K-fold cross-validation over n molecules (the
@@ -82,7 +86,7 @@ func ProtocolFolds(protocol string) (int, error) {
 // there is no one class to stratify on, and one rule serves all seven.
 func CrossValidationSplits(n, k int, seed uint64) ([]*data.Split, error) {
 	if k < 2 || k > n {
-		return nil, fmt.Errorf("cv%d: want between 2 and the number of molecules (%d) folds", k, n)
+		return nil, field.Errorf("protocol", fmt.Sprintf("cv%d", k), "must have between 2 and %d folds, the number of molecules", n)
 	}
 	perm := rand.New(rand.NewPCG(seed, cvStream)).Perm(n)
 	folds := make([][]int32, k)
@@ -145,7 +149,7 @@ func evaluationSplits(name string, ds *data.Dataset, cvFolds int, seed uint64) (
 	if cvFolds > 0 {
 		var err error
 		if splits, err = CrossValidationSplits(ds.NumGraphs(), cvFolds, seed); err != nil {
-			return nil, fmt.Errorf("--protocol %w", err)
+			return nil, err
 		}
 	} else {
 		if ds.Split == nil {
@@ -343,33 +347,36 @@ func toValues(xs []float64) []Value {
 func downstreamSetup(device string, threads int, dataPath string, opt DatasetOptions) (torch.Device, *data.Dataset, error) {
 	dev, err := torch.ParseDevice(device)
 	if err != nil {
-		return dev, nil, fmt.Errorf("--device: %w", err)
+		return dev, nil, err
 	}
 	if threads > 0 {
 		torch.SetNumThreads(threads)
 	}
+	opt.BinaryLabels = true // both protocols fit binary classifiers
 	ds, err := OpenDataset(dataPath, opt)
 	if err != nil {
-		return dev, nil, fmt.Errorf("--data %s: %w", dataPath, err)
+		return dev, nil, err
 	}
 	if ds.NumTasks() == 0 {
-		return dev, nil, fmt.Errorf("--data %s: no label column to evaluate on", dataPath)
+		return dev, nil, fmt.Errorf("dataset %s: no label column to evaluate on", dataPath)
 	}
 	return dev, ds, nil
 }
 
-// validateCommon checks the settings both protocols share, naming their flags.
-func validateCommon(dataPath string, seeds int, protocol string, threads, workers int) error {
+// validateCommon checks the settings both evaluations share, naming their fields.
+func validateCommon(dataPath string, seeds int, protocol, device string, threads, workers int) error {
 	switch {
 	case dataPath == "":
-		return errors.New("no --data")
+		return field.Errorf("data", dataPath, "must name a dataset folder or CSV file")
 	case seeds < 1:
-		return fmt.Errorf("--seeds %d must be positive", seeds)
+		return field.Errorf("seeds", seeds, "must be positive")
 	case threads < 0:
-		return fmt.Errorf("--threads %d must not be negative", threads)
+		return field.Errorf("threads", threads, "must not be negative")
 	case workers < 1:
-		return fmt.Errorf("--workers %d must be positive", workers)
+		return field.Errorf("workers", workers, "must be positive")
 	}
-	_, err := ProtocolFolds(protocol)
-	return err
+	if _, err := ProtocolFolds(protocol); err != nil {
+		return err
+	}
+	return checkDevice(device)
 }

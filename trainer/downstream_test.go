@@ -138,7 +138,7 @@ func TestProtocolFolds(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "cv", "cv1", "cv0", "cv-3", "cv010", "cv 10", "CV10", "random", "scaffold "} {
-		if _, err := trainer.ProtocolFolds(bad); err == nil || !strings.Contains(err.Error(), "--protocol") {
+		if _, err := trainer.ProtocolFolds(bad); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("protocol %q must be scaffold or cv10", bad)) {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}

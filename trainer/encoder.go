@@ -3,12 +3,15 @@ package trainer
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/nn"
 )
 
 // EncoderFormat names the layout of exported encoders.
@@ -36,6 +39,9 @@ func InfoPath(encoderPath string) string {
 // SaveEncoder writes an encoder's tensors (named without "encoder.") to path
 // and its description to InfoPath(path), both atomically.
 func SaveEncoder(path string, cfg model.EncoderConfig, state []torch.Named, source string, step int64) error {
+	if err := checkEncoderState(cfg, state); err != nil {
+		return fmt.Errorf("%s: %w", source, err)
+	}
 	info := EncoderInfo{
 		Format:          EncoderFormat,
 		Architecture:    "DeeperGCN res+ with GENConv softmax aggregation (method.md §2)",
@@ -81,4 +87,40 @@ func LoadEncoder(path string) (EncoderInfo, []torch.Named, error) {
 		return info, nil, err
 	}
 	return info, state, nil
+}
+
+// checkEncoderState makes sure that state holds exactly the tensors, with
+// their shapes, of the encoder cfg describes, so that no encoder file
+// contradicts its description.
+func checkEncoderState(cfg model.EncoderConfig, state []torch.Named) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("the encoder's configuration: %w", err)
+	}
+	store := nn.NewStore(torch.CPU, torch.Float32)
+	defer store.Free()
+	enc := model.NewDeeperGCN(store.Root(), cfg)
+	defer enc.Free()
+	want := map[string][]int64{}
+	for _, n := range store.State() {
+		want[n.Name] = n.Tensor.Shape()
+	}
+	var differ []string
+	for _, n := range state {
+		shape, ok := want[n.Name]
+		switch {
+		case !ok:
+			differ = append(differ, fmt.Sprintf("%s is not the encoder's", n.Name))
+		case !slices.Equal(shape, n.Tensor.Shape()):
+			differ = append(differ, fmt.Sprintf("%s is %v, the configuration's %v", n.Name, n.Tensor.Shape(), shape))
+		}
+		delete(want, n.Name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		differ = append(differ, name+" is missing")
+	}
+	if len(differ) > 0 {
+		return fmt.Errorf("the tensors contradict the configuration (hidden %d, layers %d, mlp_layers %d, learn_t %v, bond_per_layer %v): %d differ, first %s",
+			cfg.Hidden, cfg.Layers, cfg.MLPLayers, cfg.LearnT, cfg.BondPerLayer, len(differ), differ[0])
+	}
+	return nil
 }

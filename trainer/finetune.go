@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/optim"
@@ -58,24 +59,27 @@ func DefaultFinetuneConfig() FinetuneConfig {
 	}
 }
 
-// Validate reports the first setting that cannot work, naming its flag.
+// Validate reports the first setting that cannot work, naming its field.
 func (c FinetuneConfig) Validate() error {
-	if err := validateCommon(c.Data, c.Seeds, c.Protocol, c.Threads, c.Workers); err != nil {
+	if err := validateCommon(c.Data, c.Seeds, c.Protocol, c.Device, c.Threads, c.Workers); err != nil {
+		return err
+	}
+	if err := field.First(field.Finite("dropout", c.Dropout), field.Finite("lr", c.LR)); err != nil {
 		return err
 	}
 	switch {
 	case c.Dropout < 0 || c.Dropout >= 1:
-		return fmt.Errorf("--dropout %g must be in [0, 1)", c.Dropout)
+		return field.Errorf("dropout", c.Dropout, "must be in [0, 1)")
 	case c.Epochs < 1:
-		return fmt.Errorf("--epochs %d must be positive", c.Epochs)
+		return field.Errorf("epochs", c.Epochs, "must be positive")
 	case c.BatchSize < 1:
-		return fmt.Errorf("--batch-size %d must be positive", c.BatchSize)
+		return field.Errorf("batch_size", c.BatchSize, "must be positive")
 	case !(c.LR > 0):
-		return fmt.Errorf("--lr %g must be positive", c.LR)
+		return field.Errorf("lr", c.LR, "must be positive")
 	case c.EncoderPath == "":
 		arch := c.Encoder
 		arch.Dropout = c.Dropout // the one trained with
-		return arch.Validate()
+		return field.Within("encoder", arch.Validate())
 	}
 	return nil
 }
@@ -270,6 +274,10 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 		if err != nil {
 			return run, fmt.Errorf("epoch %d: %w", epoch, err)
 		}
+		if math.IsNaN(loss) || math.IsInf(loss, 0) {
+			return run, fmt.Errorf("epoch %d: the training loss is %v: the model diverged (is the learning rate %g too high, or the encoder %s damaged?)",
+				epoch, loss, f.cfg.LR, encoderName(f.cfg.EncoderPath))
+		}
 		testPerTask, test, err := f.evaluate(clf, f.split.Test, testLabels)
 		if err != nil {
 			return run, fmt.Errorf("epoch %d, test: %w", epoch, err)
@@ -339,4 +347,12 @@ func (f *finetuner) evaluate(clf *model.Classifier, idx []int32, labels []float3
 		return nil, 0, err
 	}
 	return ROCAUC(labels, scores, f.ds.NumTasks())
+}
+
+// encoderName names an encoder in messages: its file, or the random one.
+func encoderName(path string) string {
+	if path == "" {
+		return "(random)"
+	}
+	return path
 }

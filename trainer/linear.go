@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
@@ -85,31 +86,34 @@ func DefaultLinearEvalConfig() LinearEvalConfig {
 	}
 }
 
-// Validate reports the first setting that cannot work, naming its flag.
+// Validate reports the first setting that cannot work, naming its field.
 func (c LinearEvalConfig) Validate() error {
-	if err := validateCommon(c.Data, c.Seeds, c.Protocol, c.Threads, c.Workers); err != nil {
+	if err := validateCommon(c.Data, c.Seeds, c.Protocol, c.Device, c.Threads, c.Workers); err != nil {
 		return err
 	}
 	if c.EncoderPath == "" {
 		arch := c.Encoder
 		arch.Dropout = 0 // evaluation mode
 		if err := arch.Validate(); err != nil {
-			return err
+			return field.Within("encoder", err)
 		}
 	}
 	if len(c.L2Grid) == 0 {
-		return fmt.Errorf("--l2-grid is empty")
+		return field.Errorf("l2_grid", "", "must hold at least one value")
 	}
 	for _, l := range c.L2Grid {
 		if !(l >= 0) || math.IsInf(l, 0) {
-			return fmt.Errorf("--l2-grid value %g must be finite and not negative", l)
+			return field.Errorf("l2_grid", l, "must hold finite values, not negative")
 		}
+	}
+	if err := field.Finite("lr", c.LR); err != nil {
+		return err
 	}
 	switch {
 	case c.Steps < 1:
-		return fmt.Errorf("--steps %d must be positive", c.Steps)
+		return field.Errorf("steps", c.Steps, "must be positive")
 	case !(c.LR > 0):
-		return fmt.Errorf("--lr %g must be positive", c.LR)
+		return field.Errorf("lr", c.LR, "must be positive")
 	}
 	return ValidateLabelFractions(c.LabelFractions)
 }
@@ -236,7 +240,7 @@ func LinearEval(cfg LinearEvalConfig) (*LinearEvalResult, error) {
 			embedStart := time.Now()
 			var embedErr error
 			if err := torch.Catch(func() { embeddings, embedErr = embedMolecules(ds, arch, state, seed, dev, cfg.Workers) }); err != nil || embedErr != nil {
-				return nil, fmt.Errorf("embedding %s: %w", cfg.Data, errors.Join(err, embedErr))
+				return nil, fmt.Errorf("encoder %s on %s: %w", encoderName(cfg.EncoderPath), cfg.Data, errors.Join(err, embedErr))
 			}
 			res.EmbedSeconds += time.Since(embedStart).Seconds()
 		}
@@ -370,8 +374,16 @@ func embedMolecules(ds *data.Dataset, arch model.EncoderConfig, state []torch.Na
 	if err != nil {
 		return nil, err
 	}
-	return torch.Cat(chunks, 0).Unscope(), nil
+	all := torch.Cat(chunks, 0)
+	// A damaged encoder gives NaN or Inf, which no classifier can use.
+	if bad := int(all.IsFinite().LogicalNot().ToDType(torch.Float32).SumDim(1, false).GtScalar(0).ToDType(torch.Float32).Sum().Item()); bad > 0 {
+		return nil, fmt.Errorf("%w: %d of the %d molecules have NaN or infinite embeddings", errNonFiniteEmbedding, bad, ds.NumGraphs())
+	}
+	return all.Unscope(), nil
 }
+
+// errNonFiniteEmbedding marks an encoder whose output cannot be used.
+var errNonFiniteEmbedding = errors.New("the encoder's weights give non-finite embeddings")
 
 // fitLinear fits the logistic regressions of every task and grid value on
 // split's train part and evaluates them (see LinearEvalConfig).

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
@@ -108,18 +109,21 @@ type MotifSummary struct {
 func BuildMotifReport(opt MotifReportOptions) (*MotifReport, error) {
 	switch {
 	case opt.Molecules < 0:
-		return nil, fmt.Errorf("--molecules %d must not be negative", opt.Molecules)
+		return nil, field.Errorf("molecules", opt.Molecules, "must not be negative")
 	case opt.PerMotif < 0:
-		return nil, fmt.Errorf("--per-motif %d must not be negative", opt.PerMotif)
+		return nil, field.Errorf("per_motif", opt.PerMotif, "must not be negative")
 	case opt.BatchSize < 0:
-		return nil, fmt.Errorf("--batch-size %d must not be negative", opt.BatchSize)
+		return nil, field.Errorf("batch_size", opt.BatchSize, "must not be negative")
+	}
+	if err := checkDevice(cmp.Or(opt.Device, "auto")); err != nil {
+		return nil, err
 	}
 	// libtorch keeps grad mode and scopes per OS thread: drive it from one.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	dev, err := torch.ParseDevice(cmp.Or(opt.Device, "auto"))
 	if err != nil {
-		return nil, fmt.Errorf("--device: %w", err)
+		return nil, err
 	}
 	ck, _, err := LatestCheckpoint(opt.Run)
 	if err != nil {

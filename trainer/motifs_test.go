@@ -318,9 +318,10 @@ func TestMotifReportErrors(t *testing.T) {
 		opt  trainer.MotifReportOptions
 		want string
 	}{
-		{trainer.MotifReportOptions{Run: empty, PerMotif: -1}, "--per-motif -1"},
-		{trainer.MotifReportOptions{Run: empty, Molecules: -2}, "--molecules -2"},
-		{trainer.MotifReportOptions{Run: empty, BatchSize: -3}, "--batch-size -3"},
+		{trainer.MotifReportOptions{Run: empty, PerMotif: -1}, "per_motif -1 must not be negative"},
+		{trainer.MotifReportOptions{Run: empty, Molecules: -2}, "molecules -2 must not be negative"},
+		{trainer.MotifReportOptions{Run: empty, BatchSize: -3}, "batch_size -3 must not be negative"},
+		{trainer.MotifReportOptions{Run: empty, Device: "tpu"}, `device "tpu" must be cpu, cuda, cuda:N or auto`},
 		{trainer.MotifReportOptions{Run: empty}, "has no checkpoints"},
 	} {
 		if _, err := trainer.BuildMotifReport(tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -266,9 +266,12 @@ func niceTicks(lo, hi float64, target int) []float64 {
 	}
 	var ticks []float64
 	// Ticks are integer multiples of step, so they carry no accumulated
-	// rounding; the tolerance keeps an end that equals a tick.
-	for k := math.Ceil(lo/step - 1e-9); k*step <= hi+step*1e-9; k++ {
-		ticks = append(ticks, k*step)
+	// rounding; the tolerance keeps an end that equals a tick. The count is
+	// bounded: for values of a diverged run (1e20 apart by a few ulps) k is
+	// beyond float64's integers and k+1 == k.
+	k := math.Ceil(lo/step - 1e-9)
+	for i := 0; i <= 2*target && (k+float64(i))*step <= hi+step*1e-9; i++ {
+		ticks = append(ticks, (k+float64(i))*step)
 	}
 	return ticks
 }

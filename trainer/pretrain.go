@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/optim"
@@ -54,16 +55,23 @@ func Pretrain(run string, cfg PretrainConfig, opt PretrainOptions) (res *Pretrai
 	// Everything that can be refused is checked before RUNDIR is touched.
 	dev, err := torch.ParseDevice(cfg.Device)
 	if err != nil {
-		return nil, fmt.Errorf("--device: %w", err)
+		return nil, err
 	}
 	ds, err := OpenDataset(cfg.Data, opt.Dataset)
 	if err != nil {
-		return nil, fmt.Errorf("--data: %w", err)
+		return nil, err
 	}
-	ck, err := prepareRun(run, &cfg, opt.Resume)
+	// Data: every molecule that can form a subgraph (§4's η filter), at
+	// least one whole batch of them.
+	indices, filter := data.PretrainFilter(ds, ds.All(), cfg.Model.Eta)
+	if err := checkPretrainData(cfg, filter); err != nil {
+		return nil, err
+	}
+	ck, release, err := prepareRun(run, &cfg, opt.Resume)
 	if err != nil {
 		return nil, err
 	}
+	defer release(&err)
 	if ck != nil {
 		defer ck.Free()
 	}
@@ -76,9 +84,6 @@ func Pretrain(run string, cfg PretrainConfig, opt PretrainOptions) (res *Pretrai
 		}
 	}
 	torch.ManualSeed(cfg.Seed)
-
-	// Data: every molecule that can form a subgraph (§4's η filter).
-	indices, filter := data.PretrainFilter(ds, ds.All(), cfg.Model.Eta)
 	res = &PretrainResult{Filter: filter}
 
 	// Model and optimiser, from the checkpoint when resuming.
@@ -268,13 +273,13 @@ func (t *pretrainer) flush() error {
 		t.bar.update(r)
 	}
 	if !isFinite(v[0]) && !p.skipped {
-		last := "none yet"
+		hint := "no checkpoint was written yet"
 		if paths, _ := listCheckpoints(t.run); len(paths) > 0 {
-			last = paths[0]
+			hint = "the last good checkpoint is " + paths[0] + "; --resume continues from it"
 		}
-		return fmt.Errorf("step %d: the loss is %v (node_mot %v, mot_sub %v, reg %v, contra %v); stopped without saving. "+
-			"The last good checkpoint is %s; --resume continues from it, and --skip-nonfinite skips such batches",
-			p.step, v[0], v[1], v[2], v[3], v[4], last)
+		return fmt.Errorf("step %d: the loss is %v (node_mot %v, mot_sub %v, reg %v, contra %v); stopped without saving: "+
+			"%s, and --skip-nonfinite skips such batches",
+			p.step, v[0], v[1], v[2], v[3], v[4], hint)
 	}
 	if p.skipped {
 		t.bar.printf("micrograph: step %d: non-finite loss %v, update skipped", p.step, v[0])
@@ -298,41 +303,90 @@ func (t *pretrainer) checkpoint(step int64) error {
 
 func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// prepareRun checks the run folder and, when resuming, loads the newest
-// readable checkpoint (nil if the run has none yet) and checks that cfg may
-// continue it. It writes config.json.
-func prepareRun(run string, cfg *PretrainConfig, resume bool) (*Checkpoint, error) {
-	if st, err := os.Stat(run); err == nil && !st.IsDir() {
-		return nil, fmt.Errorf("--run %s is a file, not a folder", run)
+// checkPretrainData refuses settings under which the filtered dataset
+// makes no batch (the loader drops an incomplete last one).
+func checkPretrainData(cfg PretrainConfig, f data.FilterStats) error {
+	if f.Kept == 0 {
+		return field.Errorf("model.eta", cfg.Model.Eta, "leaves none of the %d molecules of %s for pre-training (%d under η atoms, %d without bonds, %d with isolated atoms)",
+			f.Kept+f.Removed(), cfg.Data, f.TooSmall, f.NoBonds, f.IsolatedAtoms)
 	}
+	if f.Kept < cfg.BatchSize {
+		return field.Errorf("batch_size", cfg.BatchSize, "is more than the %d molecules of %s left for pre-training (η=%d): no whole batch",
+			f.Kept, cfg.Data, cfg.Model.Eta)
+	}
+	return nil
+}
+
+// prepareRun locks the run folder (making it for a new run) and, when
+// resuming, loads the newest readable checkpoint (nil if the run has none
+// yet) and checks that cfg may continue it. It writes config.json. release
+// gives the lock back once the run ends; given the run's error, it first
+// removes what this call made for a new run that failed before its first
+// checkpoint, so that a corrected command can start it again.
+func prepareRun(run string, cfg *PretrainConfig, resume bool) (ck *Checkpoint, release func(*error), err error) {
+	st, statErr := os.Stat(run)
+	if statErr == nil && !st.IsDir() {
+		return nil, nil, fmt.Errorf("run folder %s is a file", run)
+	}
+	if resume && statErr != nil {
+		return nil, nil, fmt.Errorf("resume: %s holds no run: %w", run, statErr)
+	}
+	made := statErr != nil // a new run's folder, made here
+	if made {
+		if err := os.MkdirAll(run, 0o755); err != nil {
+			return nil, nil, err
+		}
+	}
+	lock, err := lockRun(run)
+	if err != nil {
+		if made {
+			os.Remove(run) // empty unless another process took it meanwhile
+		}
+		return nil, nil, err
+	}
+	newRun := !resume
+	unlock := func(runErr *error) {
+		if newRun && *runErr != nil {
+			if paths, _ := listCheckpoints(run); len(paths) == 0 {
+				removeNewRun(run, made)
+			}
+		}
+		lock.release()
+	}
+	defer func() {
+		if err != nil {
+			unlock(&err)
+		}
+	}()
+
 	saved, err := ReadConfig(run)
 	exists := err == nil
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, err
+		return nil, nil, err
 	}
 	if !resume {
 		if exists {
-			return nil, fmt.Errorf("--run %s already holds a run: add --resume to continue it, or choose another folder", run)
+			newRun = false // not ours to remove
+			return nil, nil, fmt.Errorf("folder %s already holds a run: resume it, or choose another folder", run)
 		}
-		if err := os.MkdirAll(run, 0o755); err != nil {
-			return nil, err
+		if err := WriteConfig(run, *cfg); err != nil {
+			return nil, nil, err
 		}
-		return nil, WriteConfig(run, *cfg)
+		return nil, unlock, nil
 	}
 	if !exists {
-		return nil, fmt.Errorf("--resume: %s holds no run (no config.json)", run)
+		return nil, nil, fmt.Errorf("resume: %s holds no run (no config.json)", run)
 	}
 	// A checkpoint folder that cannot be read must stop the resume: going on
 	// from step 0 would truncate the log and prune the real checkpoints.
 	paths, err := listCheckpoints(run)
 	if err != nil {
-		return nil, fmt.Errorf("--resume: %w", err)
+		return nil, nil, fmt.Errorf("resume: %w", err)
 	}
-	var ck *Checkpoint
 	if len(paths) > 0 {
 		var skipped []string
 		if ck, skipped, err = LatestCheckpoint(run); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, s := range skipped {
 			fmt.Fprintf(os.Stderr, "micrograph: skipping an unreadable checkpoint: %s\n", s)
@@ -343,15 +397,27 @@ func prepareRun(run string, cfg *PretrainConfig, resume bool) (*Checkpoint, erro
 		if ck != nil {
 			ck.Free()
 		}
-		return nil, fmt.Errorf("--resume: %w", err)
+		return nil, nil, fmt.Errorf("resume: %w", err)
 	}
 	if err := WriteConfig(run, *cfg); err != nil {
 		if ck != nil {
 			ck.Free()
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	return ck, nil
+	return ck, unlock, nil
+}
+
+// removeNewRun removes what a failed new run wrote: the whole folder when
+// it made it, else only the run's own files, leaving the user's folder.
+func removeNewRun(run string, made bool) {
+	if made {
+		os.RemoveAll(run)
+		return
+	}
+	for _, p := range []string{ConfigPath(run), LogPath(run), checkpointDir(run), LockPath(run)} {
+		os.RemoveAll(p)
+	}
 }
 
 // restore puts a checkpoint's model, optimiser and generator states back.

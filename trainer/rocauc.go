@@ -2,21 +2,33 @@ package trainer
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"sort"
 )
+
+// ErrNonFiniteScore is ROCAUC's error for a NaN or infinite score: the model
+// that gave it diverged.
+var ErrNonFiniteScore = errors.New("rocauc: non-finite score")
 
 // ROCAUC is the ROC-AUC of scores against binary labels with OGB's rules
 // (method.md §7): per task, molecules whose label is missing (NaN) are left
 // out; a task lacking either class is skipped; the result is the mean over
 // the remaining tasks. labels and scores are n×tasks, row-major. perTask holds
 // each task's value, NaN where skipped. Tied scores count half, as in
-// scikit-learn's roc_auc_score.
+// scikit-learn's roc_auc_score. A NaN or infinite score of a labelled
+// molecule cannot be ranked: it is an error wrapping ErrNonFiniteScore, as
+// scikit-learn refuses such input too.
 func ROCAUC(labels, scores []float32, tasks int) (perTask []float64, mean float64, err error) {
 	if tasks <= 0 || len(labels) != len(scores) || len(labels)%tasks != 0 {
 		return nil, 0, errors.New("rocauc: labels and scores must both be n×tasks")
 	}
 	n := len(labels) / tasks
+	for i, s := range scores {
+		if f := float64(s); (math.IsNaN(f) || math.IsInf(f, 0)) && !math.IsNaN(float64(labels[i])) {
+			return nil, math.NaN(), fmt.Errorf("%w: %v for molecule %d, task %d", ErrNonFiniteScore, s, i/tasks, i%tasks)
+		}
+	}
 	perTask = make([]float64, tasks)
 	type item struct {
 		score    float64

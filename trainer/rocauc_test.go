@@ -2,6 +2,7 @@ package trainer_test
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -140,6 +141,33 @@ print(json.dumps(out))
 			if math.Abs(got-*want) > 1e-9 {
 				t.Errorf("case %d task %d: %.12f, scikit-learn %.12f", c, k, got, *want)
 			}
+		}
+	}
+}
+
+// A NaN or infinite score of a labelled molecule is an error naming it (it
+// used to spin forever: NaN never equals itself in the tie loop); on a
+// molecule without a label it does not matter.
+func TestROCAUCNonFiniteScores(t *testing.T) {
+	inf := float32(math.Inf(1))
+	labels := []float32{0, 1, nan, 1}
+	tests := []struct {
+		name   string
+		scores []float32
+		want   string // "" for no error
+	}{
+		{"NaN", []float32{0.1, nan, 0.3, 0.9}, "NaN for molecule 1, task 0"},
+		{"+Inf", []float32{0.1, 0.5, 0.3, inf}, "+Inf for molecule 3, task 0"},
+		{"-Inf", []float32{-inf, 0.5, 0.3, 0.9}, "-Inf for molecule 0, task 0"},
+		{"NaN without a label", []float32{0.1, 0.5, nan, 0.9}, ""},
+	}
+	for _, tc := range tests {
+		perTask, mean, err := trainer.ROCAUC(labels, tc.scores, 1)
+		switch {
+		case tc.want == "" && (err != nil || mean != 1 || perTask[0] != 1):
+			t.Errorf("%s: %v, %v, %v; want 1", tc.name, perTask, mean, err)
+		case tc.want != "" && (!errors.Is(err, trainer.ErrNonFiniteScore) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: error %v, want ErrNonFiniteScore saying %q", tc.name, err, tc.want)
 		}
 	}
 }

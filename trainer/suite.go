@@ -1,7 +1,6 @@
 package trainer
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 )
 
@@ -128,43 +128,32 @@ type Gain struct {
 // significant.
 const SignificanceLevel = 0.05
 
-// Validate reports the first setting that cannot work, naming its flag. The
+// Validate reports the first setting that cannot work, naming its field. The
 // evaluations' own settings are checked as they will run.
 func (c SuiteConfig) Validate() error {
-	if len(c.EncoderPaths) == 0 {
-		return errors.New("no --encoder")
-	}
-	for i, p := range c.EncoderPaths {
-		if p == "" || slices.Contains(c.EncoderPaths[:i], p) {
-			return fmt.Errorf("--encoder: %q given twice or empty; want distinct encoder files", p)
-		}
+	if err := checkNames("encoder_paths", c.EncoderPaths, func(p string) bool { return p != "" }, "must name an exported encoder"); err != nil {
+		return err
 	}
 	if len(c.Datasets) == 0 {
-		return errors.New("no --datasets")
+		return field.Errorf("datasets", "", "must name at least one benchmark")
 	}
 	seen := map[string]string{}
 	for _, path := range c.Datasets {
 		b, err := BenchmarkOf(path)
 		if err != nil {
-			return fmt.Errorf("--datasets: %w", err)
+			return field.Errorf("datasets", path, "%v", err)
 		}
 		if other, dup := seen[b]; dup {
-			return fmt.Errorf("--datasets: %s and %s are both %s", other, path, b)
+			return field.Errorf("datasets", path, "and %s are both %s", other, b)
 		}
 		seen[b] = path
 	}
-	if err := checkNames("--evaluations", c.Evaluations, func(e string) error {
-		if e != EvaluationFinetune && e != EvaluationLinear {
-			return fmt.Errorf("unknown evaluation %q (want %s or %s)", e, EvaluationFinetune, EvaluationLinear)
-		}
-		return nil
-	}); err != nil {
+	isEvaluation := func(e string) bool { return e == EvaluationFinetune || e == EvaluationLinear }
+	if err := checkNames("evaluations", c.Evaluations, isEvaluation, fmt.Sprintf("must be %s or %s", EvaluationFinetune, EvaluationLinear)); err != nil {
 		return err
 	}
-	if err := checkNames("--protocols", c.Protocols, func(p string) error {
-		_, err := ProtocolFolds(p)
-		return err
-	}); err != nil {
+	isProtocol := func(p string) bool { _, err := ProtocolFolds(p); return err == nil }
+	if err := checkNames("protocols", c.Protocols, isProtocol, protocolWant); err != nil {
 		return err
 	}
 	ft, lin := c.Finetune, c.Linear
@@ -172,28 +161,29 @@ func (c SuiteConfig) Validate() error {
 	lin.Data, lin.EncoderPath, lin.Protocol = c.Datasets[0], c.EncoderPaths[0], c.Protocols[0]
 	if slices.Contains(c.Evaluations, EvaluationFinetune) {
 		if err := ft.Validate(); err != nil {
-			return err
+			return field.Within("finetune", err)
 		}
 	}
 	if slices.Contains(c.Evaluations, EvaluationLinear) {
 		if err := lin.Validate(); err != nil {
-			return err
+			return field.Within("linear", err)
 		}
 	}
 	return nil
 }
 
-// checkNames checks a list flag: not empty, each name valid, none twice.
-func checkNames(flag string, names []string, valid func(string) error) error {
-	if len(names) == 0 {
-		return fmt.Errorf("no %s", flag)
+// checkNames checks the list field name: not empty, each entry valid
+// (else the error says what it must be, as want does), none twice.
+func checkNames(name string, entries []string, valid func(string) bool, want string) error {
+	if len(entries) == 0 {
+		return field.Errorf(name, "", "must not be empty")
 	}
-	for i, n := range names {
-		if err := valid(n); err != nil {
-			return fmt.Errorf("%s: %w", flag, err)
+	for i, e := range entries {
+		if !valid(e) {
+			return field.Errorf(name, e, "%s", want)
 		}
-		if slices.Contains(names[:i], n) {
-			return fmt.Errorf("%s: %s given twice", flag, n)
+		if slices.Contains(entries[:i], e) {
+			return field.Errorf(name, e, "is given twice")
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package trainer_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -221,15 +222,15 @@ func TestSuiteOnBace(t *testing.T) {
 		t.Errorf("the same benchmark twice: %v", err)
 	}
 	bad.Datasets, bad.Evaluations = []string{bace}, []string{"linear", "probe"}
-	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `unknown evaluation "probe"`) {
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `evaluations "probe" must be finetune or linear`) {
 		t.Errorf("unknown evaluation: %v", err)
 	}
 	bad.Evaluations, bad.Protocols = cfg.Evaluations, []string{"scaffold", "cv1"}
-	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `--protocols: --protocol "cv1"`) {
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `protocols "cv1" must be scaffold or cv10`) {
 		t.Errorf("unknown protocol: %v", err)
 	}
 	bad.Protocols, bad.EncoderPaths = cfg.Protocols, []string{cfg.EncoderPaths[0], cfg.EncoderPaths[0]}
-	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "given twice") {
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "encoder_paths "+fmt.Sprintf("%q", cfg.EncoderPaths[0])+" is given twice") {
 		t.Errorf("the same encoder twice: %v", err)
 	}
 

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/trainer"
 )
 
@@ -23,15 +24,24 @@ func runBench(args []string) error {
 	fs.BoolVar(&pc.Deterministic, "deterministic", false, "deterministic algorithms only (bit-identical repeated runs)")
 	runtimeFlags(fs, &pc.Device, &pc.Threads, &pc.Workers, &pc.Seed)
 	cache := fs.String("cache", "", cacheFlagHelp)
+	var limits data.Limits
+	limitFlags(fs, &limits)
 	if err := parseFlags(fs, args, "data"); err != nil {
+		return err
+	}
+	if err := pc.Validate(); err != nil {
+		return flagError(fs, pc, err)
+	}
+	dataset, err := datasetOptions(fs, *cache, limits)
+	if err != nil {
 		return err
 	}
 	if pc.Deterministic {
 		cublasDeterminism()
 	}
-	res, err := trainer.Bench(cfg, trainer.DatasetOptions{CacheDir: *cache})
+	res, err := trainer.Bench(cfg, dataset)
 	if err != nil {
-		return err
+		return flagError(fs, pc, err)
 	}
 	b, _ := json.Marshal(res)
 	printf("%s", b)

@@ -8,8 +8,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/atomicfile"
-
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer"
 	"github.com/spf13/pflag"
@@ -48,7 +48,9 @@ func runDiagnose(args []string) error {
 	fs.StringArrayVar(&opt.Probes, "probe", nil, "labelled dataset (OGB folder with a split) for linear probes on e and W_e·e; repeatable")
 	fs.IntVar(&opt.ProbeSeeds, "probe-seeds", opt.ProbeSeeds, "classifier seeds per probe (--seed, --seed+1, …)")
 	fs.StringVar(&out, "out", "", "result file (JSON), written atomically; its folder must exist")
-	fs.StringVar(&cache, "cache", "", "folder for featurised CSVs and dataset caches (default: the user cache folder)")
+	fs.StringVar(&cache, "cache", "", cacheFlagHelp)
+	var limits data.Limits
+	limitFlags(fs, &limits)
 	runtimeFlags(fs, &opt.Device, &opt.Threads, &workers, &opt.Seed)
 	if err := fs.MarkHidden("workers"); err != nil {
 		return err
@@ -66,9 +68,6 @@ func runDiagnose(args []string) error {
 		return usageError{errors.New("want exactly one of --checkpoint, --encoder and --random")}
 	}
 	if isRandom {
-		if err := random.Validate(); err != nil {
-			return usageError{err}
-		}
 		opt.Random = &random
 	} else {
 		for _, name := range modelFlags {
@@ -77,10 +76,17 @@ func runDiagnose(args []string) error {
 			}
 		}
 	}
+	if err := opt.Validate(); err != nil {
+		return flagError(fs, &opt, err)
+	}
+	dataset, err := datasetOptions(fs, cache, limits)
+	if err != nil {
+		return err
+	}
 	if err := checkResultFile("--out", out); err != nil {
 		return err
 	}
-	opt.Dataset, opt.Progress = trainer.DatasetOptions{CacheDir: cache}, os.Stderr
+	opt.Dataset, opt.Progress = dataset, os.Stderr
 
 	r, err := trainer.Diagnose(opt)
 	if err != nil {

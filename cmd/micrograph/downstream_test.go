@@ -77,7 +77,7 @@ func TestDownstreamMisuse(t *testing.T) {
 	}{
 		{[]string{"finetune", "--out", out}, 2, "micrograph finetune: missing --data (see micrograph finetune --help)"},
 		{[]string{"finetune", "--data", dummy}, 2, "missing --out"},
-		{ft("--protocol", "cv1"), 2, `--protocol "cv1": want scaffold or cv10 (cvK: K-fold cross-validation, K ≥ 2)`},
+		{ft("--protocol", "cv1"), 2, `--protocol "cv1" must be scaffold or cv10 (cvK: K-fold cross-validation, K ≥ 2)`},
 		{ft("--protocol", "random"), 2, `--protocol "random"`},
 		{lin("--protocol", "cv-4"), 2, `--protocol "cv-4"`},
 		{ft("--seeds", "0"), 2, "--seeds 0 must be positive"},
@@ -85,17 +85,24 @@ func TestDownstreamMisuse(t *testing.T) {
 		{ft("--batch-size", "0"), 2, "--batch-size 0 must be positive"},
 		{ft("--lr", "0"), 2, "--lr 0 must be positive"},
 		{ft("--dropout", "1"), 2, "--dropout 1 must be in [0, 1)"},
-		{ft("--hidden", "0"), 2, "hidden width 0 must be positive"},
+		{ft("--hidden", "0"), 2, "--hidden 0 must be positive"},
+		{ft("--lr", "nan"), 2, "--lr NaN must be a finite number"},
+		{ft("--dropout", "inf"), 2, "--dropout +Inf must be a finite number"},
+		{ft("--t", "nan"), 2, "--t NaN must be a finite number"},
+		{ft("--threads", "-1"), 2, "--threads -1 must not be negative"},
 		{ft("--workers", "0"), 2, "--workers 0 must be positive"},
 		{ft("--encoder", encoder, "--layers", "3"), 2, "--layers: the architecture comes from --encoder"},
 		{ft("--out", filepath.Join(tmp, "missing", "result.json")), 2, "folder " + filepath.Join(tmp, "missing") + " does not exist"},
 		{ft("--out", tmp), 2, "is a folder; want a file name"},
 		{ft("--encoder", filepath.Join(tmp, "none.pt")), 1, "micrograph finetune: encoder " + filepath.Join(tmp, "none.pt") + ": its description"},
 		{ft("--encoder", badEncoder), 1, "bad.json"},
-		{ft("--data", filepath.Join(tmp, "none")), 1, "--data " + filepath.Join(tmp, "none")},
-		{ft("--device", "tpu"), 1, `--device: unknown device "tpu"`},
+		{ft("--data", filepath.Join(tmp, "none")), 1, "dataset " + filepath.Join(tmp, "none") + ": no such file or directory"},
+		{ft("--device", "tpu"), 2, `--device "tpu" must be cpu, cuda, cuda:N or auto`},
 		{[]string{"linear-eval", "--data", dummy}, 2, "micrograph linear-eval: missing --out"},
-		{lin("--l2-grid", "0.1,-1"), 2, "--l2-grid value -1 must be finite and not negative"},
+		{lin("--l2-grid", "0.1,-1"), 2, "--l2-grid -1 must hold finite values, not negative"},
+		{lin("--l2-grid", "nan"), 2, "--l2-grid NaN must hold finite values, not negative"},
+		{lin("--lr", "inf"), 2, "--lr +Inf must be a finite number"},
+		{lin("--device", "tpu"), 2, `--device "tpu" must be`},
 		{lin("--l2-grid", "strong"), 2, `invalid argument "strong" for "--l2-grid"`},
 		{lin("--steps", "0"), 2, "--steps 0 must be positive"},
 		{lin("--label-fractions", "0.01,0"), 2, "--label-fractions value 0: want a share of the train labels in (0, 1]"},
@@ -112,10 +119,13 @@ func TestDownstreamMisuse(t *testing.T) {
 		{[]string{"suite", "--datasets", dummy, "--out", suiteOut}, 2, "micrograph suite: missing --encoder"},
 		{suite("--datasets", filepath.Join(tmp, "esol.csv")), 2, "cannot tell which benchmark"},
 		{suite("--datasets", dummy, filepath.Join(tmp, "BACE.csv")), 2, "are both bace"},
-		{suite("--evaluations", "finetune,probe"), 2, `--evaluations: unknown evaluation "probe"`},
-		{suite("--protocols", "scaffold,cv1"), 2, `--protocols: --protocol "cv1"`},
-		{suite("--protocols", "cv10,cv10"), 2, "--protocols: cv10 given twice"},
-		{suite("--encoder", encoder+","+encoder), 2, "given twice"},
+		{suite("--evaluations", "finetune,probe"), 2, `--evaluations "probe" must be finetune or linear`},
+		{suite("--protocols", "scaffold,cv1"), 2, `--protocols "cv1" must be scaffold or cv10`},
+		{suite("--protocols", "cv10,cv10"), 2, `--protocols "cv10" is given twice`},
+		{suite("--encoder", encoder+","+encoder), 2, "--encoder " + fmt.Sprintf("%q", encoder) + " is given twice"},
+		{suite("--linear-lr", "nan"), 2, "--linear-lr NaN must be a finite number"},
+		{suite("--lr", "-1"), 2, "--lr -1 must be positive"},
+		{suite("--linear-steps", "0"), 2, "--linear-steps 0 must be positive"},
 		{suite("--seeds", "0"), 2, "--seeds 0 must be positive"},
 		{suite("--out", fileAsDir), 2, "is a file; want a folder"},
 		{suite("--out", filepath.Join(tmp, "missing", "suite")), 2, "does not exist"},
@@ -147,7 +157,7 @@ func TestDownstreamCommands(t *testing.T) {
 	out := filepath.Join(tmp, "finetune.json")
 	args := append([]string{"finetune", "--data", bace, "--out", out, "--protocol", "cv5000", "--cache", cache}, tinyEncoderFlags...)
 	code, stdoutText, errs := runCLI(t, args...)
-	if code != 1 || errs != "micrograph finetune: --protocol cv5000: want between 2 and the number of molecules (1513) folds\n" || stdoutText != "" {
+	if code != 2 || errs != "micrograph finetune: --protocol \"cv5000\" must have between 2 and 1513 folds, the number of molecules (see micrograph finetune --help)\n" || stdoutText != "" {
 		t.Errorf("--protocol cv5000: status %d, stderr %q, stdout %q", code, errs, stdoutText)
 	}
 	if _, err := os.Stat(out); err == nil {

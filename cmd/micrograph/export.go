@@ -24,6 +24,9 @@ func runExport(args []string) error {
 	if !strings.HasSuffix(*out, ".pt") {
 		return usageError{fmt.Errorf("--out %s: want a .pt file", *out)}
 	}
+	if err := checkOutFolder(*out); err != nil {
+		return err
+	}
 	var ck *trainer.Checkpoint
 	var err error
 	if *run != "" {

@@ -22,8 +22,13 @@ func runFeaturize(args []string) error {
 	labelCols := fs.String("label-cols", "", "label columns, comma-separated, CSV quoting for names with commas\n(default: all but the SMILES and mol_id columns)")
 	split := fs.String("split", "scaffold", "split to write: scaffold (OGB's Bemis-Murcko split), random (80/10/10) or none")
 	seed := fs.Uint64("seed", 0, "seed of a random split")
+	var limits data.Limits
+	limitFlags(fs, &limits)
 	if err := parseFlags(fs, args, "csv", "out"); err != nil {
 		return err
+	}
+	if err := limits.Validate(); err != nil {
+		return flagError(fs, &limits, err)
 	}
 	var labels []string
 	if fs.Changed("label-cols") {
@@ -44,7 +49,7 @@ func runFeaturize(args []string) error {
 	if err != nil {
 		return err
 	}
-	rep, err := data.Featurize(table, *out, data.FeaturizeOptions{Split: *split, Seed: *seed})
+	rep, err := data.Featurize(table, *out, data.FeaturizeOptions{Split: *split, Seed: *seed, Limits: limits})
 	if err != nil {
 		return err
 	}
@@ -62,6 +67,10 @@ func printReport(rep *data.FeaturizeReport, source, out string, took time.Durati
 	}
 	fmt.Fprintf(stdout, "%d rows rejected (listed in %s)\n", len(rep.Rejected), filepath.Join(out, data.RejectFile))
 	for _, r := range rep.Rejected {
-		fmt.Fprintf(stdout, "  row %d (line %d) %q: %s\n", r.Row, r.Line, r.SMILES, r.Reason)
+		smiles := r.SMILES
+		if len(smiles) > 80 {
+			smiles = smiles[:80] + "..."
+		}
+		fmt.Fprintf(stdout, "  row %d (line %d) %q: %s\n", r.Row, r.Line, smiles, r.Reason)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/trainer"
 	"github.com/spf13/pflag"
@@ -37,6 +38,8 @@ func runFinetune(args []string) error {
 	encoderFlags(fs, &cfg.Encoder)
 	runtimeFlags(fs, &cfg.Device, &cfg.Threads, &cfg.Workers, &cfg.Seed)
 	fs.StringVar(&cache, "cache", "", cacheFlagHelp)
+	var limits data.Limits
+	limitFlags(fs, &limits)
 	if err := parseFlags(fs, args, "data", "out"); err != nil {
 		return err
 	}
@@ -45,16 +48,20 @@ func runFinetune(args []string) error {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {
-		return usageError{err}
+		return flagError(fs, &cfg, err)
+	}
+	dataset, err := datasetOptions(fs, cache, limits)
+	if err != nil {
+		return err
 	}
 	if err := checkResultFile("--out", out); err != nil {
 		return err
 	}
-	cfg.Dataset, cfg.Progress = trainer.DatasetOptions{CacheDir: cache}, os.Stderr
+	cfg.Dataset, cfg.Progress = dataset, os.Stderr
 
 	res, err := trainer.Finetune(cfg)
 	if err != nil {
-		return err
+		return flagError(fs, &cfg, err)
 	}
 	if err := writeResultJSON(out, res); err != nil {
 		return err

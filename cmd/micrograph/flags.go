@@ -3,7 +3,9 @@ package main
 import (
 	"os"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/trainer"
 	"github.com/spf13/pflag"
 )
 
@@ -60,4 +62,22 @@ func cublasDeterminism() {
 	if os.Getenv("CUBLAS_WORKSPACE_CONFIG") == "" {
 		os.Setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 	}
+}
+
+// limitFlags registers the bounds on what one CSV row may ask of RDKit; rows
+// beyond them are rejected and listed like rows RDKit refuses.
+func limitFlags(fs *pflag.FlagSet, l *data.Limits) {
+	*l = data.DefaultLimits()
+	fs.IntVar(&l.MaxAtoms, "max-atoms", l.MaxAtoms, "reject a CSV row whose SMILES has more atoms (RDKit's time grows steeply with size)")
+	fs.IntVar(&l.MaxSMILESBytes, "max-smiles-bytes", l.MaxSMILESBytes, "reject a CSV row whose SMILES is longer, in bytes")
+}
+
+// datasetOptions are how every command opens --data: featurised CSVs and
+// caches under cache, rows beyond limits rejected, and the count of rejected
+// rows with where they are listed said on stderr.
+func datasetOptions(fs *pflag.FlagSet, cache string, limits data.Limits) (trainer.DatasetOptions, error) {
+	if err := limits.Validate(); err != nil {
+		return trainer.DatasetOptions{}, flagError(fs, &limits, err)
+	}
+	return trainer.DatasetOptions{CacheDir: cache, Limits: limits, Report: notes}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/trainer"
 )
 
@@ -45,6 +46,8 @@ func runLinearEval(args []string) error {
 	}
 	runtimeFlags(fs, &cfg.Device, &cfg.Threads, &cfg.Workers, &cfg.Seed)
 	fs.StringVar(&cache, "cache", "", cacheFlagHelp)
+	var limits data.Limits
+	limitFlags(fs, &limits)
 	if err := parseFlags(fs, args, "data", "out"); err != nil {
 		return err
 	}
@@ -55,16 +58,20 @@ func runLinearEval(args []string) error {
 		return err
 	}
 	if err := cfg.Validate(); err != nil {
-		return usageError{err}
+		return flagError(fs, &cfg, err)
+	}
+	dataset, err := datasetOptions(fs, cache, limits)
+	if err != nil {
+		return err
 	}
 	if err := checkResultFile("--out", out); err != nil {
 		return err
 	}
-	cfg.Dataset, cfg.Progress = trainer.DatasetOptions{CacheDir: cache}, os.Stderr
+	cfg.Dataset, cfg.Progress = dataset, os.Stderr
 
 	res, err := trainer.LinearEval(cfg)
 	if err != nil {
-		return err
+		return flagError(fs, &cfg, err)
 	}
 	if err := writeResultJSON(out, res); err != nil {
 		return err

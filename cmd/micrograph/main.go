@@ -38,8 +38,12 @@ var commands = []command{
 	{"version", "print the versions of micrograph, libtorch and RDKit, and whether CUDA works", runVersion},
 }
 
-// stdout receives the subcommands' reports; tests replace it.
-var stdout io.Writer = os.Stdout
+// stdout receives the subcommands' reports and notes their remarks on
+// stderr (such as the rows a featurisation rejected); tests replace both.
+var (
+	stdout io.Writer = os.Stdout
+	notes  io.Writer = os.Stderr
+)
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stderr))
@@ -63,6 +67,10 @@ func run(args []string, stderr io.Writer) int {
 		}
 		err := c.run(args[1:])
 		var usage usageError
+		if err != nil {
+			// One line, whatever the error joined (a full disk fails every file at once).
+			err = oneLine{err}
+		}
 		switch {
 		case err == nil:
 			return 0
@@ -87,6 +95,12 @@ func overview(w io.Writer) {
 		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
 }
+
+// oneLine shows an error on a single line.
+type oneLine struct{ error }
+
+func (e oneLine) Error() string { return strings.ReplaceAll(e.error.Error(), "\n", "; ") }
+func (e oneLine) Unwrap() error { return e.error }
 
 // usageError is a mistake on the command line rather than a failure of the work.
 type usageError struct{ error }

@@ -27,9 +27,9 @@ func TestMain(m *testing.M) {
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errs bytes.Buffer
-	saved := stdout
-	stdout = &out
-	defer func() { stdout = saved }()
+	savedOut, savedNotes := stdout, notes
+	stdout, notes = &out, &errs
+	defer func() { stdout, notes = savedOut, savedNotes }()
 	code := run(args, &errs)
 	return code, out.String(), errs.String()
 }

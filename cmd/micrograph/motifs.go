@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/rdkit"
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/trainer"
@@ -30,6 +31,8 @@ func runMotifs(args []string) error {
 	fs.IntVar(&opt.BatchSize, "batch-size", 0, "molecules per forward pass; Sinkhorn balances motifs over each (default: the run's)")
 	fs.StringVar(&opt.Device, "device", opt.Device, "cpu, cuda, cuda:N, or auto (CUDA when available)")
 	fs.StringVar(&cache, "cache", "", cacheFlagHelp)
+	var limits data.Limits
+	limitFlags(fs, &limits)
 	if err := parseFlags(fs, args, "run", "out"); err != nil {
 		return err
 	}
@@ -46,11 +49,14 @@ func runMotifs(args []string) error {
 	if err := checkOutFolder(out); err != nil {
 		return err
 	}
-	opt.Dataset = trainer.DatasetOptions{CacheDir: cache}
+	var err error
+	if opt.Dataset, err = datasetOptions(fs, cache, limits); err != nil {
+		return err
+	}
 
 	r, err := trainer.BuildMotifReport(opt)
 	if err != nil {
-		return err
+		return flagError(fs, &opt, err)
 	}
 	if err := rdkit.Load(); err != nil && r.SMILES {
 		logf("molecules are not drawn: %v", err)

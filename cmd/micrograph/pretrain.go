@@ -1,16 +1,18 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/trainer"
 	"github.com/spf13/pflag"
 )
 
 // pretrainFlags registers pretrain's flags into cfg.
-func pretrainFlags(cfg *trainer.PretrainConfig, run *string, resume *bool, cache *string) *pflag.FlagSet {
+func pretrainFlags(cfg *trainer.PretrainConfig, run *string, resume *bool, cache *string, limits *data.Limits) *pflag.FlagSet {
 	fs := newFlags("pretrain", "--data DIR|CSV --run RUNDIR [flags]",
 		"Pre-trains a DeeperGCN encoder with MICRO-Graph (../shared/docs/method.md) and writes\n"+
 			"RUNDIR/config.json, RUNDIR/log.jsonl (one line per logged step) and checkpoints in\n"+
@@ -34,6 +36,7 @@ func pretrainFlags(cfg *trainer.PretrainConfig, run *string, resume *bool, cache
 	fs.BoolVar(&cfg.Deterministic, "deterministic", cfg.Deterministic, "deterministic algorithms only: repeated GPU runs give bit-identical losses")
 	runtimeFlags(fs, &cfg.Device, &cfg.Threads, &cfg.Workers, &cfg.Seed)
 	fs.StringVar(cache, "cache", "", cacheFlagHelp)
+	limitFlags(fs, limits)
 	return fs
 }
 
@@ -41,7 +44,8 @@ func runPretrain(args []string) error {
 	cfg := trainer.DefaultPretrainConfig()
 	var run, cache string
 	var resume bool
-	fs := pretrainFlags(&cfg, &run, &resume, &cache)
+	var limits data.Limits
+	fs := pretrainFlags(&cfg, &run, &resume, &cache, &limits)
 	if err := parseFlags(fs, args, "run"); err != nil {
 		return err
 	}
@@ -51,12 +55,20 @@ func runPretrain(args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := pretrainFlags(&saved, &run, &resume, &cache).Parse(args); err != nil {
+		cfg = saved
+		fs = pretrainFlags(&cfg, &run, &resume, &cache, &limits)
+		if err := fs.Parse(args); err != nil {
 			return usageError{err}
 		}
-		cfg = saved
 	} else if cfg.Data == "" {
 		return usageError{errMissing("--data")}
+	}
+	if err := validatePretrain(fs, &cfg, run); err != nil {
+		return err
+	}
+	dataset, err := datasetOptions(fs, cache, limits)
+	if err != nil {
+		return err
 	}
 
 	if cfg.Deterministic {
@@ -76,15 +88,27 @@ func runPretrain(args []string) error {
 	}()
 
 	res, err := trainer.Pretrain(run, cfg, trainer.PretrainOptions{
-		Resume: resume, Progress: os.Stderr, Stop: stop, Dataset: trainer.DatasetOptions{CacheDir: cache},
+		Resume: resume, Progress: os.Stderr, Stop: stop, Dataset: dataset,
 	})
 	if err != nil {
-		return err
+		return flagError(fs, &cfg, err)
 	}
 	if res.Stopped {
 		logf("stopped at step %d; checkpoint %s; continue with: micrograph pretrain --run %s --resume", res.Steps, res.Checkpoint, run)
 	} else {
 		printf("pre-trained %d steps: checkpoint %s, log %s", res.Steps, res.Checkpoint, trainer.LogPath(run))
+	}
+	return nil
+}
+
+// validatePretrain judges every setting of a pre-training run before
+// anything is written; fs's flags were registered into cfg.
+func validatePretrain(fs *pflag.FlagSet, cfg *trainer.PretrainConfig, run string) error {
+	if err := cfg.Validate(); err != nil {
+		return flagError(fs, cfg, err)
+	}
+	if st, err := os.Stat(run); err == nil && !st.IsDir() {
+		return usageError{fmt.Errorf("--run %s is a file, not a folder", run)}
 	}
 	return nil
 }

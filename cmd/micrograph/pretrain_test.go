@@ -10,7 +10,9 @@ import (
 )
 
 // Misuse of pretrain, export, bench, motifs and plot exits non-zero with one
-// line on stderr and leaves nothing behind.
+// line on stderr and leaves nothing behind: status 2 and the flag's name for
+// a setting that cannot work (NaN and infinities too, and settings that
+// leave the dataset no batch), 1 for what the command finds wrong.
 func TestTrainingCommandsMisuse(t *testing.T) {
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
@@ -25,6 +27,9 @@ func TestTrainingCommandsMisuse(t *testing.T) {
 		t.Fatalf("pretrain: %s", errs)
 	}
 	fresh := filepath.Join(dir, "fresh") // must never appear
+	pre := func(extra ...string) []string {
+		return append([]string{"pretrain", "--data", synth, "--run", fresh, "--device", "cpu", "--batch-size", "8"}, extra...)
+	}
 	tests := []struct {
 		args []string
 		code int
@@ -32,23 +37,55 @@ func TestTrainingCommandsMisuse(t *testing.T) {
 	}{
 		{[]string{"pretrain", "--run", fresh}, 2, "missing --data"},
 		{[]string{"pretrain", "--data", synth}, 2, "missing --run"},
-		{[]string{"pretrain", "--data", synth, "--run", fresh, "--device", "gpu7"}, 1, `unknown device "gpu7"`},
-		{[]string{"pretrain", "--data", synth, "--run", fresh, "--device", "cuda:3"}, 1, "--device"},
-		{[]string{"pretrain", "--data", filepath.Join(dir, "absent"), "--run", fresh}, 1, "--data"},
-		{[]string{"pretrain", "--data", synth, "--run", fresh, "--hidden", "0"}, 1, "hidden width 0"},
-		{[]string{"pretrain", "--data", synth, "--run", fresh, "--sampler", "bfs"}, 1, `unknown sampler "bfs"`},
-		{[]string{"pretrain", "--data", synth, "--run", fresh, "--batch-size", "-1"}, 1, "--batch-size -1"},
-		{[]string{"pretrain", "--data", synth, "--run", file}, 1, "is a file"},
-		{[]string{"pretrain", "--data", synth, "--run", run}, 1, "already holds a run"},
+		{pre("--device", "gpu7"), 2, `--device "gpu7" must be cpu, cuda, cuda:N or auto`},
+		{pre("--device", "tpu"), 2, `--device "tpu" must be cpu, cuda, cuda:N or auto`},
+		{pre("--device", "cuda:3"), 1, `device "cuda:3"`},
+		{[]string{"pretrain", "--data", filepath.Join(dir, "absent"), "--run", fresh}, 1, "dataset " + filepath.Join(dir, "absent") + ": no such file or directory"},
+		{pre("--hidden", "0"), 2, "--hidden 0 must be positive"},
+		{pre("--layers", "0"), 2, "--layers 0 must be positive"},
+		{pre("--mlp-layers", "0"), 2, "--mlp-layers 0 must be positive"},
+		{pre("--motifs", "0"), 2, "--motifs 0 must be positive"},
+		{pre("--batch-size", "0"), 2, "--batch-size 0 must be positive"},
+		{pre("--batch-size", "-1"), 2, "--batch-size -1 must be positive"},
+		{pre("--lr", "nan"), 2, "--lr NaN must be a finite number"},
+		{pre("--lr", "0"), 2, "--lr 0 must be positive"},
+		{pre("--tau", "0"), 2, "--tau 0 must be positive"},
+		{pre("--tau", "inf"), 2, "--tau +Inf must be a finite number"},
+		{pre("--alpha", "nan"), 2, "--alpha NaN must be a finite number"},
+		{pre("--alpha", "1.5"), 2, "--alpha 1.5 must be in [0, 1]"},
+		{pre("--p-drop", "1.5"), 2, "--p-drop 1.5 must be in [0, 1]"},
+		{pre("--threads", "-1"), 2, "--threads -1 must not be negative"},
+		{pre("--workers", "0"), 2, "--workers 0 must be positive"},
+		{pre("--dropout", "2"), 2, "--dropout 2 must be in [0, 1)"},
+		{pre("--t", "-1"), 2, "--t -1 must be positive"},
+		{pre("--sinkhorn-lambda", "100"), 2, "--sinkhorn-lambda 100 must be in (0, 80]"},
+		{pre("--sinkhorn-iters", "-1"), 2, "--sinkhorn-iters -1 must not be negative"},
+		{pre("--lambda-reg", "-1"), 2, "--lambda-reg -1 must not be negative"},
+		{pre("--clip-grad-norm", "-inf"), 2, "--clip-grad-norm -Inf must be a finite number"},
+		{pre("--epochs", "0"), 2, "--epochs 0 must be positive"},
+		{pre("--keep", "0"), 2, "--keep 0 must be positive"},
+		{pre("--checkpoint-every", "0"), 2, "--checkpoint-every 0 must be positive"},
+		{pre("--sampler", "bfs"), 2, `--sampler "bfs" must be motif, random-walk or k-hop`},
+		{pre("--eta", "1000"), 2, "--eta 1000 leaves none of the 40 molecules of " + synth},
+		{pre("--batch-size", "64"), 2, "--batch-size 64 is more than the 40 molecules of " + synth},
+		{[]string{"pretrain", "--data", synth, "--run", file}, 2, "--run " + file + " is a file, not a folder"},
+		{append([]string{"pretrain", "--data", synth, "--run", run}, small...), 1, "already holds a run"},
 		{[]string{"pretrain", "--run", fresh, "--resume"}, 1, "config.json"},
 		{[]string{"pretrain", "--run", run, "--resume", "--hidden", "16"}, 1, "shape differs"},
+		{[]string{"pretrain", "--run", run, "--resume", "--keep", "0"}, 2, "--keep 0 must be positive"},
 		{[]string{"export", "--out", filepath.Join(dir, "e.pt")}, 2, "exactly one of --run and --checkpoint"},
 		{[]string{"export", "--run", run, "--checkpoint", "x.pt", "--out", filepath.Join(dir, "e.pt")}, 2, "exactly one"},
 		{[]string{"export", "--run", run, "--out", filepath.Join(dir, "e.txt")}, 2, "want a .pt file"},
+		{[]string{"export", "--run", run, "--out", filepath.Join(dir, "absent", "e.pt")}, 2, "folder " + filepath.Join(dir, "absent") + " does not exist"},
 		{[]string{"export", "--run", fresh, "--out", filepath.Join(dir, "e.pt")}, 1, "no checkpoints"},
 		{[]string{"export", "--checkpoint", file, "--out", filepath.Join(dir, "e.pt")}, 1, "file"},
 		{[]string{"bench", "--device", "cpu"}, 2, "missing --data"},
-		{[]string{"bench", "--data", synth, "--device", "tpu"}, 1, `unknown device "tpu"`},
+		{[]string{"bench", "--data", synth, "--device", "tpu"}, 2, `--device "tpu" must be cpu, cuda, cuda:N or auto`},
+		{[]string{"bench", "--data", synth, "--device", "cpu", "--batch-size", "8", "--steps", "0"}, 2, "--steps 0 must be positive"},
+		{[]string{"bench", "--data", synth, "--device", "cpu", "--batch-size", "8", "--warmup", "-1"}, 2, "--warmup -1 must not be negative"},
+		{[]string{"bench", "--data", synth, "--device", "cpu", "--eta", "1000"}, 2, "--eta 1000 leaves none"},
+		{[]string{"bench", "--data", synth, "--lr", "nan"}, 2, "--lr NaN must be a finite number"},
+		{[]string{"motifs", "--run", run, "--out", filepath.Join(dir, "m.html"), "--device", "tpu"}, 2, `--device "tpu" must be`},
 		{[]string{"plot", "--run", fresh, "--out", filepath.Join(dir, "c.svg")}, 1, "log.jsonl"},
 		{[]string{"motifs", "--run", fresh, "--out", filepath.Join(dir, "m.html")}, 1, "no checkpoints"},
 		{[]string{"version", "extra"}, 2, `unexpected argument "extra"`},

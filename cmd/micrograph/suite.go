@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/trainer"
 )
@@ -48,15 +49,21 @@ func runSuite(args []string) error {
 	fs.Float64Var(&lin.LR, "linear-lr", lin.LR, "linear evaluation's Adam learning rate")
 	runtimeFlags(fs, &ft.Device, &ft.Threads, &ft.Workers, &ft.Seed)
 	fs.StringVar(&cache, "cache", "", cacheFlagHelp)
+	var limits data.Limits
+	limitFlags(fs, &limits)
 	if err := parseFlags(fs, expandDatasets(args), "encoder", "datasets", "out"); err != nil {
 		return err
 	}
 	lin.Seeds = ft.Seeds
 	lin.Device, lin.Threads, lin.Workers, lin.Seed = ft.Device, ft.Threads, ft.Workers, ft.Seed
-	ft.Dataset = trainer.DatasetOptions{CacheDir: cache}
+	dataset, err := datasetOptions(fs, cache, limits)
+	if err != nil {
+		return err
+	}
+	ft.Dataset = dataset
 	lin.Dataset = ft.Dataset
 	if err := cfg.Validate(); err != nil {
-		return usageError{err}
+		return flagError(fs, &cfg, err)
 	}
 	if err := checkResultFolder("--out", out); err != nil {
 		return err

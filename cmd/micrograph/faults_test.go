@@ -1,0 +1,177 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/trainer"
+)
+
+// writeNaNEncoder exports a tiny encoder whose floating-point weights are
+// all NaN, as a diverged pre-training would leave them.
+func writeNaNEncoder(t *testing.T) string {
+	t.Helper()
+	arch := model.EncoderConfig{Hidden: 16, Layers: 2, MLPLayers: 1, T: 1}
+	clf, err := model.NewClassifier(arch, 1, torch.CPU, torch.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer clf.Free()
+	state := clf.EncoderState()
+	torch.NoGrad(func() {
+		for _, n := range state {
+			if n.Tensor.DType() == torch.Float32 {
+				n.Tensor.Fill(math.NaN())
+			}
+		}
+	})
+	path := filepath.Join(t.TempDir(), "nan-encoder.pt")
+	if err := trainer.SaveEncoder(path, arch, state, "test", 0); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A diverged model (NaN weights, or a learning rate that blows the weights
+// up) ends linear-eval and finetune with one line naming the encoder or the
+// epoch; they used to spin forever in the ROC-AUC's tie loop.
+func TestDivergedModelsFailNamingTheCause(t *testing.T) {
+	dir := t.TempDir()
+	synth := filepath.Join(dir, "synth")
+	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 200, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	nanEncoder := writeNaNEncoder(t)
+	out := filepath.Join(dir, "result.json")
+	quick := []string{"--data", synth, "--out", out, "--seeds", "1", "--device", "cpu", "--cache", filepath.Join(dir, "cache")}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{append([]string{"linear-eval", "--encoder", nanEncoder, "--steps", "5"}, quick...),
+			"encoder " + nanEncoder + " on " + synth + ": the encoder's weights give non-finite embeddings: 200 of the 200 molecules"},
+		{append([]string{"finetune", "--encoder", nanEncoder, "--epochs", "2"}, quick...),
+			"epoch 1: the training loss is NaN: the model diverged (is the learning rate 0.001 too high, or the encoder " + nanEncoder + " damaged?)"},
+		{append([]string{"finetune", "--lr", "1e30", "--epochs", "2", "--hidden", "16", "--layers", "2"}, quick...),
+			"epoch 1: the training loss is NaN: the model diverged (is the learning rate 1e+30 too high, or the encoder (random) damaged?)"},
+	}
+	for _, tc := range tests {
+		code, stdoutText, errs := runCLI(t, tc.args...)
+		if code != 1 || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 || stdoutText != "" {
+			t.Errorf("%q: status %d, stderr %q; want status 1 and one line with %q", tc.args, code, errs, tc.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%q wrote a result", tc.args)
+		}
+	}
+}
+
+// Bad CSV files through --data: each gives one line naming the cause, file
+// and line, and the rows featurisation rejects are counted with where they
+// are listed, by every command that featurises.
+func TestBadCSVThroughData(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	var rows strings.Builder
+	rows.WriteString("smiles,label\n")
+	// 12 scaffolds, 5 molecules each with both labels, for a scaffold split.
+	scaffolds := []string{"c1ccccc1", "C1CCCCC1", "c1ccncc1", "C1CCOC1", "c1ccc2ccccc2c1", "C1CC1",
+		"c1ccsc1", "C1CCNCC1", "c1cnccn1", "C1CCCC1", "c1ccoc1", "C1CCCCCC1"}
+	for i := range 60 {
+		fmt.Fprintf(&rows, "%s%s,%d\n", strings.Repeat("C", i/12+1), scaffolds[i%12], i/12%2)
+	}
+	rows.WriteString("C1CC,1\n") // line 62: RDKit rejects it (an unclosed ring)
+	good := write("good.csv", rows.String())
+	ragged := write("ragged.csv", "smiles,label\nCCO,1\nCCN,0,1\n")
+	twice := write("twice.csv", "smiles,smiles,label\nCCO,CCO,1\n")
+	binary := write("binary.csv", strings.Replace(rows.String(), "Cc1ccccc1,0", "Cc1ccccc1,2", 1))
+	huge := write("huge.csv", "smiles\n"+strings.Repeat("C", 1_000_000)+"\n")
+	cache := filepath.Join(dir, "cache")
+	out := filepath.Join(dir, "r.json")
+	run := filepath.Join(dir, "run")
+	small := []string{"--hidden", "8", "--layers", "1", "--motifs", "4", "--batch-size", "8", "--epochs", "1", "--device", "cpu", "--cache", cache}
+	lin := func(data string) []string {
+		return []string{"linear-eval", "--data", data, "--out", out, "--seeds", "1", "--steps", "5", "--hidden", "8", "--layers", "1",
+			"--device", "cpu", "--cache", cache}
+	}
+	listed := filepath.Join(cache, "featurized")
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{append([]string{"pretrain", "--data", ragged, "--run", run}, small...), 1, ragged + ":3: wrong number of fields"},
+		{append([]string{"pretrain", "--data", twice, "--run", run}, small...), 1, twice + `:1: the header names column "smiles" twice (columns 1 and 2)`},
+		{append([]string{"pretrain", "--data", huge, "--run", run}, small...), 1, "none of the 1 SMILES could be featurised (row 0: SMILES of 1000000 bytes, more than the limit of 8192)"},
+		{append([]string{"pretrain", "--data", huge, "--run", run, "--max-smiles-bytes", "0"}, small...), 2, "--max-smiles-bytes 0 must be positive"},
+		{lin(binary), 1, binary + `:2: column "label": label 2 is not 0 or 1`},
+		{lin(ragged), 1, ragged + ":3: wrong number of fields"},
+		{lin(good), 0, "micrograph: " + good + ": 1 rows rejected, left out (listed in " + listed},
+		{append([]string{"pretrain", "--data", good, "--run", run}, small...), 0, "micrograph: " + good + ": 1 rows rejected, left out (listed in " + listed},
+	}
+	for _, tc := range tests {
+		code, _, errs := runCLI(t, tc.args...)
+		if code != tc.code || !strings.Contains(errs, tc.want) || tc.code != 0 && strings.Count(errs, "\n") != 1 {
+			t.Errorf("%q: status %d, stderr %q; want status %d and %q", tc.args, code, errs, tc.code, tc.want)
+		}
+	}
+	lists, _ := filepath.Glob(filepath.Join(listed, "good-*", "rejected.csv"))
+	if len(lists) != 1 {
+		t.Fatalf("rejection lists %v", lists)
+	}
+	if b, _ := os.ReadFile(lists[0]); !strings.Contains(string(b), "60,62,C1CC,") {
+		t.Errorf("%s:\n%s", lists[0], b)
+	}
+}
+
+// export refuses a checkpoint whose tensors contradict its configuration
+// (it used to write an encoder that cannot be loaded, with status 0) and
+// leaves nothing behind.
+func TestExportChecksShapes(t *testing.T) {
+	dir := t.TempDir()
+	synth := filepath.Join(dir, "synth")
+	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 40, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	if code, _, errs := runCLI(t, "pretrain", "--data", synth, "--run", run, "--hidden", "8", "--layers", "1", "--motifs", "4",
+		"--batch-size", "8", "--epochs", "1", "--device", "cpu"); code != 0 {
+		t.Fatalf("pretrain: %s", errs)
+	}
+	paths, _ := filepath.Glob(filepath.Join(run, "checkpoints", "step-*.pt"))
+	state, meta, err := torch.Load(paths[0], torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta["meta.config"] = strings.Replace(meta["meta.config"], `"hidden":8`, `"hidden":16`, 1)
+	forged := filepath.Join(dir, "forged.pt")
+	if err := torch.Save(forged, state, meta); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "e.pt")
+	code, _, errs := runCLI(t, "export", "--checkpoint", forged, "--out", out)
+	if code != 1 || !strings.Contains(errs, forged+": the tensors contradict the configuration (hidden 16, layers 1") || strings.Count(errs, "\n") != 1 {
+		t.Errorf("status %d, stderr %q", code, errs)
+	}
+	for _, p := range []string{out, trainer.InfoPath(out)} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s was written", p)
+		}
+	}
+	if code, _, errs := runCLI(t, "export", "--checkpoint", paths[0], "--out", out); code != 0 {
+		t.Errorf("the real checkpoint: status %d, %s", code, errs)
+	}
+}

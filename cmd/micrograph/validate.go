@@ -1,0 +1,84 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/micrograph/micrograph/internal/field"
+	"github.com/spf13/pflag"
+)
+
+// Libraries name the configuration field at fault (field.Error, by its JSON
+// name); only this package knows flags. flagError maps such an error to the
+// flag that sets the field and makes it a usage error (exit status 2), so
+// that each command has one place where its settings are judged.
+
+// flagError turns err, when it is about a field of cfg (a pointer to the
+// configuration fs's flags were registered into), into a usage error naming
+// that flag. Other errors, and fields no flag sets (a resumed run's saved
+// settings), pass unchanged.
+func flagError(fs *pflag.FlagSet, cfg any, err error) error {
+	var fe *field.Error
+	if err == nil || !errors.As(err, &fe) {
+		return err
+	}
+	name := flagFor(fs, cfg, fe.Name)
+	if name == "" {
+		return err
+	}
+	return usageError{fmt.Errorf("--%s %s %s", name, field.Format(fe.Value), fe.Reason)}
+}
+
+// flagFor is the flag of fs that sets the field named path (dotted JSON
+// names) of the struct cfg points to: the flag registered with that field's
+// address, else the flag named as the field's last name with dashes (slice
+// flags, and fields filled from another flag's value), else "".
+func flagFor(fs *pflag.FlagSet, cfg any, path string) string {
+	if addr, ok := fieldAddr(reflect.ValueOf(cfg), strings.Split(path, ".")); ok {
+		var name string
+		fs.VisitAll(func(f *pflag.Flag) {
+			if v := reflect.ValueOf(f.Value); name == "" && v.Kind() == reflect.Pointer && v.Pointer() == addr {
+				name = f.Name
+			}
+		})
+		if name != "" {
+			return name
+		}
+	}
+	last := path[strings.LastIndexByte(path, '.')+1:]
+	if renamed, ok := flagNames[last]; ok {
+		last = renamed
+	}
+	if f := fs.Lookup(strings.ReplaceAll(last, "_", "-")); f != nil {
+		return f.Name
+	}
+	return ""
+}
+
+// flagNames are the fields whose flag is not their JSON name with dashes.
+var flagNames = map[string]string{"encoder_path": "encoder", "encoder_paths": "encoder"}
+
+// fieldAddr is the address of the field reached from v (a pointer to a
+// struct) through the JSON names of path.
+func fieldAddr(v reflect.Value, path []string) (uintptr, bool) {
+	for _, name := range path {
+		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+			return 0, false
+		}
+		s := v.Elem()
+		found := false
+		for i := range s.NumField() {
+			tag, _, _ := strings.Cut(s.Type().Field(i).Tag.Get("json"), ",")
+			if tag == name {
+				v, found = s.Field(i).Addr(), true
+				break
+			}
+		}
+		if !found {
+			return 0, false
+		}
+	}
+	return v.Pointer(), true
+}

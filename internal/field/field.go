@@ -1,0 +1,70 @@
+// Package field is how libraries say which configuration field is at fault:
+// by its JSON name (as in config.json), never by a command-line flag, which
+// only cmd/ knows and maps the field to.
+package field
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Error is a setting that cannot work: the field's dotted JSON name (such as
+// "model.encoder.hidden"), the value it holds and what is wrong with it,
+// worded to follow them ("must be positive"): "model.encoder.hidden 0 must
+// be positive", or with the flag in its place, "--hidden 0 must be positive".
+type Error struct {
+	Name   string
+	Value  any
+	Reason string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s %s %s", e.Name, Format(e.Value), e.Reason) }
+
+// Errorf is an *Error for field name holding value.
+func Errorf(name string, value any, format string, args ...any) error {
+	return &Error{Name: name, Value: value, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Format writes a value as a user would type it: strings quoted, floats in
+// their shortest form.
+func Format(v any) string {
+	switch x := v.(type) {
+	case string:
+		return fmt.Sprintf("%q", x)
+	case float64:
+		return fmt.Sprintf("%g", x)
+	case float32:
+		return fmt.Sprintf("%g", x)
+	}
+	return fmt.Sprint(v)
+}
+
+// Within names err's field inside the struct field prefix
+// ("encoder" + "hidden" → "encoder.hidden"); other errors pass unchanged.
+func Within(prefix string, err error) error {
+	var fe *Error
+	if !errors.As(err, &fe) {
+		return err
+	}
+	return &Error{Name: prefix + "." + fe.Name, Value: fe.Value, Reason: fe.Reason}
+}
+
+// Finite is an error for a float field holding NaN or ±Inf, which no
+// setting accepts.
+func Finite(name string, v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return Errorf(name, v, "must be a finite number")
+	}
+	return nil
+}
+
+// First returns the first non-nil error, so that validations read as a list.
+func First(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
