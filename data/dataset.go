@@ -9,7 +9,7 @@ import (
 	"math"
 )
 
-// Feature counts per atom and per bond (method.md §8).
+// Feature counts per atom and per bond (docs/method.md §8).
 const (
 	NumAtomFeatures = 9
 	NumBondFeatures = 3
@@ -20,7 +20,7 @@ var nan32 = float32(math.NaN())
 
 // AtomFeatureDims is the number of values of each atom feature, "misc"
 // included: atomic number, chirality, degree, formal charge, hydrogens,
-// radical electrons, hybridisation, aromatic, in ring (method.md §2, §8).
+// radical electrons, hybridisation, aromatic, in ring (docs/method.md §2, §8).
 var AtomFeatureDims = [NumAtomFeatures]int{119, 5, 12, 12, 10, 6, 6, 2, 2}
 
 // BondFeatureDims is the number of values of each bond feature: type, stereo,

@@ -186,7 +186,7 @@ type FeaturizeReport struct {
 }
 
 // Featurize turns every SMILES of t into a graph as OGB's smiles2graph does
-// (through RDKit, method.md §8) and writes the molecules in OGB's layout into
+// (through RDKit, docs/method.md §8) and writes the molecules in OGB's layout into
 // the new folder out, with the split opt asks for (scaffold by default).
 // Rows whose SMILES RDKit rejects are skipped and listed, with RDKit's
 // reason, in the report and in out/rejected.csv. The folder appears only once

@@ -13,7 +13,7 @@ type FilterStats struct {
 func (s FilterStats) Removed() int { return s.TooSmall + s.NoBonds + s.IsolatedAtoms }
 
 // PretrainFilter keeps the molecules of idx that pre-training can use
-// (method.md §4): a molecule with fewer than eta atoms can never yield a
+// (docs/method.md §4): a molecule with fewer than eta atoms can never yield a
 // motif-like subgraph, one without bonds gives message passing nothing to
 // do, and an isolated atom (typically a counter-ion) would form a subgraph
 // with no connection to the rest of the molecule.

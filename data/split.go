@@ -12,7 +12,7 @@ const (
 )
 
 // ScaffoldSplit is the deterministic Bemis–Murcko scaffold split that OGB's
-// split files come from (method.md §8): molecules are grouped by scaffold,
+// split files come from (docs/method.md §8): molecules are grouped by scaffold,
 // the groups sorted by size and then by first index, both descending, and
 // each group goes whole to train while train stays within 80 % of the
 // molecules, else to valid while train+valid stay within 90 %, else to test.

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Ten molecules in five scaffold groups, worked through method.md §8 by hand:
+// Ten molecules in five scaffold groups, worked through docs/method.md §8 by hand:
 // groups A {0,2,5,9}, "" {3,7}, B {1,6}, D {8}, C {4} in that order (size,
 // then first index, descending); cut-offs 8 and 9. A, "" and B fill train
 // to exactly 8, D goes to valid (9 ≤ 9) and C to test.

@@ -1,7 +1,7 @@
 // Package model holds the DeeperGCN encoder, the MICRO-Graph pre-training
 // objective and the downstream graph-property head, as modules whose tensors
 // are named like PyTorch state_dict keys. The method is
-// ../shared/docs/method.md; section numbers below refer to it.
+// docs/method.md; section numbers below refer to it.
 package model
 
 import "github.com/micrograph/micrograph/internal/field"

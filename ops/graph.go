@@ -1,7 +1,7 @@
 // Package ops holds the graph operations of MICRO-Graph as libtorch tensor
 // graphs: segment reductions over destination-sorted edges, pooling, cosine
 // similarities, Sinkhorn assignment, motif-like subgraphs and the losses of
-// ../shared/docs/method.md §3–§6. Nothing here reads values back to the host,
+// docs/method.md §3–§6. Nothing here reads values back to the host,
 // so a training step never waits for the device.
 package ops
 

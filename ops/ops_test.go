@@ -89,7 +89,7 @@ func TestCosine(t *testing.T) {
 	near(t, "cos", values(ops.Cosine(a, b)), []float64{0.6, 0.8, -1, 0, 0, 0}, 1e-12)
 }
 
-// sinkhornReference is method.md §3's Sinkhorn in float32 Go arithmetic.
+// sinkhornReference is docs/method.md §3's Sinkhorn in float32 Go arithmetic.
 func sinkhornReference(q []float64, n, k int, lambda float32, iters int) ([]float32, []int64) {
 	a := make([]float32, k*n) // K×N
 	var total float32

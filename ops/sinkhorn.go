@@ -3,7 +3,7 @@ package ops
 import "github.com/micrograph/micrograph/torch"
 
 // SinkhornAssign balances node-to-motif probabilities q (N×K) over the whole
-// batch and assigns each node its most likely motif (method.md §3, SwAV form):
+// batch and assigns each node its most likely motif (docs/method.md §3, SwAV form):
 //
 //	A = exp(λ·qᵀ); A /= ΣA
 //	repeat iters: A_k· *= (1/K)/Σ_l A_kl;  A_·l *= (1/N)/Σ_k A_kl

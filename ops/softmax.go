@@ -3,7 +3,7 @@ package ops
 import "github.com/micrograph/micrograph/torch"
 
 // SegmentSoftmax normalises edge scores z (E×d) per channel over the incoming
-// edges of each destination node (method.md §2):
+// edges of each destination node (docs/method.md §2):
 //
 //	a_ji = exp(z_ji − max_{k→i} z_ki) / Σ_{k→i} exp(z_ki − max_{k→i} z_ki)
 //

@@ -6,7 +6,7 @@ import "github.com/micrograph/micrograph/torch"
 // slot s belongs to molecule s / PerGraph. Membership is a list of
 // (node, slot, weight) triples whose length depends only on the batch's sizes;
 // weight 0 marks a candidate that is not a member. So the step never asks the
-// host how many members or subgraphs there are (method.md §4).
+// host how many members or subgraphs there are (docs/method.md §4).
 type Subgraphs struct {
 	PerGraph int64 // slots per molecule
 	NumSlots int64 // B·PerGraph

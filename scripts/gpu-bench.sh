@@ -32,7 +32,7 @@ for t in bin/torch.test bin/ops.test; do
 	echo "$t: $(grep -c '^--- PASS' "$out/$pkg-tests.log") passed on CUDA"
 done
 
-# The paper's sizes (method.md §1): batch 512, d 300, 5 layers, K 20; one epoch.
+# The paper's sizes (docs/method.md §1): batch 512, d 300, 5 layers, K 20; one epoch.
 # shellcheck disable=SC2086
 bin/micrograph bench --data "$data" --device cuda --batch-size 512 --hidden 300 --layers 5 --motifs 20 \
 	--epoch --cache "$out/cache" ${MICROGRAPH_BENCH_ARGS:-} | tee "$out/micrograph.json"

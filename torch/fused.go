@@ -65,7 +65,7 @@ func GroupMean(x, rows, groups, weights *Tensor, numGroups int64) *Tensor {
 	})
 }
 
-// Sinkhorn is the Sinkhorn-Knopp assignment of method.md §3 in one kernel, in
+// Sinkhorn is the Sinkhorn-Knopp assignment of docs/method.md §3 in one kernel, in
 // float32 whatever q's dtype, without autograd: the argmax motif of each row
 // of q (N×K) and the balanced matrix A (K×N). See FusedKernels.
 func Sinkhorn(q *Tensor, lambda float64, iters int) (motif, balanced *Tensor) {
@@ -74,7 +74,7 @@ func Sinkhorn(q *Tensor, lambda float64, iters int) (motif, balanced *Tensor) {
 	return wrap(m), wrap(a)
 }
 
-// MinCut is the MinCut regulariser of method.md §5 per molecule, in one kernel
+// MinCut is the MinCut regulariser of docs/method.md §5 per molecule, in one kernel
 // with its backward: for soft assignments q (N×K) on a destination-sorted CSR
 // graph (rowPtr, src) whose molecules own the node ranges graphPtr,
 //

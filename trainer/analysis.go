@@ -7,7 +7,7 @@ import (
 )
 
 // AtomMotifs runs the model in evaluation mode over the molecules graphs, in
-// batches of batchSize, and returns each of their atoms' motif (method.md §3:
+// batches of batchSize, and returns each of their atoms' motif (docs/method.md §3:
 // the argmax of the Sinkhorn-balanced assignment, balanced within each batch),
 // in the order of the molecules and their atoms.
 func AtomMotifs(m *model.MicroGraph, ds *data.Dataset, graphs []int32, batchSize int, dev torch.Device) ([]int, error) {

@@ -17,7 +17,7 @@ import (
 )
 
 // PretrainConfig is a pre-training run, saved as RUNDIR/config.json and in
-// every checkpoint. Defaults are method.md §1's.
+// every checkpoint. Defaults are docs/method.md §1's.
 type PretrainConfig struct {
 	Data  string       `json:"data"`  // OGB folder or CSV of SMILES
 	Model model.Config `json:"model"` //

@@ -1,7 +1,7 @@
 // Package trainer holds micrograph's training loops (pre-training with
 // checkpoints and resume, fine-tuning, linear evaluation), their metrics and
 // files (checkpoints, logs, exported encoders), read top to bottom like the
-// method they run (../shared/docs/method.md).
+// method they run (docs/method.md).
 package trainer
 
 import (

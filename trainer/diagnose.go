@@ -28,7 +28,7 @@ import (
 // of the seed.
 const diagnoseStream = 0x6469616720 // "diag "
 
-// Diagnosis samplers: the model's own motif-like subgraphs (method.md §4,
+// Diagnosis samplers: the model's own motif-like subgraphs (docs/method.md §4,
 // unperturbed) and random walks, which every encoder can be measured on.
 const (
 	diagMotif      = "motif"
@@ -194,7 +194,7 @@ type DropoutStats struct {
 	Train      Quantiles `json:"train"`
 }
 
-// ProbeResult is a linear probe (LinearEval's classifier, method.md §7) on
+// ProbeResult is a linear probe (LinearEval's classifier, docs/method.md §7) on
 // one labelled dataset's scaffold split, on e or on W_e·e.
 type ProbeResult struct {
 	Data     string  `json:"data"`

@@ -2,7 +2,7 @@ package trainer
 
 // What fine-tuning (finetune.go), linear evaluation (linear.go) and the
 // benchmark suite (suite.go) share: the masked loss, the splits they evaluate
-// on, batched passes over a split, and summaries over runs (method.md §7).
+// on, batched passes over a split, and summaries over runs (docs/method.md §7).
 
 import (
 	"errors"
@@ -32,7 +32,7 @@ const cvStream = 0x6376 // "cv"
 
 // MaskedBCEWithLogits is binary cross-entropy on logits (B×T) against labels
 // (B×T, 0 or 1) averaged over the labelled entries only (mask B×T bool), as
-// method.md §7 and OGB's examples compute it. Each entry is
+// docs/method.md §7 and OGB's examples compute it. Each entry is
 // max(x,0) − x·y + log(1 + e^−|x|), which never overflows. A batch without
 // labels has loss 0.
 func MaskedBCEWithLogits(logits, labels, mask *torch.Tensor) *torch.Tensor {
@@ -77,7 +77,7 @@ func ProtocolFolds(protocol string) (int, error) {
 }
 
 // CrossValidationSplits is K-fold cross-validation over n molecules (the
-// paper's protocol, method.md §7): a permutation drawn from seed cut into K
+// paper's protocol, docs/method.md §7): a permutation drawn from seed cut into K
 // folds whose sizes differ by at most one (the first n mod K folds hold one
 // more); split i tests on fold i and trains on the others, with no valid
 // part (the paper's selection is on the test folds). Every molecule is
@@ -246,7 +246,7 @@ func forEachBatch(ds *data.Dataset, idx []int32, workers int, dev torch.Device, 
 // downstreamEncoder is the architecture a protocol runs and, when path is
 // not empty, the pre-trained weights to load into it (CPU tensors the caller
 // frees with freeNamed). Without a file the architecture is arch, randomly
-// initialised: the "Non-Pretrain" baseline of method.md §7.
+// initialised: the "Non-Pretrain" baseline of docs/method.md §7.
 func downstreamEncoder(path string, arch model.EncoderConfig) (model.EncoderConfig, []torch.Named, error) {
 	if path == "" {
 		return arch, nil, arch.Validate()
@@ -283,7 +283,7 @@ func summarizeDataset(path string, ds *data.Dataset, cvFolds int) DatasetSummary
 }
 
 // Stat is a metric over runs: mean and population standard deviation (as
-// numpy's std, which the papers of method.md §7 report) of the defined values,
+// numpy's std, which the papers of docs/method.md §7 report) of the defined values,
 // and how many there were.
 type Stat struct {
 	Mean Value `json:"mean"`

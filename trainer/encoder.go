@@ -18,7 +18,7 @@ import (
 const EncoderFormat = "micrograph-encoder/1"
 
 // EncoderInfo is encoder.json, written next to an exported encoder.pt: what a
-// reader needs to rebuild the DeeperGCN (method.md §2) and load the weights.
+// reader needs to rebuild the DeeperGCN (docs/method.md §2) and load the weights.
 type EncoderInfo struct {
 	Format          string              `json:"format"`
 	Architecture    string              `json:"architecture"`
@@ -44,7 +44,7 @@ func SaveEncoder(path string, cfg model.EncoderConfig, state []torch.Named, sour
 	}
 	info := EncoderInfo{
 		Format:          EncoderFormat,
-		Architecture:    "DeeperGCN res+ with GENConv softmax aggregation (method.md §2)",
+		Architecture:    "DeeperGCN res+ with GENConv softmax aggregation (docs/method.md §2)",
 		Encoder:         cfg,
 		AtomFeatureDims: model.AtomFeatureDims,
 		BondFeatureDims: model.BondFeatureDims,

@@ -16,7 +16,7 @@ import (
 	"github.com/micrograph/micrograph/torch/optim"
 )
 
-// FinetuneConfig is a fine-tuning experiment, method.md §7's "transfer
+// FinetuneConfig is a fine-tuning experiment, docs/method.md §7's "transfer
 // fine-tune" protocol. DefaultFinetuneConfig holds §1's downstream settings.
 type FinetuneConfig struct {
 	Data        string `json:"data"`                   // OGB dataset folder or CSV of SMILES and labels
@@ -42,7 +42,7 @@ type FinetuneConfig struct {
 	Progress io.Writer      `json:"-"` // one line per epoch; nil is silent
 }
 
-// DefaultFinetuneConfig is method.md §1's downstream setting: Adam 1e-3,
+// DefaultFinetuneConfig is docs/method.md §1's downstream setting: Adam 1e-3,
 // batch 32, 100 epochs, dropout 0.5, 10 seeds, on the scaffold split, with
 // §1's encoder architecture for runs without a pre-trained encoder.
 func DefaultFinetuneConfig() FinetuneConfig {
@@ -102,7 +102,7 @@ type FinetuneResult struct {
 	Selected []SelectedEpoch `json:"selected,omitempty"`
 
 	// Test is the test ROC-AUC at each run's selected epoch (BestEpoch),
-	// over runs: the figure method.md §7 reports. Valid is the best valid
+	// over runs: the figure docs/method.md §7 reports. Valid is the best valid
 	// ROC-AUC (undefined with cross-validation, which has no valid part).
 	Test        Stat       `json:"test"`
 	Valid       Stat       `json:"valid"`
@@ -145,7 +145,7 @@ type FinetuneRun struct {
 
 // Finetune trains a classifier (encoder + graph head, model.Classifier) on
 // every split and seed, and reports the test ROC-AUC at the epoch of best
-// valid ROC-AUC, mean ± std over runs (method.md §7); with cross-validation
+// valid ROC-AUC, mean ± std over runs (docs/method.md §7); with cross-validation
 // (the paper's protocol) each seed draws its own folds and its runs report
 // the epoch of best fold-averaged test ROC-AUC. The loss is BCE with
 // logits over labelled entries only; training batches are reshuffled every

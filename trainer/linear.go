@@ -19,7 +19,7 @@ import (
 	"github.com/micrograph/micrograph/torch/optim"
 )
 
-// LinearEvalConfig is a linear evaluation ("feature extraction", method.md
+// LinearEvalConfig is a linear evaluation ("feature extraction", docs/method.md
 // §7): a frozen encoder's mean-pooled graph embeddings, and on them one
 // L2-regularised logistic regression per task.
 //
@@ -70,7 +70,7 @@ type LinearEvalConfig struct {
 	Progress io.Writer      `json:"-"` // one line per run; nil is silent
 }
 
-// DefaultLinearEvalConfig is 10 seeds on the scaffold split (method.md §7),
+// DefaultLinearEvalConfig is 10 seeds on the scaffold split (docs/method.md §7),
 // λ from 10 down to 1e-5 by decades, 500 Adam steps at rate 0.01, and §1's
 // encoder architecture for the random baseline.
 func DefaultLinearEvalConfig() LinearEvalConfig {

@@ -26,7 +26,7 @@ type MotifReportOptions struct {
 }
 
 // MotifReport is what a pre-trained model makes of a dataset's molecules
-// (method.md §3–§4): every atom's motif, the motif-like subgraphs, and how
+// (docs/method.md §3–§4): every atom's motif, the motif-like subgraphs, and how
 // close each subgraph's embedding lies to its motif. The numbers live here;
 // WriteHTML draws them.
 type MotifReport struct {
@@ -38,7 +38,7 @@ type MotifReport struct {
 	Model      model.Config // K is Model.Motifs; η, τ
 	BatchSize  int          // molecules per batch: Sinkhorn balances motifs over each batch
 
-	Usable    int // molecules of the dataset pre-training can use (method.md §4's filter)
+	Usable    int // molecules of the dataset pre-training can use (docs/method.md §4's filter)
 	Molecules int // of those, the first ones analysed
 	Atoms     int // atoms of the molecules analysed
 

@@ -17,7 +17,7 @@ type lossPanel struct {
 	value              func(LogRecord) float64
 }
 
-// lossPanels are the parts of method.md §3's objective, and the number of
+// lossPanels are the parts of docs/method.md §3's objective, and the number of
 // subgraphs, in the order the plot shows them.
 var lossPanels = []lossPanel{
 	{"loss", "L = α·L_motif + (1−α)·L_contra", "#1f5fa8", func(r LogRecord) float64 { return float64(r.Loss) }},

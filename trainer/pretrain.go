@@ -40,7 +40,7 @@ type PretrainResult struct {
 	Filter     data.FilterStats
 }
 
-// Pretrain runs MICRO-Graph pre-training (method.md §3) in folder run:
+// Pretrain runs MICRO-Graph pre-training (docs/method.md §3) in folder run:
 // config.json, log.jsonl with one line per logged step, and checkpoints/.
 // Killed at any moment and resumed, it logs exactly what an uninterrupted run
 // logs (on the CPU), because the model, the optimiser, the random generators

@@ -12,7 +12,7 @@ import (
 var ErrNonFiniteScore = errors.New("rocauc: non-finite score")
 
 // ROCAUC is the ROC-AUC of scores against binary labels with OGB's rules
-// (method.md §7): per task, molecules whose label is missing (NaN) are left
+// (docs/method.md §7): per task, molecules whose label is missing (NaN) are left
 // out; a task lacking either class is skipped; the result is the mean over
 // the remaining tasks. labels and scores are n×tasks, row-major. perTask holds
 // each task's value, NaN where skipped. Tied scores count half, as in

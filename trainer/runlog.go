@@ -39,7 +39,7 @@ func (v *Value) UnmarshalJSON(b []byte) error {
 }
 
 // LogRecord is one line of RUNDIR/log.jsonl: the losses of one optimiser
-// step (method.md §3), its epoch (from 1) and the throughput since the
+// step (docs/method.md §3), its epoch (from 1) and the throughput since the
 // previous line.
 type LogRecord struct {
 	Step          int64 `json:"step"`

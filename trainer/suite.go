@@ -14,17 +14,17 @@ import (
 	"github.com/micrograph/micrograph/model"
 )
 
-// Benchmarks are method.md §7's seven downstream benchmarks, in the paper's
+// Benchmarks are docs/method.md §7's seven downstream benchmarks, in the paper's
 // column order.
 var Benchmarks = []string{"bace", "bbbp", "clintox", "hiv", "sider", "tox21", "toxcast"}
 
-// The evaluations of method.md §7, as SuiteConfig.Evaluations names them.
+// The evaluations of docs/method.md §7, as SuiteConfig.Evaluations names them.
 const (
 	EvaluationFinetune = "finetune"
 	EvaluationLinear   = "linear"
 )
 
-// paperRow is a row of the paper's Tables 1 and 2 as method.md §7 quotes
+// paperRow is a row of the paper's Tables 1 and 2 as docs/method.md §7 quotes
 // it: ROC-AUC (%) per benchmark in Benchmarks order, and the average the
 // paper states. A row the paper does not report has no figures.
 type paperRow struct {
@@ -446,7 +446,7 @@ func meanOfValues(vs []Value) float64 {
 }
 
 // Markdown is the paper-style table of the suite (Tables 1 and 2 of the
-// paper, method.md §7): for each evaluation and protocol run, the
+// paper, docs/method.md §7): for each evaluation and protocol run, the
 // pre-trained encoders, no pre-training, and Δ with its p-value; then the
 // paper's MICRO-Graph and Non-Pretrain rows; columns the seven benchmarks and
 // their average; test ROC-AUC in %, mean ± std over runs. The Average of a

@@ -19,7 +19,7 @@ func runFinetune(args []string) error {
 	cfg.Encoder.Dropout = cfg.Dropout // --dropout is the fine-tuning dropout
 	var out, cache string
 	fs := newFlags("finetune", "--data DIR|CSV --out FILE [--encoder encoder.pt] [flags]",
-		"Fine-tunes an encoder with a graph-property head on a labelled dataset (../shared/docs/method.md §7):\n"+
+		"Fine-tunes an encoder with a graph-property head on a labelled dataset (docs/method.md §7):\n"+
 			"BCE with logits on the labelled entries, Adam; after every epoch ROC-AUC (OGB's rules) on the\n"+
 			"valid and test parts; reports the test ROC-AUC at the epoch of best valid ROC-AUC, mean ± std\n"+
 			"over seeds. --protocol cv10 is the paper's protocol instead: 10-fold cross-validation over the\n"+

@@ -12,7 +12,7 @@ import (
 // The flags below mean the same in every subcommand that has them. Each
 // registers into a struct the caller filled with defaults.
 
-// encoderFlags registers the DeeperGCN flags (method.md §2) into c.
+// encoderFlags registers the DeeperGCN flags (docs/method.md §2) into c.
 func encoderFlags(fs *pflag.FlagSet, c *model.EncoderConfig) {
 	fs.IntVar(&c.Hidden, "hidden", c.Hidden, "width d of node, graph, motif and projection embeddings")
 	fs.IntVar(&c.Layers, "layers", c.Layers, "GENConv layers")

@@ -16,7 +16,7 @@ func runLinearEval(args []string) error {
 	cfg := trainer.DefaultLinearEvalConfig()
 	var out, cache string
 	fs := newFlags("linear-eval", "--data DIR|CSV --out FILE [--encoder encoder.pt] [flags]",
-		"Linear evaluation (\"feature extraction\", ../shared/docs/method.md §7): embeds every molecule\n"+
+		"Linear evaluation (\"feature extraction\", docs/method.md §7): embeds every molecule\n"+
 			"with the frozen encoder (evaluation mode, mean pooling), fits one L2-regularised logistic\n"+
 			"regression per task on the train part's standardised embeddings (full-batch Adam, every λ\n"+
 			"of --l2-grid), keeps per task the λ with the best valid ROC-AUC, and reports its test ROC-AUC\n"+

@@ -15,7 +15,7 @@ import (
 func runMotifs(args []string) error {
 	fs := newFlags("motifs", "--run RUNDIR --out motifs.html [flags]",
 		"Writes a self-contained HTML report of what a run's newest checkpoint makes of a dataset's\n"+
-			"molecules (../shared/docs/method.md §3–§4): the atoms per motif, and per motif its\n"+
+			"molecules (docs/method.md §3–§4): the atoms per motif, and per motif its\n"+
 			"subgraphs, their mean size and the ones closest to it, drawn by RDKit with their atoms\n"+
 			"highlighted. On the synthetic dataset it also names each motif's dominant planted group\n"+
 			"and the NMI between motifs and groups, after pre-training and for the model the run\n"+

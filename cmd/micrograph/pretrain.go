@@ -14,7 +14,7 @@ import (
 // pretrainFlags registers pretrain's flags into cfg.
 func pretrainFlags(cfg *trainer.PretrainConfig, run *string, resume *bool, cache *string, limits *data.Limits) *pflag.FlagSet {
 	fs := newFlags("pretrain", "--data DIR|CSV --run RUNDIR [flags]",
-		"Pre-trains a DeeperGCN encoder with MICRO-Graph (../shared/docs/method.md) and writes\n"+
+		"Pre-trains a DeeperGCN encoder with MICRO-Graph (docs/method.md) and writes\n"+
 			"RUNDIR/config.json, RUNDIR/log.jsonl (one line per logged step) and checkpoints in\n"+
 			"RUNDIR/checkpoints/ (libtorch's format, atomic, the last --keep kept). SIGINT or SIGTERM\n"+
 			"finishes the step, checkpoints and exits 0; --resume continues from the newest readable\n"+

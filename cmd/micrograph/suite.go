@@ -19,7 +19,7 @@ func runSuite(args []string) error {
 	ft, lin := &cfg.Finetune, &cfg.Linear
 	var out, cache string
 	fs := newFlags("suite", "--encoder a.pt[,b.pt,…] --datasets PATH... --out DIR [flags]",
-		"Runs the paper's downstream evaluation (../shared/docs/method.md §7) on the benchmarks given\n"+
+		"Runs the paper's downstream evaluation (docs/method.md §7) on the benchmarks given\n"+
 			"("+strings.Join(trainer.Benchmarks, ", ")+"; OGB folders such as ogbg_molbace or MoleculeNet\n"+
 			"CSVs such as BBBP.csv, told apart by name): every evaluation under every protocol with each\n"+
 			"pre-trained encoder and without pre-training (the same architecture randomly initialised).\n"+

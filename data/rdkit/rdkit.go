@@ -80,7 +80,7 @@ import (
 	"unsafe"
 )
 
-// Features per atom and per bond, as in OGB's smiles2graph (method.md §8).
+// Features per atom and per bond, as in OGB's smiles2graph (docs/method.md §8).
 const (
 	NumAtomFeatures = C.MGCHEM_ATOM_FEATURES
 	NumBondFeatures = C.MGCHEM_BOND_FEATURES
@@ -194,7 +194,7 @@ func takeError(msg C.mgchem_error) error {
 }
 
 // SmilesToGraph parses smiles as RDKit's Python MolFromSmiles does and
-// featurises it following OGB's smiles2graph exactly (method.md §8); with
+// featurises it following OGB's smiles2graph exactly (docs/method.md §8); with
 // scaffold it also computes the Murcko scaffold, saving a second parse. An
 // invalid SMILES gives an error carrying RDKit's reason.
 func SmilesToGraph(smiles string, scaffold bool) (*Graph, error) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// Expected values are OGB's smiles2graph rules (method.md §8) applied by hand
+// Expected values are OGB's smiles2graph rules (docs/method.md §8) applied by hand
 // to each molecule; RDKit's Python MolFromSmiles agrees on every entry.
 func TestSmilesToGraph(t *testing.T) {
 	type bond struct{ u, v, typ, stereo, conj int }

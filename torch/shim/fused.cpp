@@ -61,7 +61,7 @@ bool aggregation_kernel(const at::Tensor &x) {
 	return cpu_kernels(x);
 }
 
-// GENConv's softmax aggregation (method.md §2). For the edges k→i (sorted
+// GENConv's softmax aggregation (docs/method.md §2). For the edges k→i (sorted
 // by destination, CSR rowptr) with messages m_k = ReLU(h_src(k) + e_k) + ε:
 //
 //	out_i = Σ_k a_k m_k,   a_k = exp(t·m_k − max_k t·m_k) / Σ_k exp(…)   (per channel)
@@ -296,7 +296,7 @@ struct GroupMean : public torch::autograd::Function<GroupMean> {
 	}
 };
 
-// The graph-to-subgraph contrastive loss (method.md §6) from its logits y
+// The graph-to-subgraph contrastive loss (docs/method.md §6) from its logits y
 // (B × B·S) and the live slots (float 1/0): the mean over rows with at least
 // one live own slot of −Σ_{own live j} log softmax over live columns (y_i)_j.
 struct BlockContrast : public torch::autograd::Function<BlockContrast> {
@@ -416,7 +416,7 @@ struct BatchNormTrain : public torch::autograd::Function<BatchNormTrain> {
 	}
 };
 
-// The MinCut regulariser per molecule (method.md §5): outputs cut_g and
+// The MinCut regulariser per molecule (docs/method.md §5): outputs cut_g and
 // ortho_g (B each); selected is B×K of 1/0, or empty for all columns.
 struct MinCut : public torch::autograd::Function<MinCut> {
 	static variable_list forward(AutogradContext *ctx, const at::Tensor &q, const at::Tensor &rowptr,

@@ -78,7 +78,7 @@ void normalize_forward(const T *X, int64_t d, T eps, int64_t begin, int64_t end,
 template <typename T>
 void normalize_backward(const T *Y, const T *GY, const T *NRM, int64_t d, T eps, int64_t begin, int64_t end, T *GX);
 
-// Sinkhorn-Knopp on A (K×N, float32) in place, method.md §3: A = exp(λ·Q)ᵀ
+// Sinkhorn-Knopp on A (K×N, float32) in place, docs/method.md §3: A = exp(λ·Q)ᵀ
 // from Q (N×K), A /= ΣA, then iters rounds of row and column scaling to
 // 1/K and 1/N; MOTIF[l] = argmax_k A[k][l] (first maximum).
 void sinkhorn(const float *Q, int64_t n, int64_t k, float lambda, int iters, float *A, int64_t *MOTIF);
@@ -91,7 +91,7 @@ template <typename T>
 void adam_update(T *P, const T *G, T *M, T *V, int64_t n, T lr, T beta1, T beta2, T eps, T wd, bool decoupled,
                  T bias1, T bias2_sqrt);
 
-// MinCut regulariser (method.md §5) of molecules [begin, end), node rows Q
+// MinCut regulariser (docs/method.md §5) of molecules [begin, end), node rows Q
 // (K columns) in CSR layout: molecule g's nodes are [GP[g], GP[g+1]), the
 // incoming edges of node v are [R[v], R[v+1]) from sources S. SEL, when not
 // null, masks the columns of each molecule (B×K, 1/0). Per molecule: CUT[g]

@@ -192,10 +192,10 @@ mg_error mg_group_mean(mg_tensor x, mg_tensor rows, mg_tensor groups, mg_tensor 
  * i·per … i·per+per−1) of −Σ over those of log softmax over the live columns.
  */
 mg_error mg_block_contrast(mg_tensor y, mg_tensor live, int64_t per, mg_tensor *out);
-/* Sinkhorn-Knopp assignment (method.md §3) of q (N×K), in float32: motif
+/* Sinkhorn-Knopp assignment (docs/method.md §3) of q (N×K), in float32: motif
  * (N, int64) and the balanced matrix (K×N float32). */
 mg_error mg_sinkhorn(mg_tensor q, double lambda, int iters, mg_tensor *motif, mg_tensor *balanced);
-/* The MinCut regulariser per molecule (method.md §5) of soft assignments q
+/* The MinCut regulariser per molecule (docs/method.md §5) of soft assignments q
  * (N×K) on a destination-sorted CSR graph (rowptr, src) whose molecules own
  * node ranges graphptr: cut and ortho, B each. selected (B×K, 1/0) restricts
  * the orthogonality term to some columns; NULL for all. */

@@ -33,7 +33,7 @@ extern "C" {
 
 typedef char *mgchem_error;
 
-/* A molecule as OGB's smiles2graph sees it (method.md section 8). */
+/* A molecule as OGB's smiles2graph sees it (docs/method.md section 8). */
 typedef struct {
 	int32_t num_atoms;
 	int32_t num_bonds;

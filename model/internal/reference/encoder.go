@@ -2,13 +2,13 @@ package reference
 
 import "math"
 
-// messageEps is the constant added to every GENConv message (method.md §2).
+// messageEps is the constant added to every GENConv message (docs/method.md §2).
 const messageEps = 1e-7
 
 // bnEps is BatchNorm1d's epsilon.
 const bnEps = 1e-5
 
-// encode is the DeeperGCN res+ encoder of method.md §2 with dropout 0:
+// encode is the DeeperGCN res+ encoder of docs/method.md §2 with dropout 0:
 // h = conv_0(h0); for l = 1..L−1: h = conv_l(ReLU(BN_{l−1}(h))) + h;
 // finally h = BN_{L−1}(h), with no ReLU after it. h0 is the AtomEncoder
 // output; one BondEncoder output is shared by all layers.
@@ -29,7 +29,7 @@ func encode(w Weights, b Batch, c Config) [][]float64 {
 	return batchNorm(h, w.Norms[c.Layers-1])
 }
 
-// atomEncode is the AtomEncoder of method.md §2: row l is the sum over the
+// atomEncode is the AtomEncoder of docs/method.md §2: row l is the sum over the
 // nine features f of row x[l][f] of table f.
 func atomEncode(tables [9][][]float64, x [][9]int64, d int) [][]float64 {
 	out := make([][]float64, len(x))
@@ -45,7 +45,7 @@ func atomEncode(tables [9][][]float64, x [][9]int64, d int) [][]float64 {
 	return out
 }
 
-// bondEncode is the BondEncoder of method.md §2: the same as atomEncode
+// bondEncode is the BondEncoder of docs/method.md §2: the same as atomEncode
 // with the three bond tables.
 func bondEncode(tables [3][][]float64, attr [][3]int64, d int) [][]float64 {
 	out := make([][]float64, len(attr))
@@ -61,7 +61,7 @@ func bondEncode(tables [3][][]float64, attr [][3]int64, d int) [][]float64 {
 	return out
 }
 
-// genConv is one GENConv layer (method.md §2) on node states h and edge
+// genConv is one GENConv layer (docs/method.md §2) on node states h and edge
 // embeddings e (one row per directed edge src[k] → dst[k]):
 //
 //	m_ji  = ReLU(h_j + e_ji) + 1e-7                          per channel
@@ -210,7 +210,7 @@ func groupNodes(nodeGraph []int, numGraphs int) [][]int {
 }
 
 // meanPool returns, for each group of row indices, the mean of those rows
-// of h (method.md §2 readout and §3 subgraph pooling). Groups are non-empty.
+// of h (docs/method.md §2 readout and §3 subgraph pooling). Groups are non-empty.
 func meanPool(h [][]float64, groups [][]int) [][]float64 {
 	d := 0
 	if len(h) > 0 {

@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// method.md §2: AtomEncoder and BondEncoder sum one row of every table.
+// docs/method.md §2: AtomEncoder and BondEncoder sum one row of every table.
 func TestEncodersSumOneRowPerTable(t *testing.T) {
 	// Atom table f, row r = [r, f·r]. For x = [3,1,0,0,0,0,0,1,1]:
 	//   channel 0 = Σ_f x_f = 3+1+1+1 = 6
@@ -44,7 +44,7 @@ var (
 	path3Dst = []int{2, 1, 1, 0}
 )
 
-// method.md §2: GENConv on the 3-atom path, d = 2, t = 1.
+// docs/method.md §2: GENConv on the 3-atom path, d = 2, t = 1.
 //
 //	h = [1,0], [0,2], [−1,1];  e = [0,−1] on every edge;  W = [[1,1],[0,2]], b = [0,−1]
 //
@@ -70,7 +70,7 @@ func TestGENConvPath3(t *testing.T) {
 	checkMatrixClose(t, "genConv", got, want, 1e-14)
 }
 
-// method.md §2: the per-node, per-channel max is subtracted before exp, so a
+// docs/method.md §2: the per-node, per-channel max is subtracted before exp, so a
 // large |t| gives an (almost) hard max or min instead of overflow; t = 0 is
 // the mean; a node without incoming edges gets agg = 0.
 //
@@ -99,7 +99,7 @@ func formatFloat(v float64) string {
 	return strconv.FormatFloat(v, 'g', 6, 64)
 }
 
-// method.md §2 / brief: BatchNorm1d in training mode with biased variance.
+// docs/method.md §2 / brief: BatchNorm1d in training mode with biased variance.
 //
 //	column 0 = [1,2,3], γ = 2, β = 1: μ = 2, σ² = (1+0+1)/3 = 2/3
 //	           (the unbiased estimate would be 1), y = 2(x−2)/√(2/3+1e−5) + 1
@@ -112,7 +112,7 @@ func TestBatchNormBiasedVariance(t *testing.T) {
 	checkMatrixClose(t, "batchNorm", got, want, 1e-14)
 }
 
-// method.md §2: one-layer encoder on the 3-atom path through the atom and
+// docs/method.md §2: one-layer encoder on the 3-atom path through the atom and
 // bond tables: H = BN_0(conv_0(h0)).
 //
 // h0 and e are those of TestGENConvPath3, built from the tables (atom
@@ -161,7 +161,7 @@ func TestEncoderPath3OneLayer(t *testing.T) {
 	checkMatrixClose(t, "H", got, want, 1e-9)
 }
 
-// method.md §2: res+ wiring with two layers on two isolated atoms (no
+// docs/method.md §2: res+ wiring with two layers on two isolated atoms (no
 // edges, so conv(x) = W·x + b).
 //
 //	h0 = [1,0], [0,1];  conv_0 = identity  →  h = h0
@@ -188,7 +188,7 @@ func TestEncoderResPlusTwoLayers(t *testing.T) {
 	checkMatrixClose(t, "H", got, [][]float64{{r, -q}, {-r, q}}, 1e-12)
 }
 
-// method.md §3: Q = softmax_k(cos(W_h·h, M_k)/τ), τ = ½, W_h swaps the two
+// docs/method.md §3: Q = softmax_k(cos(W_h·h, M_k)/τ), τ = ½, W_h swaps the two
 // channels, M = [1,0], [0,3] (cosine ignores the norm of M_1).
 //
 //	h = [1,1] → W_h·h = [1,1]: cos = 1/√2, 1/√2 → Q = [½, ½]
@@ -230,7 +230,7 @@ func checkA(t *testing.T, got [][]float32, want [][]float64) {
 	}
 }
 
-// method.md §3: Sinkhorn with λ = ln 2, so exp(λ·q) = 2^q.
+// docs/method.md §3: Sinkhorn with λ = ln 2, so exp(λ·q) = 2^q.
 //
 // Case 1: Q = [1,0], [0,1], [½,½] (N = 3, K = 2).
 //
@@ -270,7 +270,7 @@ func TestSinkhornOneIteration(t *testing.T) {
 	}
 }
 
-// method.md §3 / brief: Sinkhorn casts Q to float32 before anything else.
+// docs/method.md §3 / brief: Sinkhorn casts Q to float32 before anything else.
 // Q[0] = [½, ½+2.9e−8]: 2.9e−8 is below half a float32 ulp at ½ (2^−25 ≈
 // 2.98e−8), so both entries round to the float32 ½ and, with no iterations,
 // A[0][0] == A[1][0] exactly and the first maximum (motif 0) wins. Had λ·Q
@@ -288,7 +288,7 @@ func TestSinkhornCastsToFloat32First(t *testing.T) {
 	}
 }
 
-// method.md §4: slots graph·K + motif, η threshold, slot order, sorted
+// docs/method.md §4: slots graph·K + motif, η threshold, slot order, sorted
 // members.
 //
 //	graphs [0,0,0,0,1,1,1], motifs [1,0,1,1,0,0,2], K = 3
@@ -312,7 +312,7 @@ func TestSubgraphsFromSlots(t *testing.T) {
 	}
 }
 
-// method.md §5 on the 3-atom path (edges 0↔1, 1↔2), K = 2,
+// docs/method.md §5 on the 3-atom path (edges 0↔1, 1↔2), K = 2,
 // Q = [1,0], [½,½], [0,1].
 //
 //	numerator: each of the 4 directed edges has ⟨Q_u,Q_v⟩ = ½ → 2
@@ -340,7 +340,7 @@ func TestMinCutPath3(t *testing.T) {
 	checkScalar(t, "cut(0→1)", cut[0], -0.5, 1e-15)
 }
 
-// method.md §5, restricted form. Q = [1,0,0], [0,1,0], [0,1,0]:
+// docs/method.md §5, restricted form. Q = [1,0,0], [0,1,0], [0,1,0]:
 // QᵀQ = diag(1,2,0), ‖·‖_F = √5.
 //
 //	all K = 3 columns: ortho = √((1/√5−1/√3)² + (2/√5−1/√3)² + (0−1/√3)²)
@@ -359,7 +359,7 @@ func TestOrthoRestricted(t *testing.T) {
 	checkScalar(t, "ortho({})", orthoTerm(q, nodes, nil), 0, 0)
 }
 
-// method.md §5: ortho_g = 0 when Q_g's columns are orthogonal with equal
+// docs/method.md §5: ortho_g = 0 when Q_g's columns are orthogonal with equal
 // norms (QᵀQ = c·I, so QᵀQ/‖QᵀQ‖_F = I/√K).
 func TestOrthoZeroForOrthogonalEqualNormColumns(t *testing.T) {
 	for name, q := range map[string][][]float64{
@@ -383,7 +383,7 @@ func TestOrthoZeroForOrthogonalEqualNormColumns(t *testing.T) {
 	}
 }
 
-// method.md §5: cut_g = −1 when every node of g has the same row q:
+// docs/method.md §5: cut_g = −1 when every node of g has the same row q:
 // numerator Σ_edges ⟨q,q⟩ = |E|·‖q‖², denominator Σ_u deg(u)‖q‖² = |E|·‖q‖².
 func TestCutMinusOneForIdenticalRows(t *testing.T) {
 	// A 4-ring with a chord, both directions, in a scrambled order; plus a
@@ -400,7 +400,7 @@ func TestCutMinusOneForIdenticalRows(t *testing.T) {
 	}
 }
 
-// method.md §6 on a 3-graph batch with W_e swapping the two channels, τ = ½:
+// docs/method.md §6 on a 3-graph batch with W_e swapping the two channels, τ = ½:
 //
 //	e = [1,0], [0,1], [1,1];  W_e·e = [0,1], [1,0], [1,1]
 //	s = [2,0] (graph 0), [0,5] (graph 1), [1,1] (graph 0); graph 2 has none
@@ -426,7 +426,7 @@ func TestContrastiveHand(t *testing.T) {
 	}
 }
 
-// End to end (method.md §2–§6): two single-atom graphs, L = 1, d = 2, K = 2,
+// End to end (docs/method.md §2–§6): two single-atom graphs, L = 1, d = 2, K = 2,
 // τ = ½, λ = 20, 5 iterations, η = 1, α = 0.3, λ_n = 1, λ_s = 2, λ_r = 5.
 //
 //	h0 = [1,0], [0,1]; conv_0 = identity (no edges); BN_0:
@@ -492,7 +492,7 @@ func TestForwardTwoSingleAtomGraphs(t *testing.T) {
 	}
 }
 
-// method.md §2 readout and §3 subgraph pooling: the mean, not the sum, of
+// docs/method.md §2 readout and §3 subgraph pooling: the mean, not the sum, of
 // the member rows. Rows [1,2], [3,4], [5,9]: groups {0,1,2} → [3,5],
 // {2} → [5,9], {1,0} → [2,3].
 func TestMeanPool(t *testing.T) {

@@ -25,7 +25,7 @@ func requireNontrivial(t *testing.T, r Result) {
 // subgraphKey identifies a subgraph by its slot.
 func subgraphKey(g, m int) string { return fmt.Sprintf("%d/%d", g, m) }
 
-// method.md §2–§6: relabelling the nodes of a batch (shuffling the nodes
+// docs/method.md §2–§6: relabelling the nodes of a batch (shuffling the nodes
 // inside each graph, reordering the graphs, shuffling the edge list)
 // permutes H, Q, E, the Sinkhorn columns, the assignment and the
 // subgraphs accordingly, and leaves every loss unchanged.
@@ -162,7 +162,7 @@ func TestForwardPermutationInvariance(t *testing.T) {
 	}
 }
 
-// method.md §2–§6: a batch holding a graph twice gives each copy the
+// docs/method.md §2–§6: a batch holding a graph twice gives each copy the
 // quantities of the graph alone. Batch norm statistics are unchanged (same
 // mean, same biased variance), so H, E, Q, P, S, the assignment and every
 // per-graph and mean loss term agree; the Sinkhorn matrix is halved
@@ -242,7 +242,7 @@ func TestForwardDuplicateGraph(t *testing.T) {
 	}
 }
 
-// method.md §3: after at least one iteration every column of A sums to
+// docs/method.md §3: after at least one iteration every column of A sums to
 // 1/N (the column step comes last); with many iterations on a mildly
 // peaked Q the rows also converge to 1/K; the argmax is per column.
 func TestSinkhornBalance(t *testing.T) {
@@ -336,7 +336,7 @@ func toF64(a [][]float32) [][]float64 {
 	return out
 }
 
-// method.md §2, res+ wiring with L = 3 on a random batch: encode equals
+// docs/method.md §2, res+ wiring with L = 3 on a random batch: encode equals
 // the spec's recursion written out with the primitives that the hand cases
 // check (atomEncode, bondEncode, genConv, batchNorm), with every layer's own
 // conv, temperature and norm and the one shared bond embedding:
@@ -369,7 +369,7 @@ func TestEncoderWiringThreeLayers(t *testing.T) {
 	checkMatrixClose(t, "H", encode(w, b, c), want, 1e-13)
 }
 
-// method.md §1 defaults (d = 300, K = 20, τ = 0.05, λ = 20, η = 4) on a
+// docs/method.md §1 defaults (d = 300, K = 20, τ = 0.05, λ = 20, η = 4) on a
 // batch of realistic molecules: everything is finite, Q's rows sum to 1,
 // and the losses are positive where they must be (L_node-mot, L_mot-sub,
 // ortho) and cut_g ∈ [−1, 0].

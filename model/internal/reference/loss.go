@@ -2,7 +2,7 @@ package reference
 
 import "math"
 
-// cutPerGraph returns the MinCut term of method.md §5 for every graph:
+// cutPerGraph returns the MinCut term of docs/method.md §5 for every graph:
 //
 //	cut_g = − Σ_{(u→v)∈E_g} ⟨Q_u, Q_v⟩ / Σ_{u∈V_g} deg(u)·‖Q_u‖²
 //
@@ -33,7 +33,7 @@ func cutPerGraph(q [][]float64, src, dst []int, nodeGraph []int, numGraphs int) 
 	return cut
 }
 
-// orthoTerm is the orthogonality term of method.md §5 for one graph, over
+// orthoTerm is the orthogonality term of docs/method.md §5 for one graph, over
 // the motif columns cols (all K by default, the graph's J_g subgraph motifs
 // in the restricted form):
 //
@@ -75,7 +75,7 @@ func orthoTerm(q [][]float64, nodes, cols []int) float64 {
 	return math.Sqrt(s)
 }
 
-// contrastive is the graph-to-subgraph loss of method.md §6:
+// contrastive is the graph-to-subgraph loss of docs/method.md §6:
 //
 //	Y_ij     = cos(W_e·e_i, s_j)/τ   over all graphs i and subgraphs j
 //	L_contra = −mean over graphs i with ≥ 1 subgraph of

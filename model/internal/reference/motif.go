@@ -23,7 +23,7 @@ func normalizeRows(x [][]float64) [][]float64 {
 	return out
 }
 
-// cosineLogits returns the matrix cos(a_i, b_k)/τ (method.md §3: rows
+// cosineLogits returns the matrix cos(a_i, b_k)/τ (docs/method.md §3: rows
 // L2-normalised, then a·bᵀ), len(a) × len(b).
 func cosineLogits(a, b [][]float64, tau float64) [][]float64 {
 	an, bn := normalizeRows(a), normalizeRows(b)
@@ -42,7 +42,7 @@ func cosineLogits(a, b [][]float64, tau float64) [][]float64 {
 }
 
 // motifProbs returns softmax_k(cos(W·x_i, M_k)/τ) for every row x_i and
-// its logarithm (method.md §3: Q from node embeddings with W_h, P from
+// its logarithm (docs/method.md §3: Q from node embeddings with W_h, P from
 // subgraph embeddings with W_s).
 func motifProbs(w, x, motifs [][]float64, tau float64) (p, logp [][]float64) {
 	return softmaxRows(cosineLogits(linearRows(w, x), motifs, tau))
@@ -83,7 +83,7 @@ func softmaxRows(z [][]float64) (p, logp [][]float64) {
 	return p, logp
 }
 
-// Sinkhorn is the SwAV-form balancing of method.md §3, in float32: with Q
+// Sinkhorn is the SwAV-form balancing of docs/method.md §3, in float32: with Q
 // (N × K, rows are nodes) cast to float32 first,
 //
 //	A = exp(λ·Qᵀ)          (K × N)
@@ -149,7 +149,7 @@ func Sinkhorn(q [][]float64, lambda float64, iters int) [][]float32 {
 }
 
 // ArgmaxColumns returns, for each column l of the K × N matrix a, the row
-// index of its largest entry, the first one on ties (method.md §3:
+// index of its largest entry, the first one on ties (docs/method.md §3:
 // motif_of_node = argmax over k of A[:, l]).
 func ArgmaxColumns(a [][]float32) []int {
 	if len(a) == 0 {
@@ -168,7 +168,7 @@ func ArgmaxColumns(a [][]float32) []int {
 	return out
 }
 
-// buildSubgraphs forms the motif-like subgraphs of method.md §4 without
+// buildSubgraphs forms the motif-like subgraphs of docs/method.md §4 without
 // perturbation: slot(l) = graph(l)·K + motif(l); a slot with at least η
 // nodes is a subgraph. Subgraphs come in increasing slot order, members in
 // increasing node order.

@@ -1,16 +1,16 @@
 // Package reference is an independent float64 reference implementation of
 // one MICRO-Graph pre-training forward pass, as specified in
-// ../shared/docs/method.md §2–§6 (encoder, node-to-motif assignment,
+// docs/method.md §2–§6 (encoder, node-to-motif assignment,
 // Sinkhorn, motif-like subgraphs, MinCut regulariser, graph-to-subgraph
 // contrastive loss).
 //
 // It is written with plain slices and loops, shares no code with the
 // libtorch implementation, and exists so that the tensor implementation can
 // be checked against it (to about 1e-6 relative). Everything is float64
-// except Sinkhorn, which method.md §3 fixes to float32.
+// except Sinkhorn, which docs/method.md §3 fixes to float32.
 //
 // The reference runs with dropout 0 and without subgraph perturbation
-// (p_drop = p_add = 0, method.md §4), so a forward pass is deterministic.
+// (p_drop = p_add = 0, docs/method.md §4), so a forward pass is deterministic.
 package reference
 
 import (
@@ -20,34 +20,34 @@ import (
 )
 
 // AtomTableSizes are the row counts of the nine OGB atom embedding tables
-// (method.md §2). Forward accepts tables of any row count; these are the
+// (docs/method.md §2). Forward accepts tables of any row count; these are the
 // sizes the real model uses.
 var AtomTableSizes = [9]int{119, 5, 12, 12, 10, 6, 6, 2, 2}
 
 // BondTableSizes are the row counts of the three OGB bond embedding tables
-// (method.md §2).
+// (docs/method.md §2).
 var BondTableSizes = [3]int{5, 6, 2}
 
-// Config holds the hyper-parameters of one forward pass (method.md §1).
+// Config holds the hyper-parameters of one forward pass (docs/method.md §1).
 type Config struct {
-	Layers         int     // encoder depth L (≥ 1), method.md §2
+	Layers         int     // encoder depth L (≥ 1), docs/method.md §2
 	Hidden         int     // width d of every embedding and projection
 	Motifs         int     // number of motif slots K
 	Tau            float64 // τ, temperature of every cosine softmax (> 0)
-	SinkhornLambda float64 // λ, Sinkhorn entropy parameter, method.md §3
+	SinkhornLambda float64 // λ, Sinkhorn entropy parameter, docs/method.md §3
 	SinkhornIters  int     // Sinkhorn iterations (≥ 0)
-	Eta            int     // η, smallest subgraph kept, in nodes (≥ 1), method.md §4
+	Eta            int     // η, smallest subgraph kept, in nodes (≥ 1), docs/method.md §4
 	Alpha          float64 // α in L = α·L_motif + (1−α)·L_contra
 	LambdaNode     float64 // λ_n, weight of L_node-mot in L_motif
 	LambdaSub      float64 // λ_s, weight of L_mot-sub in L_motif
 	LambdaReg      float64 // λ_r, weight of L_reg in L_motif
-	// OrthoSelected selects the restricted orthogonality term of method.md
+	// OrthoSelected selects the restricted orthogonality term of docs/method.md
 	// §5: per graph, only the motif columns that form a subgraph in that
 	// graph. False (the default) uses all K columns.
 	OrthoSelected bool
 }
 
-// DefaultConfig returns the defaults of method.md §1 (L = 5, d = 300,
+// DefaultConfig returns the defaults of docs/method.md §1 (L = 5, d = 300,
 // K = 20, τ = 0.05, λ = 20, 5 Sinkhorn iterations, η = 4, α = 0.5,
 // λ_n = λ_s = 1, λ_r = 5, all K columns in the orthogonality term).
 func DefaultConfig() Config {
@@ -63,7 +63,7 @@ func DefaultConfig() Config {
 // output channel.
 type Weights struct {
 	// AtomEmb[f] is atom embedding table f: one row of Hidden values per
-	// category of atom feature f (method.md §2).
+	// category of atom feature f (docs/method.md §2).
 	AtomEmb [9][][]float64
 	// BondEmb[f] is bond embedding table f, shared by all layers.
 	BondEmb [3][][]float64
@@ -75,11 +75,11 @@ type Weights struct {
 	Motifs [][]float64
 	// Wh, Ws, We are the Hidden × Hidden projections (no bias) applied to
 	// node embeddings (Q), subgraph embeddings (P) and graph embeddings
-	// (contrastive loss), method.md §3 and §6.
+	// (contrastive loss), docs/method.md §3 and §6.
 	Wh, Ws, We [][]float64
 }
 
-// Conv holds one GENConv layer (method.md §2): the single Linear(d, d) of
+// Conv holds one GENConv layer (docs/method.md §2): the single Linear(d, d) of
 // its MLP, h' = W·(h + agg) + B, and its softmax temperature T.
 type Conv struct {
 	W [][]float64 // Hidden × Hidden
@@ -93,7 +93,7 @@ type Norm struct {
 	Gamma, Beta []float64 // Hidden each
 }
 
-// Batch is B molecules as one disjoint graph (method.md §2).
+// Batch is B molecules as one disjoint graph (docs/method.md §2).
 type Batch struct {
 	// X holds the nine integer atom features of every node (N rows).
 	X [][9]int64
@@ -109,7 +109,7 @@ type Batch struct {
 	NumGraphs int
 }
 
-// Subgraph is one motif-like subgraph (method.md §4): the live slot
+// Subgraph is one motif-like subgraph (docs/method.md §4): the live slot
 // Graph·K + Motif and its members, in increasing node order.
 type Subgraph struct {
 	Graph, Motif int
@@ -146,7 +146,7 @@ type Result struct {
 	Total float64
 }
 
-// Forward runs one pre-training forward pass (method.md §2–§6) with dropout
+// Forward runs one pre-training forward pass (docs/method.md §2–§6) with dropout
 // 0 and no subgraph perturbation. It returns an error when the weights,
 // batch or config are inconsistent (shapes, index ranges, edges between
 // graphs, non-contiguous graphs, empty graphs) or when the float32
