@@ -99,7 +99,7 @@ func formatFloat(v float64) string {
 	return strconv.FormatFloat(v, 'g', 6, 64)
 }
 
-// docs/method.md §2 / brief: BatchNorm1d in training mode with biased variance.
+// docs/method.md §2: BatchNorm1d in training mode with biased variance.
 //
 //	column 0 = [1,2,3], γ = 2, β = 1: μ = 2, σ² = (1+0+1)/3 = 2/3
 //	           (the unbiased estimate would be 1), y = 2(x−2)/√(2/3+1e−5) + 1
@@ -270,7 +270,7 @@ func TestSinkhornOneIteration(t *testing.T) {
 	}
 }
 
-// docs/method.md §3 / brief: Sinkhorn casts Q to float32 before anything else.
+// docs/method.md §3: Sinkhorn casts Q to float32 before anything else.
 // Q[0] = [½, ½+2.9e−8]: 2.9e−8 is below half a float32 ulp at ½ (2^−25 ≈
 // 2.98e−8), so both entries round to the float32 ½ and, with no iterations,
 // A[0][0] == A[1][0] exactly and the first maximum (motif 0) wins. Had λ·Q
