@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/micrograph/micrograph/internal/field"
 )
 
 // labelStream separates the stream of the label subsets from any other use
@@ -16,10 +18,10 @@ const labelStream = 0x6c6162656c73 // "labels"
 func ValidateLabelFractions(fractions []float64) error {
 	for i, f := range fractions {
 		if !(f > 0 && f <= 1) {
-			return fmt.Errorf("--label-fractions value %g: want a share of the train labels in (0, 1]", f)
+			return field.Errorf("label_fractions", f, "must be a share of the train labels, in (0, 1]")
 		}
 		if slices.Contains(fractions[:i], f) {
-			return fmt.Errorf("--label-fractions value %g is listed twice", f)
+			return field.Errorf("label_fractions", f, "is listed twice")
 		}
 	}
 	return nil

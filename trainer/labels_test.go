@@ -182,11 +182,11 @@ func TestLabelSubsetsRefuse(t *testing.T) {
 		labels    []float32
 		want      string
 	}{
-		{[]float64{0}, labels, "--label-fractions value 0: want a share of the train labels in (0, 1]"},
-		{[]float64{0.5, -0.1}, labels, "--label-fractions value -0.1"},
-		{[]float64{1.5}, labels, "--label-fractions value 1.5"},
-		{[]float64{math.NaN()}, labels, "--label-fractions value NaN"},
-		{[]float64{0.1, 0.5, 0.1}, labels, "--label-fractions value 0.1 is listed twice"},
+		{[]float64{0}, labels, "label_fractions 0 must be a share of the train labels, in (0, 1]"},
+		{[]float64{0.5, -0.1}, labels, "label_fractions -0.1 must be a share"},
+		{[]float64{1.5}, labels, "label_fractions 1.5 must be a share"},
+		{[]float64{math.NaN()}, labels, "label_fractions NaN must be a share"},
+		{[]float64{0.1, 0.5, 0.1}, labels, "label_fractions 0.1 is listed twice"},
 		{[]float64{0.5}, labels[:19], "19 labels for 10 molecules and 2 tasks"},
 	} {
 		_, err := trainer.LabelSubsets(train, tc.labels, 2, tc.fractions, 1)

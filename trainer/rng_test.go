@@ -343,6 +343,7 @@ var randomSources = map[string]string{
 	"data/loader.go":        "each epoch's shuffle is a function of --seed and the epoch; the checkpoint's data position replays it",
 	"data/split.go":         "dataset splits, made once from a seed; not in a pre-training step",
 	"data/synth.go":         "the synthetic dataset, made once from a seed; not in a pre-training step",
+	"trainer/labels.go":     "linear evaluation's label subsets, drawn from the run's seed; not in a pre-training step",
 	"trainer/diagnose.go":   "the diagnosis's molecule sample, drawn once from --seed; not in a pre-training step",
 	"trainer/downstream.go": "cross-validation folds, made once from a seed; not in a pre-training step",
 
