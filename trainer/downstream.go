@@ -120,7 +120,7 @@ func CrossValidationSplits(n, k int, seed uint64) ([]*data.Split, error) {
 // f's test ROC-AUC at candidate i (an epoch, or a λ of the grid); it returns
 // the candidate whose mean over the folds is highest (the earliest on ties;
 // means with a NaN are never chosen unless all are) and that mean.
-func SelectOnFoldMean(curves [][]float64) (int, float64) {
+func SelectOnFoldMean[V ~float64](curves [][]V) (int, float64) {
 	best, bestMean := 0, math.NaN()
 	if len(curves) == 0 {
 		return best, bestMean
@@ -128,7 +128,7 @@ func SelectOnFoldMean(curves [][]float64) (int, float64) {
 	for i := range curves[0] {
 		var sum float64
 		for _, c := range curves {
-			sum += c[i]
+			sum += float64(c[i])
 		}
 		mean := sum / float64(len(curves))
 		if mean > bestMean || (math.IsNaN(bestMean) && !math.IsNaN(mean)) {

@@ -212,12 +212,9 @@ func Finetune(cfg FinetuneConfig) (*FinetuneResult, error) {
 // each run reports the epoch with the best test ROC-AUC averaged over the
 // folds.
 func selectEpochOnFolds(seed uint64, runs []FinetuneRun) SelectedEpoch {
-	curves := make([][]float64, len(runs))
+	curves := make([][]Value, len(runs))
 	for f, r := range runs {
-		curves[f] = make([]float64, len(r.TestROCAUC))
-		for e, v := range r.TestROCAUC {
-			curves[f][e] = float64(v)
-		}
+		curves[f] = r.TestROCAUC
 	}
 	best, mean := SelectOnFoldMean(curves)
 	for f := range runs {

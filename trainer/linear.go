@@ -320,12 +320,9 @@ func LinearEval(cfg LinearEvalConfig) (*LinearEvalResult, error) {
 // each run reports, for every task, the λ of grid with the best mean test
 // ROC-AUC averaged over the folds.
 func selectL2OnFolds(seed uint64, grid []float64, runs []LinearEvalRun) SelectedL2 {
-	curves := make([][]float64, len(runs))
+	curves := make([][]Value, len(runs))
 	for f, r := range runs {
-		curves[f] = make([]float64, len(r.TestByL2))
-		for g, v := range r.TestByL2 {
-			curves[f][g] = float64(v)
-		}
+		curves[f] = r.TestByL2
 	}
 	best, mean := SelectOnFoldMean(curves)
 	for f := range runs {
