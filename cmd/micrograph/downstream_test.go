@@ -19,7 +19,11 @@ var tinyEncoderFlags = []string{"--hidden", "16", "--layers", "2", "--device", "
 
 // writeTinyEncoder exports a randomly initialised tiny encoder as
 // `micrograph export` would.
-func writeTinyEncoder(t *testing.T) string {
+func writeTinyEncoder(t *testing.T) string { return writeEncoder(t, nil) }
+
+// writeEncoder exports a tiny encoder, first handing its tensors to alter
+// when it is not nil (to damage them, say).
+func writeEncoder(t *testing.T, alter func([]torch.Named)) string {
 	t.Helper()
 	arch := model.EncoderConfig{Hidden: 16, Layers: 2, MLPLayers: 1, T: 1}
 	clf, err := model.NewClassifier(arch, 1, torch.CPU, torch.Float32)
@@ -27,8 +31,12 @@ func writeTinyEncoder(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer clf.Free()
+	state := clf.EncoderState()
+	if alter != nil {
+		torch.NoGrad(func() { alter(state) })
+	}
 	path := filepath.Join(t.TempDir(), "encoder.pt")
-	if err := trainer.SaveEncoder(path, arch, clf.EncoderState(), "test", 0); err != nil {
+	if err := trainer.SaveEncoder(path, arch, state, "test", 0); err != nil {
 		t.Fatal(err)
 	}
 	return path

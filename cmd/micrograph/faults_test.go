@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
-	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer"
 )
@@ -17,26 +16,13 @@ import (
 // writeNaNEncoder exports a tiny encoder whose floating-point weights are
 // all NaN, as a diverged pre-training would leave them.
 func writeNaNEncoder(t *testing.T) string {
-	t.Helper()
-	arch := model.EncoderConfig{Hidden: 16, Layers: 2, MLPLayers: 1, T: 1}
-	clf, err := model.NewClassifier(arch, 1, torch.CPU, torch.Float32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer clf.Free()
-	state := clf.EncoderState()
-	torch.NoGrad(func() {
+	return writeEncoder(t, func(state []torch.Named) {
 		for _, n := range state {
 			if n.Tensor.DType() == torch.Float32 {
 				n.Tensor.Fill(math.NaN())
 			}
 		}
 	})
-	path := filepath.Join(t.TempDir(), "nan-encoder.pt")
-	if err := trainer.SaveEncoder(path, arch, state, "test", 0); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // A diverged model (NaN weights, or a learning rate that blows the weights
