@@ -1,7 +1,6 @@
 package data
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -39,13 +38,7 @@ func synthDataset(tb testing.TB) *Dataset {
 }
 
 func TestMain(m *testing.M) {
-	remove, err := testenv.PrivateUserCache()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	remove()
+	code := testenv.RunWithPrivateUserCache(m)
 	if synthOnce.dir != "" {
 		os.RemoveAll(synthOnce.dir)
 	}

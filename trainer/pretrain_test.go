@@ -34,14 +34,7 @@ func TestMain(m *testing.M) {
 	if job := os.Getenv(childEnv); job != "" {
 		os.Exit(runChild(job))
 	}
-	remove, err := testenv.PrivateUserCache()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	remove()
-	os.Exit(code)
+	os.Exit(testenv.RunWithPrivateUserCache(m))
 }
 
 // runChild pre-trains as `micrograph pretrain` does: SIGTERM and SIGINT stop

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,14 +11,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	remove, err := testenv.PrivateUserCache()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	remove()
-	os.Exit(code)
+	os.Exit(testenv.RunWithPrivateUserCache(m))
 }
 
 // runCLI runs the command line args and returns the exit status, stdout and

@@ -147,21 +147,22 @@ func findPython(candidates []string, probe string, modules []string) pythonResul
 		strings.Join(modules, ", "), strings.Join(tried, ", "))}
 }
 
-// PrivateUserCache points XDG_CACHE_HOME, under which micrograph keeps its
-// caches when no folder is named (data.DefaultCacheDir), at a new temporary
-// folder for the rest of the test binary and the processes it starts, so that
-// tests never read or fill the user's cache. For TestMain; the function it
-// returns removes the folder.
-func PrivateUserCache() (remove func(), err error) {
+// RunWithPrivateUserCache runs a test binary's tests (for TestMain) with
+// XDG_CACHE_HOME, under which micrograph keeps its caches when no folder is
+// named (data.DefaultCacheDir), pointed at a new temporary folder for the
+// binary and the processes it starts, so that tests never read or fill the
+// user's cache. It removes the folder afterwards and returns m.Run's code.
+func RunWithPrivateUserCache(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "micrograph-user-cache-")
+	if err == nil {
+		err = os.Setenv("XDG_CACHE_HOME", dir)
+		defer os.RemoveAll(dir)
+	}
 	if err != nil {
-		return nil, err
+		fmt.Fprintln(os.Stderr, "private user cache:", err)
+		return 1
 	}
-	if err := os.Setenv("XDG_CACHE_HOME", dir); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	return func() { os.RemoveAll(dir) }, nil
+	return m.Run()
 }
 
 // Listing describes every file and folder under dir (path, mode, size,
