@@ -10,12 +10,13 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/atomicfile"
-	"github.com/micrograph/micrograph/trainer"
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/spf13/pflag"
 )
 
 func runFinetune(args []string) error {
-	cfg := trainer.DefaultFinetuneConfig()
+	cfg := evaluate.DefaultFinetuneConfig()
 	cfg.Encoder.Dropout = cfg.Dropout // --dropout is the fine-tuning dropout
 	var out, cache string
 	fs := newFlags("finetune", "--data DIR|CSV --out FILE [--encoder encoder.pt] [flags]",
@@ -59,7 +60,7 @@ func runFinetune(args []string) error {
 	}
 	cfg.Dataset, cfg.Progress = dataset, os.Stderr
 
-	res, err := trainer.Finetune(cfg)
+	res, err := evaluate.Finetune(cfg)
 	if err != nil {
 		return flagError(fs, &cfg, err)
 	}
@@ -89,7 +90,7 @@ func rejectArchitectureFlags(fs *pflag.FlagSet, encoderPath string) error {
 	}
 	for _, name := range architectureFlags {
 		if fs.Changed(name) {
-			return usageError{fmt.Errorf("--%s: the architecture comes from --encoder (%s), not from flags", name, trainer.InfoPath(encoderPath))}
+			return usageError{fmt.Errorf("--%s: the architecture comes from --encoder (%s), not from flags", name, model.EncoderInfoPath(encoderPath))}
 		}
 	}
 	return nil

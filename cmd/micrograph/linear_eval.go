@@ -6,14 +6,14 @@ import (
 	"os"
 
 	"github.com/micrograph/micrograph/data"
-	"github.com/micrograph/micrograph/trainer"
+	"github.com/micrograph/micrograph/trainer/evaluate"
 )
 
 // errDropoutFrozen answers --dropout given to linear-eval.
 var errDropoutFrozen = errors.New("--dropout: the frozen encoder runs in evaluation mode, without dropout")
 
 func runLinearEval(args []string) error {
-	cfg := trainer.DefaultLinearEvalConfig()
+	cfg := evaluate.DefaultLinearEvalConfig()
 	var out, cache string
 	fs := newFlags("linear-eval", "--data DIR|CSV --out FILE [--encoder encoder.pt] [flags]",
 		"Linear evaluation (\"feature extraction\", docs/method.md §7): embeds every molecule\n"+
@@ -69,7 +69,7 @@ func runLinearEval(args []string) error {
 	}
 	cfg.Dataset, cfg.Progress = dataset, os.Stderr
 
-	res, err := trainer.LinearEval(cfg)
+	res, err := evaluate.LinearEval(cfg)
 	if err != nil {
 		return flagError(fs, &cfg, err)
 	}
