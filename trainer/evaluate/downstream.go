@@ -325,20 +325,79 @@ func downstreamSetup(device string, threads int, dataPath string, opt data.OpenO
 	return dev, ds, nil
 }
 
-// validateCommon checks the settings both evaluations share, naming their fields.
-func validateCommon(dataPath string, seeds int, protocol, device string, threads, workers int) error {
+// Common are the settings every evaluation shares: which encoder is measured
+// on which data, with how many seeds under which split protocol, and where.
+type Common struct {
+	Data        string `json:"data"`                   // OGB dataset folder or CSV of SMILES and labels
+	EncoderPath string `json:"encoder_path,omitempty"` // exported encoder (.pt); empty: random initialisation
+	// Encoder is the architecture used without EncoderPath; with it the
+	// file's architecture is used. Results record the one used.
+	Encoder model.EncoderConfig `json:"encoder"`
+
+	// Seeds runs per split; run i is seeded with Seed+i, which fixes the
+	// model's initialisation and draws its cross-validation folds.
+	Seeds    int    `json:"seeds"`
+	Seed     uint64 `json:"seed"`
+	Protocol string `json:"protocol"` // ProtocolScaffold or ProtocolCV10 (any "cvK")
+
+	Device  string `json:"device"`  // cpu, cuda, cuda:N or auto
+	Threads int    `json:"threads"` // libtorch intra-op threads; 0: libtorch's default
+	Workers int    `json:"workers"` // goroutines collating batches
+
+	Dataset  data.OpenOptions `json:"-"` // where a CSV's featurisation is cached
+	Progress io.Writer        `json:"-"` // one line per epoch or run; nil is silent
+}
+
+// defaultCommon is docs/method.md §7's protocol: 10 seeds on the scaffold
+// split, with §1's encoder architecture for runs without a pre-trained one.
+func defaultCommon() Common {
+	return Common{Encoder: model.DefaultEncoderConfig(), Seeds: 10, Protocol: ProtocolScaffold, Device: "auto", Workers: 2}
+}
+
+// validate checks the shared settings, naming their fields.
+func (c Common) validate() error {
 	switch {
-	case dataPath == "":
-		return field.Errorf("data", dataPath, "must name a dataset folder or CSV file")
-	case seeds < 1:
-		return field.Errorf("seeds", seeds, "must be positive")
-	case threads < 0:
-		return field.Errorf("threads", threads, "must not be negative")
-	case workers < 1:
-		return field.Errorf("workers", workers, "must be positive")
+	case c.Data == "":
+		return field.Errorf("data", c.Data, "must name a dataset folder or CSV file")
+	case c.Seeds < 1:
+		return field.Errorf("seeds", c.Seeds, "must be positive")
+	case c.Threads < 0:
+		return field.Errorf("threads", c.Threads, "must not be negative")
+	case c.Workers < 1:
+		return field.Errorf("workers", c.Workers, "must be positive")
 	}
-	if _, err := ProtocolFolds(protocol); err != nil {
+	if _, err := ProtocolFolds(c.Protocol); err != nil {
 		return err
 	}
-	return field.Check("device", device, torch.CheckDeviceName(device))
+	return field.Check("device", c.Device, torch.CheckDeviceName(c.Device))
 }
+
+// session is what an evaluation opens before its runs: the encoder's
+// architecture and weights (nil without EncoderPath), the device, the
+// dataset and the number of cross-validation folds (0: scaffold split).
+type session struct {
+	arch  model.EncoderConfig
+	state []torch.Named
+	dev   torch.Device
+	ds    *data.Dataset
+	folds int
+}
+
+// open loads c's encoder and dataset and sets libtorch's threads. The
+// caller, which has validated c, locks its OS thread (libtorch keeps grad
+// mode and scopes per thread) and closes the session.
+func (c Common) open() (*session, error) {
+	arch, state, err := downstreamEncoder(c.EncoderPath, c.Encoder)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{arch: arch, state: state}
+	if s.dev, s.ds, err = downstreamSetup(c.Device, c.Threads, c.Data, c.Dataset); err != nil {
+		s.close()
+		return nil, err
+	}
+	s.folds, _ = ProtocolFolds(c.Protocol) // checked by validate
+	return s, nil
+}
+
+func (s *session) close() { torch.FreeNamed(s.state) }

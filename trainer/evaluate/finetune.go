@@ -3,7 +3,6 @@ package evaluate
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"path/filepath"
 	"runtime"
@@ -20,27 +19,15 @@ import (
 // FinetuneConfig is a fine-tuning experiment, docs/method.md §7's "transfer
 // fine-tune" protocol. DefaultFinetuneConfig holds §1's downstream settings.
 type FinetuneConfig struct {
-	Data        string `json:"data"`                   // OGB dataset folder or CSV of SMILES and labels
-	EncoderPath string `json:"encoder_path,omitempty"` // exported encoder (.pt); empty: random initialisation ("Non-Pretrain")
-	// Encoder is the architecture trained without EncoderPath; with it the
-	// file's architecture is used. Results record the one used. Its Dropout
-	// is ignored in favour of Dropout.
-	Encoder model.EncoderConfig `json:"encoder"`
-	Dropout float64             `json:"dropout"` // encoder dropout while fine-tuning (§1: 0.5)
+	// Common is what is measured on which data; without EncoderPath the
+	// Encoder architecture is trained from scratch ("Non-Pretrain"). Its
+	// Dropout is ignored in favour of Dropout.
+	Common
+	Dropout float64 `json:"dropout"` // encoder dropout while fine-tuning (§1: 0.5)
 
 	Epochs    int     `json:"epochs"`
 	BatchSize int     `json:"batch_size"`
-	LR        float64 `json:"lr"`       // Adam
-	Seeds     int     `json:"seeds"`    // runs per split; run i is seeded with Seed+i
-	Seed      uint64  `json:"seed"`     // seed i also draws its cross-validation folds
-	Protocol  string  `json:"protocol"` // ProtocolScaffold or ProtocolCV10 (any "cvK")
-
-	Device  string `json:"device"`  // cpu, cuda, cuda:N or auto
-	Threads int    `json:"threads"` // libtorch intra-op threads; 0: libtorch's default
-	Workers int    `json:"workers"` // goroutines collating batches
-
-	Dataset  data.OpenOptions `json:"-"` // where a CSV's featurisation is cached
-	Progress io.Writer        `json:"-"` // one line per epoch; nil is silent
+	LR        float64 `json:"lr"` // Adam
 }
 
 // DefaultFinetuneConfig is docs/method.md §1's downstream setting: Adam 1e-3,
@@ -48,21 +35,17 @@ type FinetuneConfig struct {
 // §1's encoder architecture for runs without a pre-trained encoder.
 func DefaultFinetuneConfig() FinetuneConfig {
 	return FinetuneConfig{
-		Encoder:   model.DefaultEncoderConfig(),
+		Common:    defaultCommon(),
 		Dropout:   0.5,
 		Epochs:    100,
 		BatchSize: 32,
 		LR:        1e-3,
-		Seeds:     10,
-		Protocol:  ProtocolScaffold,
-		Device:    "auto",
-		Workers:   2,
 	}
 }
 
 // Validate reports the first setting that cannot work, naming its field.
 func (c FinetuneConfig) Validate() error {
-	if err := validateCommon(c.Data, c.Seeds, c.Protocol, c.Device, c.Threads, c.Workers); err != nil {
+	if err := c.Common.validate(); err != nil {
 		return err
 	}
 	if err := field.First(field.Finite("dropout", c.Dropout), field.Finite("lr", c.LR)); err != nil {
@@ -160,18 +143,14 @@ func Finetune(cfg FinetuneConfig) (*FinetuneResult, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 
-	arch, state, err := downstreamEncoder(cfg.EncoderPath, cfg.Encoder)
+	se, err := cfg.Common.open()
 	if err != nil {
 		return nil, err
 	}
-	defer torch.FreeNamed(state)
+	defer se.close()
+	arch, state, dev, ds, folds := se.arch, se.state, se.dev, se.ds, se.folds
 	arch.Dropout = cfg.Dropout
-	dev, ds, err := downstreamSetup(cfg.Device, cfg.Threads, cfg.Data, cfg.Dataset)
-	if err != nil {
-		return nil, err
-	}
 	name := filepath.Base(cfg.Data)
-	folds, _ := ProtocolFolds(cfg.Protocol) // checked by Validate
 
 	res := &FinetuneResult{Evaluation: "finetune", Protocol: cfg.Protocol, Folds: folds, Config: cfg, Device: dev.String(),
 		Dataset: summarizeDataset(cfg.Data, ds, folds), Pretrained: state != nil}

@@ -3,7 +3,6 @@ package evaluate
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"path/filepath"
 	"runtime"
@@ -40,35 +39,21 @@ import (
 // keeps the one λ, for every task, whose mean test ROC-AUC averaged over the
 // seed's folds is highest, which is optimistic (see ProtocolCV10).
 type LinearEvalConfig struct {
-	Data        string `json:"data"`                   // OGB dataset folder or CSV of SMILES and labels
-	EncoderPath string `json:"encoder_path,omitempty"` // exported encoder (.pt); empty: a random encoder, the baseline
-	// Encoder is the random encoder's architecture without EncoderPath; with
-	// it the file's architecture is used. Results record the one used.
-	// Dropout does not matter: the encoder runs in evaluation mode.
-	Encoder model.EncoderConfig `json:"encoder"`
+	// Common is what is measured on which data; without EncoderPath a
+	// random encoder of the Encoder architecture (the baseline), drawn anew
+	// for each seed. Dropout does not matter: the encoder runs in evaluation
+	// mode.
+	Common
 
 	L2Grid []float64 `json:"l2_grid"` // λ values tried
 	Steps  int       `json:"steps"`   // full-batch Adam steps per fit
 	LR     float64   `json:"lr"`      // Adam's rate for the classifier
-
-	// Seeds runs per split; run i seeds the classifier's initialisation (and a
-	// random encoder's) with Seed+i, and draws its cross-validation folds.
-	Seeds    int    `json:"seeds"`
-	Seed     uint64 `json:"seed"`
-	Protocol string `json:"protocol"` // ProtocolScaffold or ProtocolCV10 (any "cvK")
 
 	// LabelFractions, when not empty, fit every run once per fraction on
 	// that share of its split's train molecules (LabelSubsets, drawn from
 	// the run's seed: the same molecules for every encoder), valid and test
 	// unchanged: the label-scarce regime. Empty: every train label.
 	LabelFractions []float64 `json:"label_fractions,omitempty"`
-
-	Device  string `json:"device"`
-	Threads int    `json:"threads"`
-	Workers int    `json:"workers"`
-
-	Dataset  data.OpenOptions `json:"-"`
-	Progress io.Writer        `json:"-"` // one line per run; nil is silent
 }
 
 // DefaultLinearEvalConfig is 10 seeds on the scaffold split (docs/method.md §7),
@@ -76,20 +61,16 @@ type LinearEvalConfig struct {
 // encoder architecture for the random baseline.
 func DefaultLinearEvalConfig() LinearEvalConfig {
 	return LinearEvalConfig{
-		Encoder:  model.DefaultEncoderConfig(),
-		L2Grid:   []float64{10, 1, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5},
-		Steps:    500,
-		LR:       0.01,
-		Seeds:    10,
-		Protocol: ProtocolScaffold,
-		Device:   "auto",
-		Workers:  2,
+		Common: defaultCommon(),
+		L2Grid: []float64{10, 1, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5},
+		Steps:  500,
+		LR:     0.01,
 	}
 }
 
 // Validate reports the first setting that cannot work, naming its field.
 func (c LinearEvalConfig) Validate() error {
-	if err := validateCommon(c.Data, c.Seeds, c.Protocol, c.Device, c.Threads, c.Workers); err != nil {
+	if err := c.Common.validate(); err != nil {
 		return err
 	}
 	if c.EncoderPath == "" {
@@ -210,16 +191,12 @@ func LinearEval(cfg LinearEvalConfig) (*LinearEvalResult, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 
-	arch, state, err := downstreamEncoder(cfg.EncoderPath, cfg.Encoder)
+	se, err := cfg.Common.open()
 	if err != nil {
 		return nil, err
 	}
-	defer torch.FreeNamed(state)
-	dev, ds, err := downstreamSetup(cfg.Device, cfg.Threads, cfg.Data, cfg.Dataset)
-	if err != nil {
-		return nil, err
-	}
-	folds, _ := ProtocolFolds(cfg.Protocol) // checked by Validate
+	defer se.close()
+	arch, state, dev, ds, folds := se.arch, se.state, se.dev, se.ds, se.folds
 	res := &LinearEvalResult{Evaluation: "linear", Protocol: cfg.Protocol, Folds: folds, Config: cfg, Device: dev.String(),
 		Dataset: summarizeDataset(cfg.Data, ds, folds), Pretrained: state != nil, EmbeddingDim: arch.Hidden}
 	res.Config.Encoder = arch

@@ -94,18 +94,15 @@ type SuiteResult struct {
 }
 
 // SuiteEntry is one evaluation under one protocol on one benchmark with one
-// encoder: its summary and, in Finetune or Linear, the complete result.
+// encoder.
 type SuiteEntry struct {
 	Benchmark  string `json:"benchmark"`
 	Evaluation string `json:"evaluation"`
 	Protocol   string `json:"protocol"`
 	Pretrained bool   `json:"pretrained"`
 	// Replicate i is encoder i, or the random encoders drawn from its seeds.
-	Replicate int               `json:"replicate"`
-	Test      metrics.Stat      `json:"test"`      // test ROC-AUC over runs
-	RunTests  []metrics.Value   `json:"run_tests"` // each run's test ROC-AUC, in run order (seed by seed, fold by fold)
-	Finetune  *FinetuneResult   `json:"finetune,omitempty"`
-	Linear    *LinearEvalResult `json:"linear,omitempty"`
+	Replicate int `json:"replicate"`
+	Outcome
 }
 
 // Gain is Δ = pre-trained − random, in ROC-AUC, on one benchmark under one
@@ -150,7 +147,8 @@ func (c SuiteConfig) Validate() error {
 		}
 		seen[b] = path
 	}
-	isEvaluation := func(e string) bool { return e == EvaluationFinetune || e == EvaluationLinear }
+	evaluations := c.evaluations()
+	isEvaluation := func(e string) bool { _, ok := evaluations[e]; return ok }
 	if err := checkNames("evaluations", c.Evaluations, isEvaluation, fmt.Sprintf("must be %s or %s", EvaluationFinetune, EvaluationLinear)); err != nil {
 		return err
 	}
@@ -158,17 +156,12 @@ func (c SuiteConfig) Validate() error {
 	if err := checkNames("protocols", c.Protocols, isProtocol, protocolWant); err != nil {
 		return err
 	}
-	ft, lin := c.Finetune, c.Linear
-	ft.Data, ft.EncoderPath, ft.Protocol = c.Datasets[0], c.EncoderPaths[0], c.Protocols[0]
-	lin.Data, lin.EncoderPath, lin.Protocol = c.Datasets[0], c.EncoderPaths[0], c.Protocols[0]
-	if slices.Contains(c.Evaluations, EvaluationFinetune) {
-		if err := ft.Validate(); err != nil {
-			return field.Within("finetune", err)
-		}
-	}
-	if slices.Contains(c.Evaluations, EvaluationLinear) {
-		if err := lin.Validate(); err != nil {
-			return field.Within("linear", err)
+	for _, name := range c.Evaluations {
+		ev := evaluations[name]
+		first := ev.Settings()
+		first.Data, first.EncoderPath, first.Protocol = c.Datasets[0], c.EncoderPaths[0], c.Protocols[0]
+		if err := ev.Check(first); err != nil {
+			return field.Within(name, err)
 		}
 	}
 	return nil
@@ -189,6 +182,11 @@ func checkNames(name string, entries []string, valid func(string) bool, want str
 		}
 	}
 	return nil
+}
+
+// evaluations are the suite's evaluations by name, with their settings.
+func (c SuiteConfig) evaluations() map[string]Evaluation {
+	return map[string]Evaluation{EvaluationFinetune: c.Finetune, EvaluationLinear: c.Linear}
 }
 
 // Suite runs every evaluation under every protocol on every dataset, for
@@ -218,6 +216,7 @@ func Suite(cfg SuiteConfig) (*SuiteResult, error) {
 		}
 	}
 	res := &SuiteResult{Config: cfg}
+	evaluations := cfg.evaluations()
 	// A later failure must not throw away hours of finished evaluations.
 	finish := func(err error) (*SuiteResult, error) {
 		res.Gains, res.Average = res.ComputeGains()
@@ -236,31 +235,15 @@ func Suite(cfg SuiteConfig) (*SuiteResult, error) {
 						}
 						entry := SuiteEntry{Benchmark: benchmark, Evaluation: evaluation, Protocol: protocol, Pretrained: pretrained, Replicate: replicate}
 						what := fmt.Sprintf("%s, %s %s, %s", benchmark, evaluation, protocol, encoderLabel(pretrained, replicate))
-						if evaluation == EvaluationFinetune {
-							c := cfg.Finetune
-							c.Data, c.EncoderPath, c.Encoder, c.Protocol, c.Progress = path, encoder, arch, protocol, cfg.Progress
-							c.Seed += uint64(replicate * c.Seeds)
-							r, err := Finetune(c)
-							if err != nil {
-								return finish(fmt.Errorf("%s: %w", what, err))
-							}
-							entry.Finetune, entry.Test = r, r.Test
-							for _, run := range r.Runs {
-								entry.RunTests = append(entry.RunTests, run.TestAtBest)
-							}
-						} else {
-							c := cfg.Linear
-							c.Data, c.EncoderPath, c.Encoder, c.Protocol, c.Progress = path, encoder, arch, protocol, cfg.Progress
-							c.Seed += uint64(replicate * c.Seeds)
-							r, err := LinearEval(c)
-							if err != nil {
-								return finish(fmt.Errorf("%s: %w", what, err))
-							}
-							entry.Linear, entry.Test = r, r.Test
-							for _, run := range r.Runs {
-								entry.RunTests = append(entry.RunTests, run.TestROCAUC)
-							}
+						ev := evaluations[evaluation]
+						c := ev.Settings()
+						c.Data, c.EncoderPath, c.Encoder, c.Protocol, c.Progress = path, encoder, arch, protocol, cfg.Progress
+						c.Seed += uint64(replicate * c.Seeds)
+						out, err := ev.Evaluate(c)
+						if err != nil {
+							return finish(fmt.Errorf("%s: %w", what, err))
 						}
+						entry.Outcome = out
 						if cfg.Progress != nil {
 							fmt.Fprintf(cfg.Progress, "suite: %s: test ROC-AUC %s\n", what, percent(entry.Test))
 						}
