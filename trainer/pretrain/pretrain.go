@@ -54,18 +54,8 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	// Everything that can be refused is checked before RUNDIR is touched.
-	dev, err := torch.ParseDevice(cfg.Device)
+	se, err := openSession(cfg, opt.Dataset)
 	if err != nil {
-		return nil, err
-	}
-	ds, err := data.Open(cfg.Data, opt.Dataset)
-	if err != nil {
-		return nil, err
-	}
-	// Data: every molecule that can form a subgraph (§4's η filter), at
-	// least one whole batch of them.
-	indices, filter := data.PretrainFilter(ds, ds.All(), cfg.Model.Eta)
-	if err := checkPretrainData(cfg, filter); err != nil {
 		return nil, err
 	}
 	ck, release, err := prepareRun(run, &cfg, opt.Resume)
@@ -76,25 +66,17 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 	if ck != nil {
 		defer ck.Free()
 	}
-	if cfg.Threads > 0 {
-		torch.SetNumThreads(cfg.Threads)
-	}
-	if cfg.Deterministic {
-		if err := torch.SetDeterministic(true); err != nil {
-			return nil, err
-		}
-	}
-	torch.ManualSeed(cfg.Seed)
-	res = &Result{Filter: filter}
+	se.cfg = cfg // as prepareRun completed it when resuming
+	res = &Result{Filter: se.filter}
 
 	// Model and optimiser, from the checkpoint when resuming.
-	m, err := model.New(cfg.Model, dev, torch.Float32)
+	m, adam, err := se.newModel()
 	if err != nil {
 		return nil, err
 	}
 	defer m.Free()
-	adam := optim.NewAdam(m.Store.Trainable(), cfg.LR)
 	defer adam.Free()
+	dev := se.dev
 	var step int64
 	var start data.Position
 	var rngMissing []string
@@ -105,14 +87,7 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 		step, start = ck.Step, ck.Position
 	}
 
-	prepare := func(*data.Batch) error { return nil }
-	if dev.IsCUDA() {
-		prepare = data.PinMemory
-	}
-	loader, err := data.NewLoader(data.LoaderConfig{
-		Dataset: ds, Indices: indices, BatchSize: cfg.BatchSize, Shuffle: true, Seed: cfg.Seed,
-		DropLast: true, Epochs: cfg.Epochs, Start: start, Workers: cfg.Workers, Prepare: prepare,
-	})
+	loader, err := se.newLoader(cfg.Epochs, start)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +110,7 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 	bar := newProgress(opt.Progress, step, total, perEpoch)
 	defer bar.finish()
 	bar.printf("micrograph: %s: %d molecules for pre-training (%d left out: %d under η=%d atoms, %d without bonds, %d with isolated atoms); %d steps per epoch",
-		cfg.Data, filter.Kept, filter.Removed(), filter.TooSmall, cfg.Model.Eta, filter.NoBonds, filter.IsolatedAtoms, perEpoch)
+		cfg.Data, se.filter.Kept, se.filter.Removed(), se.filter.TooSmall, cfg.Model.Eta, se.filter.NoBonds, se.filter.IsolatedAtoms, perEpoch)
 	if ck != nil {
 		bar.printf("micrograph: resuming %s at step %d (%s)", ck.Path, step, start)
 		if len(rngMissing) > 0 {
@@ -300,6 +275,66 @@ func (t *pretrainer) checkpoint(step int64) error {
 	}
 	t.lastCheckpoint = path
 	return nil
+}
+
+// session is what a run and a bench share: the device and the molecules
+// pre-training uses, then the model, its optimiser and the loader.
+type session struct {
+	cfg     Config
+	dev     torch.Device
+	ds      *data.Dataset
+	indices []int32          // every molecule that can form a subgraph (§4's η filter)
+	filter  data.FilterStats // what the filter left out
+}
+
+// openSession finds the device and loads and filters the dataset, refusing
+// settings under which no whole batch remains; nothing is written.
+func openSession(cfg Config, opt data.OpenOptions) (*session, error) {
+	dev, err := torch.ParseDevice(cfg.Device)
+	if err != nil {
+		return nil, err
+	}
+	ds, err := data.Open(cfg.Data, opt)
+	if err != nil {
+		return nil, err
+	}
+	indices, filter := data.PretrainFilter(ds, ds.All(), cfg.Model.Eta)
+	if err := checkPretrainData(cfg, filter); err != nil {
+		return nil, err
+	}
+	return &session{cfg: cfg, dev: dev, ds: ds, indices: indices, filter: filter}, nil
+}
+
+// newModel sets libtorch's threads and determinism, seeds its generators and
+// initialises the model and its Adam optimiser from that seed.
+func (s *session) newModel() (*model.MicroGraph, *optim.Adam, error) {
+	if s.cfg.Threads > 0 {
+		torch.SetNumThreads(s.cfg.Threads)
+	}
+	if s.cfg.Deterministic {
+		if err := torch.SetDeterministic(true); err != nil {
+			return nil, nil, err
+		}
+	}
+	torch.ManualSeed(s.cfg.Seed)
+	m, err := model.New(s.cfg.Model, s.dev, torch.Float32)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, optim.NewAdam(m.Store.Trainable(), s.cfg.LR), nil
+}
+
+// newLoader streams shuffled whole batches of the filtered molecules for
+// epochs epochs (0: without end) from position start.
+func (s *session) newLoader(epochs int, start data.Position) (*data.Loader, error) {
+	prepare := func(*data.Batch) error { return nil }
+	if s.dev.IsCUDA() {
+		prepare = data.PinMemory
+	}
+	return data.NewLoader(data.LoaderConfig{
+		Dataset: s.ds, Indices: s.indices, BatchSize: s.cfg.BatchSize, Shuffle: true, Seed: s.cfg.Seed,
+		DropLast: true, Epochs: epochs, Start: start, Workers: s.cfg.Workers, Prepare: prepare,
+	})
 }
 
 // checkPretrainData refuses settings under which the filtered dataset
