@@ -154,7 +154,7 @@ func evaluationSplits(name string, ds *data.Dataset, cvFolds int, seed uint64) (
 		}
 	} else {
 		if ds.Split == nil {
-			return nil, fmt.Errorf("dataset %s has no split: use --protocol %s (cross-validation)", name, ProtocolCV10)
+			return nil, field.Errorf("protocol", ProtocolScaffold, "needs a split, and dataset %s has none: use %s (cross-validation)", name, ProtocolCV10)
 		}
 		splits = []*data.Split{ds.Split}
 	}

@@ -114,7 +114,7 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 	if ck != nil {
 		bar.printf("micrograph: resuming %s at step %d (%s)", ck.Path, step, start)
 		if len(rngMissing) > 0 {
-			bar.printf("micrograph: %s holds no state for the %s generator(s): they continue from --seed %d, so random draws (dropout, subgraph perturbations) differ from an uninterrupted run",
+			bar.printf("micrograph: %s holds no state for the %s generator(s): they continue from the run's seed %d, so random draws (dropout, subgraph perturbations) differ from an uninterrupted run",
 				ck.Path, strings.Join(rngMissing, ", "), cfg.Seed)
 		}
 	}
@@ -249,18 +249,34 @@ func (t *pretrainer) flush() error {
 		t.bar.update(r)
 	}
 	if !metrics.IsFinite(v[0]) && !p.skipped {
-		hint := "no checkpoint was written yet"
+		e := &NonFiniteLossError{Step: p.step, Losses: [5]float64(v[:5])}
 		if paths, _ := listCheckpoints(t.run); len(paths) > 0 {
-			hint = "the last good checkpoint is " + paths[0] + "; --resume continues from it"
+			e.LastCheckpoint = paths[0]
 		}
-		return fmt.Errorf("step %d: the loss is %v (node_mot %v, mot_sub %v, reg %v, contra %v); stopped without saving: "+
-			"%s, and --skip-nonfinite skips such batches",
-			p.step, v[0], v[1], v[2], v[3], v[4], hint)
+		return e
 	}
 	if p.skipped {
 		t.bar.printf("micrograph: step %d: non-finite loss %v, update skipped", p.step, v[0])
 	}
 	return nil
+}
+
+// NonFiniteLossError stops a run whose loss became NaN or infinite (unless
+// Config.SkipNonFinite skips such batches); nothing of that step is saved.
+type NonFiniteLossError struct {
+	Step           int64
+	Losses         [5]float64 // total, node_mot, mot_sub, reg, contra
+	LastCheckpoint string     // the newest checkpoint, which resuming continues from; "" if none
+}
+
+func (e *NonFiniteLossError) Error() string {
+	where := "no checkpoint was written yet"
+	if e.LastCheckpoint != "" {
+		where = "the last good checkpoint is " + e.LastCheckpoint
+	}
+	l := e.Losses
+	return fmt.Sprintf("step %d: the loss is %v (node_mot %v, mot_sub %v, reg %v, contra %v); stopped without saving: %s",
+		e.Step, l[0], l[1], l[2], l[3], l[4], where)
 }
 
 // checkpoint saves the run's state after step (flushing first, so that a
