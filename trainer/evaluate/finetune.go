@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/micrograph/micrograph/data"
@@ -135,15 +134,8 @@ type FinetuneRun struct {
 // logits over labelled entries only; training batches are reshuffled every
 // epoch from the run's seed; evaluation covers every molecule of a part.
 func Finetune(cfg FinetuneConfig) (*FinetuneResult, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
 	start := time.Now()
-	// libtorch keeps grad mode and scopes per OS thread: drive it from one.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-
-	se, err := cfg.Common.open()
+	se, err := cfg.Common.open(cfg)
 	if err != nil {
 		return nil, err
 	}

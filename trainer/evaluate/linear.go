@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"time"
 
@@ -184,14 +183,8 @@ type LinearEvalRun struct {
 // embeddings are computed once; the random baseline draws a new encoder per
 // seed, so that its spread includes the encoder's.
 func LinearEval(cfg LinearEvalConfig) (*LinearEvalResult, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
 	start := time.Now()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-
-	se, err := cfg.Common.open()
+	se, err := cfg.Common.open(cfg)
 	if err != nil {
 		return nil, err
 	}
