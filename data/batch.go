@@ -24,8 +24,9 @@ type Batch struct {
 	// here (for example pinned host tensors); it survives buffer reuse.
 	Aux any
 
-	cursor []int64    // next free slot per destination atom during collation
-	job    *loaderJob // the loader's work order for this buffer; nil outside a Loader
+	cursor []int64     // next free slot per destination atom during collation
+	views  []GraphView // the molecules being collated
+	job    *loaderJob  // the loader's work order for this buffer; nil outside a Loader
 }
 
 // NumGraphs is B, the number of molecules.
@@ -60,15 +61,21 @@ func resize[T any](s []T, n int) []T {
 // (u,v) becomes the directed edges u→v and v→u, in OGB's order, and the edges
 // are then sorted stably by destination with a counting sort, which also
 // yields the CSR offsets.
-func Collate(d *Dataset, graphs []int32, b *Batch) error {
-	nt := len(d.Tasks)
+func Collate(d Molecules, graphs []int32, b *Batch) error {
+	nt := d.NumTasks()
 	natoms, nbonds := 0, 0
-	for _, g := range graphs {
+	b.views = resize(b.views, len(graphs))
+	for i, g := range graphs {
 		if g < 0 || int(g) >= d.NumGraphs() {
 			return fmt.Errorf("collate: molecule %d outside 0..%d", g, d.NumGraphs()-1)
 		}
-		natoms += d.NumAtoms(int(g))
-		nbonds += d.NumBonds(int(g))
+		v, err := d.Graph(int(g))
+		if err != nil {
+			return fmt.Errorf("collate: %w", err)
+		}
+		b.views[i] = v
+		natoms += v.NumAtoms()
+		nbonds += v.NumBonds()
 	}
 	nedges := 2 * nbonds
 	b.Graphs = append(b.Graphs[:0], graphs...)
@@ -82,7 +89,7 @@ func Collate(d *Dataset, graphs []int32, b *Batch) error {
 	b.Labels = resize(b.Labels, len(graphs)*nt)
 	b.LabelMask = resize(b.LabelMask, len(graphs)*nt)
 	b.cursor = resize(b.cursor, natoms)
-	if d.AtomGroup != nil {
+	if d.HasAtomGroups() {
 		b.AtomGroup = resize(b.AtomGroup, natoms)
 	} else {
 		b.AtomGroup = nil
@@ -93,32 +100,33 @@ func Collate(d *Dataset, graphs []int32, b *Batch) error {
 	clear(b.RowPtr)
 	b.GraphPtr[0] = 0
 	off := 0
-	for i, g := range graphs {
-		a0, a1 := d.NodePtr[g], d.NodePtr[g+1]
-		n := int(a1 - a0)
+	for i, v := range b.views {
+		n := v.NumAtoms()
 		x := b.X[off*NumAtomFeatures : (off+n)*NumAtomFeatures]
-		for k, v := range d.AtomFeat[a0*NumAtomFeatures : a1*NumAtomFeatures] {
-			x[k] = int64(v)
+		for k, f := range v.AtomFeat {
+			x[k] = int64(f)
 		}
 		ng := b.NodeGraph[off : off+n]
 		for k := range ng {
 			ng[k] = int64(i)
 		}
-		if d.AtomGroup != nil {
-			copy(b.AtomGroup[off:off+n], d.AtomGroup[a0:a1])
+		if b.AtomGroup != nil {
+			copy(b.AtomGroup[off:off+n], v.AtomGroup)
 		}
 		indeg := b.RowPtr[off+1 : off+n+1]
-		for _, a := range d.BondAtoms[2*d.BondPtr[g] : 2*d.BondPtr[g+1]] {
+		for _, a := range v.BondAtoms {
+			if a < 0 || int(a) >= n {
+				return fmt.Errorf("collate: molecule %d: bond endpoint %d outside its %d atoms", graphs[i], a, n)
+			}
 			indeg[a]++ // each endpoint is the destination of one of the bond's two edges
 		}
-		for j := 0; j < nt; j++ {
-			v := d.Labels[int(g)*nt+j]
-			present := v == v
+		for j, y := range v.Labels {
+			present := y == y
 			b.LabelMask[i*nt+j] = present
 			if !present {
-				v = 0
+				y = 0
 			}
-			b.Labels[i*nt+j] = v
+			b.Labels[i*nt+j] = y
 		}
 		off += n
 		b.GraphPtr[i+1] = int64(off)
@@ -129,17 +137,16 @@ func Collate(d *Dataset, graphs []int32, b *Batch) error {
 	copy(b.cursor, b.RowPtr[:natoms])
 
 	// Place the edges in OGB's order at their destination's next free slot.
-	for i, g := range graphs {
+	for i, v := range b.views {
 		o := b.GraphPtr[i]
-		bonds := d.BondAtoms[2*d.BondPtr[g] : 2*d.BondPtr[g+1]]
-		feats := d.BondFeat[d.BondPtr[g]*NumBondFeatures : d.BondPtr[g+1]*NumBondFeatures]
-		for k := 0; k < len(bonds); k += 2 {
-			u, v := o+int64(bonds[k]), o+int64(bonds[k+1])
-			f := feats[k/2*NumBondFeatures : k/2*NumBondFeatures+NumBondFeatures]
-			b.placeEdge(u, v, f)
-			b.placeEdge(v, u, f)
+		for k := 0; k < len(v.BondAtoms); k += 2 {
+			u, w := o+int64(v.BondAtoms[k]), o+int64(v.BondAtoms[k+1])
+			f := v.BondFeat[k/2*NumBondFeatures : k/2*NumBondFeatures+NumBondFeatures]
+			b.placeEdge(u, w, f)
+			b.placeEdge(w, u, f)
 		}
 	}
+	clear(b.views) // a corpus's views point into mappings that may be closed
 	return nil
 }
 

@@ -71,11 +71,7 @@ func (d *Dataset) NumBonds(g int) int { return int(d.BondPtr[g+1] - d.BondPtr[g]
 
 // All lists every molecule index in order.
 func (d *Dataset) All() []int32 {
-	idx := make([]int32, d.NumGraphs())
-	for i := range idx {
-		idx[i] = int32(i)
-	}
-	return idx
+	return allIndices(d.NumGraphs())
 }
 
 // validate checks the invariants every consumer relies on; a cache that

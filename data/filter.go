@@ -12,6 +12,52 @@ type FilterStats struct {
 // Removed is the number of molecules the filter dropped.
 func (s FilterStats) Removed() int { return s.TooSmall + s.NoBonds + s.IsolatedAtoms }
 
+// filterClass is what the pre-training filter sees of a molecule apart from
+// its size, which is all that depends on η.
+type filterClass uint8
+
+const (
+	classUsable   filterClass = iota // bonded, every atom in a bond
+	classNoBonds                     // not one bond
+	classIsolated                    // some atom without any bond
+)
+
+// classify returns the class of a molecule of n atoms with the bond
+// endpoints bondAtoms; bonded is scratch space, returned for reuse.
+func classify(n int, bondAtoms []int32, bonded []bool) (filterClass, []bool) {
+	if len(bondAtoms) == 0 {
+		return classNoBonds, bonded
+	}
+	bonded = resize(bonded, n)
+	clear(bonded)
+	for _, a := range bondAtoms {
+		bonded[a] = true
+	}
+	for _, ok := range bonded {
+		if !ok {
+			return classIsolated, bonded
+		}
+	}
+	return classUsable, bonded
+}
+
+// count adds a molecule of n atoms and class c to s, reporting whether the
+// filter keeps it under η = eta.
+func (s *FilterStats) count(n int, c filterClass, eta int) bool {
+	switch {
+	case n < eta:
+		s.TooSmall++
+	case c == classNoBonds:
+		s.NoBonds++
+	case c == classIsolated:
+		s.IsolatedAtoms++
+	default:
+		s.Kept++
+		return true
+	}
+	return false
+}
+
 // PretrainFilter keeps the molecules of idx that pre-training can use
 // (docs/method.md §4): a molecule with fewer than eta atoms can never yield a
 // motif-like subgraph, one without bonds gives message passing nothing to
@@ -22,30 +68,14 @@ func PretrainFilter(d *Dataset, idx []int32, eta int) ([]int32, FilterStats) {
 	kept := make([]int32, 0, len(idx))
 	var bonded []bool
 	for _, g := range idx {
-		n, m := d.NumAtoms(int(g)), d.NumBonds(int(g))
-		switch {
-		case n < eta:
-			st.TooSmall++
-			continue
-		case m == 0:
-			st.NoBonds++
-			continue
+		var c filterClass
+		n := d.NumAtoms(int(g))
+		if n >= eta { // the bonds of a molecule too small are never read
+			c, bonded = classify(n, d.BondAtoms[2*d.BondPtr[g]:2*d.BondPtr[g+1]], bonded)
 		}
-		bonded = resize(bonded, n)
-		clear(bonded)
-		for _, a := range d.BondAtoms[2*d.BondPtr[g] : 2*d.BondPtr[g+1]] {
-			bonded[a] = true
+		if st.count(n, c, eta) {
+			kept = append(kept, g)
 		}
-		isolated := false
-		for _, ok := range bonded {
-			isolated = isolated || !ok
-		}
-		if isolated {
-			st.IsolatedAtoms++
-			continue
-		}
-		kept = append(kept, g)
 	}
-	st.Kept = len(kept)
 	return kept, st
 }

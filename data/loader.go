@@ -24,7 +24,7 @@ func (p Position) String() string { return fmt.Sprintf("epoch %d batch %d", p.Ep
 // epoch e depend only on Indices, BatchSize, Shuffle, Seed, DropLast, e and
 // k: never on Workers, Prefetch or timing.
 type LoaderConfig struct {
-	Dataset   *Dataset
+	Dataset   Molecules
 	Indices   []int32 // molecules to draw from (a split, after PretrainFilter); nil means all
 	BatchSize int
 	Shuffle   bool     // a new permutation each epoch, drawn from (Seed, epoch)
@@ -85,7 +85,7 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 	}
 	indices := cfg.Indices
 	if indices == nil {
-		indices = cfg.Dataset.All()
+		indices = allIndices(cfg.Dataset.NumGraphs())
 	}
 	for _, g := range indices {
 		if g < 0 || int(g) >= cfg.Dataset.NumGraphs() {

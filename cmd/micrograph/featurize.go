@@ -15,13 +15,19 @@ func runFeaturize(args []string) error {
 	fs := newFlags("featurize", "--csv FILE --out DIR [flags]",
 		"Featurises the SMILES of a CSV file (gzip-compressed or not) with RDKit exactly as OGB's\n"+
 			"smiles2graph does and writes OGB's dataset layout (raw/, split/, mapping/) into the new\n"+
-			"folder DIR. Rows RDKit rejects are skipped and listed in DIR/"+data.RejectFile+".")
+			"folder DIR. Rows RDKit rejects are skipped and listed in DIR/"+data.RejectFile+".\n\n"+
+			"With --shard-rows it writes a pre-training corpus instead (molecules without labels or split,\n"+
+			"for files of millions of rows): shards of that many rows, each written atomically and recorded\n"+
+			"in DIR/"+data.CorpusManifestFile+"; run again after an interruption, it keeps the complete shards\n"+
+			"and continues. Give DIR to pretrain --data: the shards stay on disk, memory-mapped.")
 	csvPath := fs.String("csv", "", "input CSV file with a header row")
 	out := fs.String("out", "", "output folder; must not exist; appears only when complete")
 	smilesCol := fs.String("smiles-col", "smiles", "SMILES column (case ignored)")
 	labelCols := fs.String("label-cols", "", "label columns, comma-separated, CSV quoting for names with commas\n(default: all but the SMILES and mol_id columns)")
 	split := fs.String("split", "scaffold", "split to write: scaffold (OGB's Bemis-Murcko split), random (80/10/10) or none")
 	seed := fs.Uint64("seed", 0, "seed of a random split")
+	workers := fs.Int("workers", 0, "goroutines running RDKit (default: one per CPU)")
+	shardRows := fs.Int("shard-rows", 0, fmt.Sprintf("write a sharded pre-training corpus, this many input rows per shard (e.g. %d)", data.DefaultShardRows))
 	var limits data.Limits
 	limitFlags(fs, &limits)
 	if err := parseFlags(fs, args, "csv", "out"); err != nil {
@@ -44,12 +50,26 @@ func runFeaturize(args []string) error {
 	default:
 		return usageError{fmt.Errorf("--split %q: want scaffold, random or none", *split)}
 	}
+	if *workers < 0 {
+		return usageError{fmt.Errorf("--workers %d: want 0 (one per CPU) or more", *workers)}
+	}
+	if fs.Changed("shard-rows") {
+		for _, name := range []string{"label-cols", "split", "seed"} {
+			if fs.Changed(name) {
+				return usageError{fmt.Errorf("--%s: a corpus (--shard-rows) has no labels and no split", name)}
+			}
+		}
+		if *shardRows < 1 {
+			return usageError{fmt.Errorf("--shard-rows %d: want at least 1", *shardRows)}
+		}
+		return featurizeCorpus(*csvPath, *out, data.CorpusOptions{SMILESColumn: *smilesCol, ShardRows: *shardRows, Workers: *workers, Limits: limits})
+	}
 	start := time.Now()
 	table, err := data.ReadTable(*csvPath, *smilesCol, labels)
 	if err != nil {
 		return err
 	}
-	rep, err := data.Featurize(table, *out, data.FeaturizeOptions{Split: *split, Seed: *seed, Limits: limits})
+	rep, err := data.Featurize(table, *out, data.FeaturizeOptions{Split: *split, Seed: *seed, Workers: *workers, Limits: limits})
 	if err != nil {
 		return err
 	}
@@ -73,4 +93,24 @@ func printReport(rep *data.FeaturizeReport, source, out string, took time.Durati
 		}
 		fmt.Fprintf(stdout, "  row %d (line %d) %q: %s\n", r.Row, r.Line, smiles, r.Reason)
 	}
+}
+
+// featurizeCorpus writes or resumes a sharded corpus, a line per shard.
+func featurizeCorpus(src, out string, opt data.CorpusOptions) error {
+	start := time.Now()
+	molecules := 0
+	opt.Progress = func(s data.ShardInfo) {
+		molecules += s.Molecules
+		fmt.Fprintf(stdout, "%s: rows %d..%d: %d molecules, %d rejected (%.0f molecules/s so far)\n",
+			s.File, s.FirstRow, s.FirstRow+int64(s.Rows)-1, s.Molecules, s.Rejected, float64(molecules)/time.Since(start).Seconds())
+	}
+	rep, err := data.FeaturizeCorpus(src, out, opt)
+	if err != nil {
+		return err
+	}
+	rows, mols, atoms, bonds, rejected, bytes := rep.Manifest.Totals()
+	fmt.Fprintf(stdout, "%s: %d of %d rows featurised into %s in %.1fs (%d shards, %d kept from an earlier run): %d atoms, %d bonds, %.1f MB\n",
+		filepath.Base(src), mols, rows, out, time.Since(start).Seconds(), len(rep.Manifest.Shards), rep.Resumed, atoms, bonds, float64(bytes)/1e6)
+	fmt.Fprintf(stdout, "%d rows rejected (listed in %s)\n", rejected, filepath.Join(out, data.RejectFile))
+	return nil
 }

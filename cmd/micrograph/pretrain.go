@@ -21,7 +21,7 @@ func pretrainFlags(cfg *pretrain.Config, run *string, resume *bool, cache *strin
 			"finishes the step, checkpoints and exits 0; --resume continues from the newest readable\n"+
 			"checkpoint, keeping the run's settings except those given (only the run's length and\n"+
 			"where it runs may change).")
-	fs.StringVar(&cfg.Data, "data", cfg.Data, "OGB dataset folder, or CSV file of SMILES (featurised once and cached)")
+	fs.StringVar(&cfg.Data, "data", cfg.Data, "OGB dataset folder, CSV file of SMILES (featurised once and cached), or corpus folder\n(micrograph featurize --shard-rows; its shards stay on disk, memory-mapped)")
 	fs.StringVar(run, "run", "", "run folder")
 	fs.BoolVar(resume, "resume", false, "continue the run in --run")
 	objectiveFlags(fs, &cfg.Model)

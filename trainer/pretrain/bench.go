@@ -56,6 +56,7 @@ func Bench(cfg BenchConfig, opt data.OpenOptions) (*BenchResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer se.close()
 	dev := se.dev
 	m, adam, err := se.newModel()
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 // Config is a pre-training run, saved as RUNDIR/config.json and in
 // every checkpoint. Defaults are docs/method.md §1's.
 type Config struct {
-	Data  string       `json:"data"`  // OGB folder or CSV of SMILES
+	Data  string       `json:"data"`  // OGB folder, CSV of SMILES, or corpus folder
 	Model model.Config `json:"model"` //
 
 	BatchSize    int     `json:"batch_size"`

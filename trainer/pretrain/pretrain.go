@@ -58,6 +58,7 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
+	defer se.close()
 	ck, release, err := prepareRun(run, &cfg, opt.Resume)
 	if err != nil {
 		return nil, err
@@ -298,9 +299,9 @@ func (t *pretrainer) checkpoint(step int64) error {
 type session struct {
 	cfg     Config
 	dev     torch.Device
-	ds      *data.Dataset
-	indices []int32          // every molecule that can form a subgraph (§4's η filter)
-	filter  data.FilterStats // what the filter left out
+	set     *data.PretrainSet // the molecules: a dataset in memory, or a mapped corpus
+	indices []int32           // every molecule that can form a subgraph (§4's η filter)
+	filter  data.FilterStats  // what the filter left out
 }
 
 // openSession finds the device and loads and filters the dataset, refusing
@@ -310,16 +311,20 @@ func openSession(cfg Config, opt data.OpenOptions) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	ds, err := data.Open(cfg.Data, opt)
+	set, err := data.OpenPretrainSet(cfg.Data, opt, cfg.Model.Eta)
 	if err != nil {
 		return nil, err
 	}
-	indices, filter := data.PretrainFilter(ds, ds.All(), cfg.Model.Eta)
-	if err := checkPretrainData(cfg, filter); err != nil {
+	if err := checkPretrainData(cfg, set.Filter); err != nil {
+		set.Close()
 		return nil, err
 	}
-	return &session{cfg: cfg, dev: dev, ds: ds, indices: indices, filter: filter}, nil
+	return &session{cfg: cfg, dev: dev, set: set, indices: set.Indices, filter: set.Filter}, nil
 }
+
+// close releases the molecules (a corpus's mappings); loaders must be
+// closed first.
+func (s *session) close() { s.set.Close() }
 
 // newModel sets libtorch's threads and determinism, seeds its generators and
 // initialises the model and its Adam optimiser from that seed.
@@ -348,7 +353,7 @@ func (s *session) newLoader(epochs int, start data.Position) (*data.Loader, erro
 		prepare = data.PinMemory
 	}
 	return data.NewLoader(data.LoaderConfig{
-		Dataset: s.ds, Indices: s.indices, BatchSize: s.cfg.BatchSize, Shuffle: true, Seed: s.cfg.Seed,
+		Dataset: s.set.Molecules, Indices: s.indices, BatchSize: s.cfg.BatchSize, Shuffle: true, Seed: s.cfg.Seed,
 		DropLast: true, Epochs: epochs, Start: start, Workers: s.cfg.Workers, Prepare: prepare,
 	})
 }
