@@ -354,16 +354,15 @@ func CountRejections(dir string) (int, error) {
 	}
 }
 
+// writeRejections lists rejected rows in the CSV file path, atomically.
 func writeRejections(path string, rejected []Rejection) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	cw := csv.NewWriter(f)
-	cw.Write([]string{"row", "line", "smiles", "reason"})
-	for _, r := range rejected {
-		cw.Write([]string{strconv.Itoa(r.Row), strconv.Itoa(r.Line), r.SMILES, r.Reason})
-	}
-	cw.Flush()
-	return errors.Join(cw.Error(), f.Close())
+	return atomicfile.Write(path, 0o644, func(f io.Writer) error {
+		cw := csv.NewWriter(f)
+		cw.Write([]string{"row", "line", "smiles", "reason"})
+		for _, r := range rejected {
+			cw.Write([]string{strconv.Itoa(r.Row), strconv.Itoa(r.Line), r.SMILES, r.Reason})
+		}
+		cw.Flush()
+		return cw.Error()
+	})
 }

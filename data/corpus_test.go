@@ -1,0 +1,390 @@
+package data
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/micrograph/micrograph/internal/failpoint"
+)
+
+// corpusRows is a SMILES file of n synthetic molecules with, spread among
+// them, rows RDKit rejects and rows the pre-training filter removes for each
+// of its reasons.
+func corpusRows(n int) []string {
+	odd := []string{
+		"C1CC",                   // unclosed ring: rejected
+		"CC",                     // too small for η ≥ 3
+		"[Na+].[K+].[Cl-].[Cl-]", // no bonds
+		"CCCCO.[Na+]",            // an isolated atom
+		"not_smiles",             // rejected
+		"C",                      // one atom, no bonds
+	}
+	table := SynthesizeTable(SynthOptions{Molecules: n, Seed: 5})
+	rows := []string{}
+	for i, s := range table.SMILES {
+		rows = append(rows, s)
+		if i%97 == 13 {
+			rows = append(rows, odd[i/97%len(odd)])
+		}
+	}
+	return rows
+}
+
+func writeSMILES(t *testing.T, dir string, rows []string) string {
+	t.Helper()
+	path := filepath.Join(dir, "corpus.csv")
+	var b strings.Builder
+	b.WriteString("mol_id,smiles\n")
+	for i, s := range rows {
+		fmt.Fprintf(&b, "%d,%s\n", i, s)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// referenceDataset featurises rows all at once, in memory, as the old path
+// does: the molecules a corpus must hold, in order, with their source rows.
+func referenceDataset(t *testing.T, rows []string) (*Dataset, []int, []Rejection) {
+	t.Helper()
+	in := make([]Row, len(rows))
+	for i, s := range rows {
+		in[i] = Row{Index: i, Line: i + 2, SMILES: s}
+	}
+	d, kept, rejected, err := FeaturizeRows(in, 2, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, kept, rejected
+}
+
+func featurizeCorpus(t *testing.T, src, out string, opt CorpusOptions) *CorpusReport {
+	t.Helper()
+	rep, err := FeaturizeCorpus(src, out, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func openCorpus(t *testing.T, dir string) *Corpus {
+	t.Helper()
+	c, err := OpenCorpus(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// folderBytes reads every file of dir, by name.
+func folderBytes(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if files[e.Name()], err = os.ReadFile(filepath.Join(dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return files
+}
+
+func sameFolder(t *testing.T, what, got, want string) {
+	t.Helper()
+	g, w := folderBytes(t, got), folderBytes(t, want)
+	for name, wb := range w {
+		if gb, ok := g[name]; !ok {
+			t.Errorf("%s: %s is missing", what, name)
+		} else if !bytes.Equal(gb, wb) {
+			t.Errorf("%s: %s differs (%d bytes, want %d)", what, name, len(gb), len(wb))
+		}
+	}
+	for name := range g {
+		if _, ok := w[name]; !ok {
+			t.Errorf("%s: unexpected file %s", what, name)
+		}
+	}
+}
+
+// Every molecule read back from the mapped shards equals the in-memory
+// featurisation of the same rows, with its source row; the rejected rows
+// are the same; the filter read from the stored keys keeps and counts
+// exactly what PretrainFilter does on the in-memory dataset, for several η.
+func TestCorpusRoundTrip(t *testing.T) {
+	rows := corpusRows(1000)
+	dir := t.TempDir()
+	src := writeSMILES(t, dir, rows)
+	ref, kept, rejected := referenceDataset(t, rows)
+	out := filepath.Join(dir, "corpus")
+	rep := featurizeCorpus(t, src, out, CorpusOptions{ShardRows: 300, Workers: 2})
+
+	m := rep.Manifest
+	nrows, molecules, atoms, bonds, nrej, _ := m.Totals()
+	if !m.Complete || len(m.Shards) != 4 || rep.Written != 4 || rep.Resumed != 0 || nrows != len(rows) || m.Shards[3].Rows != len(rows)-900 {
+		t.Fatalf("manifest: complete %v, %d shards (%d written, %d resumed), %d rows; want 4 shards of 300, 300, 300, %d rows",
+			m.Complete, len(m.Shards), rep.Written, rep.Resumed, nrows, len(rows)-900)
+	}
+	if molecules != ref.NumGraphs() || atoms != int64(ref.TotalAtoms()) || bonds != int64(ref.TotalBonds()) || nrej != len(rejected) || nrej != 4 {
+		t.Fatalf("totals: %d molecules, %d atoms, %d bonds, %d rejected; want %d, %d, %d, %d (4)",
+			molecules, atoms, bonds, nrej, ref.NumGraphs(), ref.TotalAtoms(), ref.TotalBonds(), len(rejected))
+	}
+
+	c := openCorpus(t, out)
+	if c.NumGraphs() != ref.NumGraphs() || c.NumTasks() != 0 || c.HasAtomGroups() {
+		t.Fatalf("corpus: %d molecules, %d tasks; want %d, 0", c.NumGraphs(), c.NumTasks(), ref.NumGraphs())
+	}
+	for g := range ref.NumGraphs() {
+		got, err := c.Graph(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := ref.Graph(g)
+		if !slices.Equal(got.AtomFeat, want.AtomFeat) || !slices.Equal(got.BondAtoms, want.BondAtoms) || !slices.Equal(got.BondFeat, want.BondFeat) {
+			t.Fatalf("molecule %d (row %d) differs from the in-memory featurisation", g, kept[g])
+		}
+		if c.SourceRow(g) != int64(kept[g]) {
+			t.Fatalf("molecule %d: source row %d, want %d", g, c.SourceRow(g), kept[g])
+		}
+	}
+	if _, err := c.Graph(ref.NumGraphs()); err == nil {
+		t.Error("a molecule past the end was read")
+	}
+
+	var list strings.Builder
+	w := csv.NewWriter(&list)
+	w.Write([]string{"row", "line", "smiles", "reason"})
+	for _, r := range rejected {
+		w.Write([]string{fmt.Sprint(r.Row), fmt.Sprint(r.Line), r.SMILES, r.Reason})
+	}
+	w.Flush()
+	if got, _ := os.ReadFile(filepath.Join(out, RejectFile)); string(got) != list.String() {
+		t.Errorf("rejected.csv:\n%s\nwant:\n%s", got, list.String())
+	}
+	if n, err := CountRejections(out); n != 4 || err != nil {
+		t.Errorf("CountRejections: %d, %v; want 4", n, err)
+	}
+
+	for _, eta := range []int{1, 3, 4, 20, 60} {
+		want, wantStats := PretrainFilter(ref, ref.All(), eta)
+		got, stats := c.PretrainFilter(eta)
+		if !slices.Equal(got, want) || stats != wantStats {
+			t.Errorf("η=%d: kept %d %+v, want %d %+v", eta, len(got), stats, len(want), wantStats)
+		}
+		if eta == 3 && (stats.TooSmall == 0 || stats.NoBonds == 0 || stats.IsolatedAtoms == 0 || stats.Kept < 900) {
+			t.Errorf("η=3: %+v: the rows do not exercise every rule", stats)
+		}
+	}
+}
+
+// The shards are the same bytes with 1 and 3 workers, and featurising a
+// complete corpus again changes nothing.
+func TestCorpusIndependentOfWorkers(t *testing.T) {
+	dir := t.TempDir()
+	src := writeSMILES(t, dir, corpusRows(600))
+	one, three := filepath.Join(dir, "one"), filepath.Join(dir, "three")
+	featurizeCorpus(t, src, one, CorpusOptions{ShardRows: 250, Workers: 1})
+	featurizeCorpus(t, src, three, CorpusOptions{ShardRows: 250, Workers: 3})
+	sameFolder(t, "3 workers against 1", three, one)
+
+	again := featurizeCorpus(t, src, three, CorpusOptions{ShardRows: 250, Workers: 2})
+	if again.Written != 0 || again.Resumed != 3 {
+		t.Errorf("featurising a complete corpus again wrote %d shards and kept %d; want 0 and 3", again.Written, again.Resumed)
+	}
+	sameFolder(t, "featurised again", three, one)
+}
+
+// corpusChildEnv makes the test binary featurise a corpus (TestCorpusChild),
+// so that a test can kill it at a failpoint.
+const corpusChildEnv = "MICROGRAPH_TEST_CORPUS"
+
+type corpusJob struct {
+	Src, Out  string
+	ShardRows int
+}
+
+func TestCorpusChild(t *testing.T) {
+	job := os.Getenv(corpusChildEnv)
+	if job == "" {
+		t.Skip("run by TestCorpusResumesAfterKill")
+	}
+	var j corpusJob
+	if err := json.Unmarshal([]byte(job), &j); err != nil {
+		t.Fatal(err)
+	}
+	featurizeCorpus(t, j.Src, j.Out, CorpusOptions{ShardRows: j.ShardRows, Workers: 2})
+}
+
+// killedCorpus featurises src into out in a child process killed by SIGKILL
+// at the failpoint.
+func killedCorpus(t *testing.T, src, out string, shardRows int, point string) {
+	t.Helper()
+	job, _ := json.Marshal(corpusJob{Src: src, Out: out, ShardRows: shardRows})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCorpusChild$")
+	cmd.Env = append(os.Environ(), corpusChildEnv+"="+string(job), failpoint.Env+"="+point)
+	err := cmd.Run()
+	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("the failpoint %q did not kill the featurisation: %v", point, err)
+	}
+}
+
+// Killed while writing shard 2, or after renaming shard 1 but before
+// recording it, then run again: the complete shards are kept, the rest is
+// written, and the folder is byte for byte the uninterrupted run's. A shard
+// damaged since it was recorded is featurised again.
+func TestCorpusResumesAfterKill(t *testing.T) {
+	dir := t.TempDir()
+	src := writeSMILES(t, dir, corpusRows(800))
+	ref := filepath.Join(dir, "uninterrupted")
+	featurizeCorpus(t, src, ref, CorpusOptions{ShardRows: 200, Workers: 2})
+
+	tests := []struct {
+		point          string
+		recorded, kept int // shards in the manifest after the kill; kept by the rerun
+		leftover       string
+	}{
+		{"before rename shard-00002.bin", 2, 2, ".shard-00002.bin.tmp-*"},
+		{"after shard-00001.bin", 1, 1, "shard-00001.bin"},
+	}
+	for i, tc := range tests {
+		out := filepath.Join(dir, fmt.Sprint("killed", i))
+		killedCorpus(t, src, out, 200, tc.point)
+		m, err := ReadCorpusManifest(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Complete || len(m.Shards) != tc.recorded {
+			t.Fatalf("%s: after the kill the manifest is complete %v with %d shards; want %d", tc.point, m.Complete, len(m.Shards), tc.recorded)
+		}
+		if left, _ := filepath.Glob(filepath.Join(out, tc.leftover)); len(left) != 1 {
+			t.Fatalf("%s: the kill left %v, want %s", tc.point, left, tc.leftover)
+		}
+		if _, err := OpenCorpus(out); err == nil || !strings.Contains(err.Error(), "incomplete") {
+			t.Errorf("%s: opening the interrupted corpus: %v", tc.point, err)
+		}
+		rep := featurizeCorpus(t, src, out, CorpusOptions{ShardRows: 200, Workers: 1})
+		if rep.Resumed != tc.kept || rep.Written != 5-tc.kept {
+			t.Errorf("%s: the rerun kept %d shards and wrote %d; want %d and %d", tc.point, rep.Resumed, rep.Written, tc.kept, 5-tc.kept)
+		}
+		sameFolder(t, tc.point, out, ref)
+	}
+
+	// A recorded shard damaged on disk is not trusted.
+	out := filepath.Join(dir, "damaged")
+	killedCorpus(t, src, out, 200, "before rename shard-00003.bin")
+	shard1 := filepath.Join(out, "shard-00001.bin")
+	blob, _ := os.ReadFile(shard1)
+	blob[len(blob)/2] ^= 1
+	os.WriteFile(shard1, blob, 0o644)
+	rep := featurizeCorpus(t, src, out, CorpusOptions{ShardRows: 200, Workers: 2})
+	if rep.Resumed != 1 || rep.Written != 4 {
+		t.Errorf("damaged shard 1: the rerun kept %d shards and wrote %d; want 1 and 4", rep.Resumed, rep.Written)
+	}
+	sameFolder(t, "damaged shard", out, ref)
+}
+
+// A folder holding a corpus of another file or with other options is not
+// continued, and one that holds something else is not touched; a shard that
+// disagrees with the manifest is refused when the corpus is opened.
+func TestCorpusRefusals(t *testing.T) {
+	dir := t.TempDir()
+	rows := corpusRows(100)
+	src := writeSMILES(t, dir, rows)
+	out := filepath.Join(dir, "corpus")
+	featurizeCorpus(t, src, out, CorpusOptions{ShardRows: 50})
+	other := filepath.Join(dir, "other.csv")
+	os.WriteFile(other, []byte("smiles\nCCO\n"), 0o644)
+	busy := filepath.Join(dir, "busy")
+	os.MkdirAll(busy, 0o755)
+	os.WriteFile(filepath.Join(busy, "notes.txt"), nil, 0o644)
+
+	tests := []struct {
+		name, src, out string
+		opt            CorpusOptions
+		want           string
+	}{
+		{"other shard size", src, out, CorpusOptions{ShardRows: 60}, "60 rows per shard"},
+		{"other file", other, out, CorpusOptions{ShardRows: 50}, "holds a corpus of corpus.csv"},
+		{"other limits", src, out, CorpusOptions{ShardRows: 50, Limits: Limits{MaxAtoms: 30}}, "choose a new folder"},
+		{"not a corpus", src, busy, CorpusOptions{ShardRows: 50}, "holds no corpus"},
+		{"negative shard size", src, filepath.Join(dir, "new"), CorpusOptions{ShardRows: -1}, "shard size -1 rows"},
+		{"no such column", src, filepath.Join(dir, "new"), CorpusOptions{SMILESColumn: "formula"}, `no SMILES column "formula"`},
+	}
+	for _, tc := range tests {
+		if _, err := FeaturizeCorpus(tc.src, tc.out, tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new")); err == nil {
+		t.Error("a refused featurisation made its folder")
+	}
+
+	shard := filepath.Join(out, "shard-00001.bin")
+	blob, _ := os.ReadFile(shard)
+	os.WriteFile(shard, blob[:len(blob)-8], 0o644)
+	if _, err := OpenCorpus(out); err == nil || !strings.Contains(err.Error(), "the manifest says") {
+		t.Errorf("truncated shard: %v", err)
+	}
+	os.WriteFile(shard, append(slices.Clone(blob[:8]), make([]byte, len(blob)-8)...), 0o644)
+	if _, err := OpenCorpus(out); err == nil || !strings.Contains(err.Error(), "disagrees with the manifest") {
+		t.Errorf("zeroed shard: %v", err)
+	}
+}
+
+// A loader over the corpus yields the batches, molecule for molecule and
+// value for value, of a loader over the in-memory dataset with the same
+// seed, from the start and from a position mid-epoch, because both number
+// the molecules in row order and the filter keeps the same ones.
+func TestCorpusLoaderMatchesDataset(t *testing.T) {
+	dir := t.TempDir()
+	rows := corpusRows(700)
+	src := writeSMILES(t, dir, rows)
+	ref, _, _ := referenceDataset(t, rows)
+	out := filepath.Join(dir, "corpus")
+	featurizeCorpus(t, src, out, CorpusOptions{ShardRows: 128, Workers: 2})
+	c := openCorpus(t, out)
+	refIdx, _ := PretrainFilter(ref, ref.All(), 4)
+	idx, _ := c.PretrainFilter(4)
+
+	for _, start := range []Position{{}, {Epoch: 1, Batch: 7}} {
+		cfg := LoaderConfig{BatchSize: 32, Shuffle: true, Seed: 11, DropLast: true, Epochs: 3, Start: start, Workers: 2}
+		cfg.Dataset, cfg.Indices = ref, refIdx
+		want := newLoader(t, cfg)
+		cfg.Dataset, cfg.Indices = c, idx
+		got := newLoader(t, cfg)
+		n := 0
+		for ; ; n++ {
+			wb, werr := want.Next()
+			gb, gerr := got.Next()
+			if werr != nil || gerr != nil {
+				if werr == nil || gerr == nil || werr.Error() != gerr.Error() {
+					t.Fatalf("from %v, batch %d: errors %v and %v", start, n, gerr, werr)
+				}
+				break
+			}
+			if gb.Pos != wb.Pos {
+				t.Fatalf("from %v: position %v, want %v", start, gb.Pos, wb.Pos)
+			}
+			checkBatch(t, gb, wb)
+			want.Release(wb)
+			got.Release(gb)
+		}
+		if wantN := 3*(len(refIdx)/32) - (start.Epoch*(len(refIdx)/32) + start.Batch); n != wantN {
+			t.Errorf("from %v: %d batches, want %d", start, n, wantN)
+		}
+	}
+}
