@@ -242,59 +242,79 @@ func killedCorpus(t *testing.T, src, out string, shardRows int, point string) {
 	}
 }
 
-// Killed while writing shard 2, or after renaming shard 1 but before
-// recording it, then run again: the complete shards are kept, the rest is
-// written, and the folder is byte for byte the uninterrupted run's. A shard
-// damaged since it was recorded is featurised again.
+// interruptedCopy copies the corpus ref into out as a run stopped after its
+// first k shards would leave it: the manifest lists k shards and is not
+// complete, rejected.csv is not written yet, and later shard files are
+// there but not recorded (killed between renaming a shard and recording it).
+func interruptedCopy(t *testing.T, ref, out string, k int) {
+	t.Helper()
+	os.MkdirAll(out, 0o755)
+	for name, b := range folderBytes(t, ref) {
+		if name != RejectFile && name != CorpusManifestFile {
+			os.WriteFile(filepath.Join(out, name), b, 0o644)
+		}
+	}
+	m, err := ReadCorpusManifest(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Complete, m.Shards = false, m.Shards[:k]
+	if err := writeManifest(out, m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Killed by SIGKILL while writing shard 2 and run again, the featurisation
+// keeps the two complete shards, writes the rest, and the folder is byte for
+// byte the uninterrupted run's. So does a corpus whose run stopped after
+// renaming shard 1 but before recording it; and a recorded shard damaged
+// since is featurised again, with every shard after it.
 func TestCorpusResumesAfterKill(t *testing.T) {
 	dir := t.TempDir()
-	src := writeSMILES(t, dir, corpusRows(800))
+	src := writeSMILES(t, dir, corpusRows(400))
 	ref := filepath.Join(dir, "uninterrupted")
-	featurizeCorpus(t, src, ref, CorpusOptions{ShardRows: 200, Workers: 2})
+	featurizeCorpus(t, src, ref, CorpusOptions{ShardRows: 100, Workers: 2})
 
-	tests := []struct {
-		point          string
-		recorded, kept int // shards in the manifest after the kill; kept by the rerun
-		leftover       string
-	}{
-		{"before rename shard-00002.bin", 2, 2, ".shard-00002.bin.tmp-*"},
-		{"after shard-00001.bin", 1, 1, "shard-00001.bin"},
+	killed := filepath.Join(dir, "killed")
+	killedCorpus(t, src, killed, 100, "before rename shard-00002.bin")
+	m, err := ReadCorpusManifest(killed)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i, tc := range tests {
-		out := filepath.Join(dir, fmt.Sprint("killed", i))
-		killedCorpus(t, src, out, 200, tc.point)
-		m, err := ReadCorpusManifest(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.Complete || len(m.Shards) != tc.recorded {
-			t.Fatalf("%s: after the kill the manifest is complete %v with %d shards; want %d", tc.point, m.Complete, len(m.Shards), tc.recorded)
-		}
-		if left, _ := filepath.Glob(filepath.Join(out, tc.leftover)); len(left) != 1 {
-			t.Fatalf("%s: the kill left %v, want %s", tc.point, left, tc.leftover)
-		}
-		if _, err := OpenCorpus(out); err == nil || !strings.Contains(err.Error(), "incomplete") {
-			t.Errorf("%s: opening the interrupted corpus: %v", tc.point, err)
-		}
-		rep := featurizeCorpus(t, src, out, CorpusOptions{ShardRows: 200, Workers: 1})
-		if rep.Resumed != tc.kept || rep.Written != 5-tc.kept {
-			t.Errorf("%s: the rerun kept %d shards and wrote %d; want %d and %d", tc.point, rep.Resumed, rep.Written, tc.kept, 5-tc.kept)
-		}
-		sameFolder(t, tc.point, out, ref)
+	if m.Complete || len(m.Shards) != 2 {
+		t.Fatalf("after the kill the manifest is complete %v with %d shards; want 2", m.Complete, len(m.Shards))
+	}
+	if left, _ := filepath.Glob(filepath.Join(killed, ".shard-00002.bin.tmp-*")); len(left) != 1 {
+		t.Fatalf("the kill left %v, want the temporary file of shard 2", left)
+	}
+	if _, err := OpenCorpus(killed); err == nil || !strings.Contains(err.Error(), "incomplete") {
+		t.Errorf("opening the interrupted corpus: %v", err)
 	}
 
-	// A recorded shard damaged on disk is not trusted.
-	out := filepath.Join(dir, "damaged")
-	killedCorpus(t, src, out, 200, "before rename shard-00003.bin")
-	shard1 := filepath.Join(out, "shard-00001.bin")
+	unrecorded := filepath.Join(dir, "unrecorded")
+	interruptedCopy(t, ref, unrecorded, 1)
+	damaged := filepath.Join(dir, "damaged")
+	interruptedCopy(t, ref, damaged, 3)
+	shard1 := filepath.Join(damaged, "shard-00001.bin")
 	blob, _ := os.ReadFile(shard1)
 	blob[len(blob)/2] ^= 1
 	os.WriteFile(shard1, blob, 0o644)
-	rep := featurizeCorpus(t, src, out, CorpusOptions{ShardRows: 200, Workers: 2})
-	if rep.Resumed != 1 || rep.Written != 4 {
-		t.Errorf("damaged shard 1: the rerun kept %d shards and wrote %d; want 1 and 4", rep.Resumed, rep.Written)
+
+	tests := []struct {
+		name, out string
+		kept      int
+	}{
+		{"killed writing shard 2", killed, 2},
+		{"shard 1 not recorded", unrecorded, 1},
+		{"recorded shard 1 damaged", damaged, 1},
 	}
-	sameFolder(t, "damaged shard", out, ref)
+	for _, tc := range tests {
+		rep := featurizeCorpus(t, src, tc.out, CorpusOptions{ShardRows: 100, Workers: 1})
+		if rep.Resumed != tc.kept || rep.Written != 5-tc.kept {
+			t.Errorf("%s: the rerun kept %d shards and wrote %d; want %d and %d", tc.name, rep.Resumed, rep.Written, tc.kept, 5-tc.kept)
+		}
+		sameFolder(t, tc.name, tc.out, ref)
+	}
 }
 
 // A folder holding a corpus of another file or with other options is not
