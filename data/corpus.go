@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -109,15 +110,23 @@ func IsCorpus(path string) bool {
 }
 
 // Corpus is a complete corpus folder opened for reading: its shards mapped
-// into memory, read-only. Memory grows only with the pages molecules are
-// read from (the kernel's page cache, which it reclaims), never with the
-// corpus. It implements Molecules; Close unmaps it.
+// into memory, read-only, the pages read dropped from the process every few
+// thousand molecules, so that its memory does not grow with the corpus or
+// with the time it is read. It implements Molecules; Close unmaps it.
 type Corpus struct {
 	Dir      string
 	Manifest *CorpusManifest
 	shards   []*shard
-	first    []int // global index of each shard's first molecule, and the total last
+	first    []int        // global index of each shard's first molecule, and the total last
+	reads    atomic.Int64 // molecules read, for dropPages
 }
+
+// dropEvery is how many molecules are read between two drops of the
+// mapped pages from the process. A molecule's sections lie on about five
+// pages, so the process maps at most about 80 MB of the corpus at any time
+// (less where molecules share pages); without the drops it would keep every
+// page it ever read, up to the whole corpus.
+const dropEvery = 4096
 
 // shard is one mapped shard file, its sections viewed in place.
 type shard struct {
@@ -263,6 +272,9 @@ func (c *Corpus) Graph(g int) (GraphView, error) {
 	if g < 0 || g >= c.NumGraphs() {
 		return GraphView{}, fmt.Errorf("molecule %d outside 0..%d", g, c.NumGraphs()-1)
 	}
+	if c.reads.Add(1)%dropEvery == 0 {
+		c.dropPages()
+	}
 	k, i := c.locate(g)
 	s := c.shards[k]
 	a0, a1, b0, b1 := s.nodePtr[i], s.nodePtr[i+1], s.bondPtr[i], s.bondPtr[i+1]
@@ -275,6 +287,16 @@ func (c *Corpus) Graph(g int) (GraphView, error) {
 		BondAtoms: s.bondAtoms[2*b0 : 2*b1],
 		BondFeat:  s.bondFeat[b0*NumBondFeatures : b1*NumBondFeatures],
 	}, nil
+}
+
+// dropPages unmaps every page of the shards from the process, which the
+// kernel keeps in its page cache: the next read of a page is a minor fault,
+// not a disk read. Views being read meanwhile stay valid, since the mapping
+// is of a file, read-only: a dropped page is mapped again on access.
+func (c *Corpus) dropPages() {
+	for _, s := range c.shards {
+		syscall.Madvise(s.mem, syscall.MADV_DONTNEED)
+	}
 }
 
 // SourceRow is the data row (from 0) of the source file that molecule g
