@@ -45,6 +45,9 @@ func TestDispatcher(t *testing.T) {
 		{[]string{"featurize", "--bogus"}, 2, "", "micrograph featurize: unknown flag: --bogus", true},
 		{[]string{"featurize", "--csv", "a", "--out", "b", "extra"}, 2, "", `unexpected argument "extra"`, true},
 		{[]string{"featurize", "--csv", "a", "--out", "b", "--split", "stratified"}, 2, "", `--split "stratified"`, true},
+		{[]string{"featurize", "--csv", "a", "--out", "b", "--shard-rows", "100", "--split", "random"}, 2, "", "--split: a corpus (--shard-rows) has no labels and no split", true},
+		{[]string{"featurize", "--csv", "a", "--out", "b", "--shard-rows", "0"}, 2, "", "--shard-rows 0: want at least 1", true},
+		{[]string{"featurize", "--csv", "a", "--out", "b", "--workers", "-2"}, 2, "", "--workers -2", true},
 		{[]string{"synth", "--out", "x", "--molecules", "many"}, 2, "", `invalid argument "many" for "--molecules"`, true},
 		{[]string{"featurize", "--csv", "/nonexistent.csv", "--out", "/nonexistent-out"}, 1, "", "micrograph featurize: open /nonexistent.csv", true},
 	}
@@ -82,6 +85,32 @@ func TestFeaturizeCommand(t *testing.T) {
 	// The output folder exists now, so a second run fails and changes nothing.
 	if code, _, errs := runCLI(t, "featurize", "--csv", in, "--out", out); code != 1 || !strings.Contains(errs, "already exists") {
 		t.Errorf("second run: status %d, %q", code, errs)
+	}
+}
+
+// featurize --shard-rows writes a corpus, one line per shard, and run again
+// on the complete corpus keeps every shard.
+func TestFeaturizeCorpusCommand(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.csv")
+	if err := os.WriteFile(in, []byte("smiles\nCCO\nC1CC\nc1ccccc1O\nCCN\nCCCC\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "corpus")
+	for run, want := range []string{"(3 shards, 0 kept from an earlier run)", "(3 shards, 3 kept from an earlier run)"} {
+		code, stdoutText, errs := runCLI(t, "featurize", "--csv", in, "--out", out, "--shard-rows", "2", "--workers", "2")
+		if code != 0 {
+			t.Fatalf("run %d: status %d: %s", run, code, errs)
+		}
+		lines := []string{"in.csv: 4 of 5 rows featurised into " + out, want, "1 rows rejected"}
+		if run == 0 {
+			lines = append(lines, "shard-00000.bin: rows 0..1: 1 molecules, 1 rejected", "shard-00002.bin: rows 4..4: 1 molecules, 0 rejected")
+		}
+		for _, line := range lines {
+			if !strings.Contains(stdoutText, line) {
+				t.Errorf("run %d: the summary lacks %q:\n%s", run, line, stdoutText)
+			}
+		}
 	}
 }
 
