@@ -358,6 +358,10 @@ func TestCorpusRefusals(t *testing.T) {
 		t.Error("a refused featurisation made its folder")
 	}
 
+	if _, err := Open(out, OpenOptions{CacheDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "only pretrain reads it") {
+		t.Errorf("Open on a corpus: %v", err)
+	}
+
 	shard := filepath.Join(out, "shard-00001.bin")
 	blob, _ := os.ReadFile(shard)
 	os.WriteFile(shard, blob[:len(blob)-8], 0o644)

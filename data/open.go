@@ -51,6 +51,9 @@ func Open(path string, opt OpenOptions) (*Dataset, error) {
 		}
 		return nil, fmt.Errorf("dataset %s: %w", path, err)
 	}
+	if st.IsDir() && IsCorpus(path) {
+		return nil, fmt.Errorf("dataset %s is a pre-training corpus (molecules without labels or split): only pretrain reads it", path)
+	}
 	cache, err := opt.cacheDir()
 	if err != nil {
 		return nil, err
