@@ -122,10 +122,10 @@ type Corpus struct {
 }
 
 // dropEvery is how many molecules are read between two drops of the
-// mapped pages from the process. A molecule's sections lie on about five
-// pages, so the process maps at most about 80 MB of the corpus at any time
-// (less where molecules share pages); without the drops it would keep every
-// page it ever read, up to the whole corpus.
+// mapped pages from the process. A molecule's sections lie on about three
+// to five pages, so the process maps some 50–80 MB of the corpus at any
+// time; without the drops it would keep every page it ever read, up to the
+// whole corpus.
 const dropEvery = 4096
 
 // shard is one mapped shard file, its sections viewed in place.
