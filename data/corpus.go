@@ -111,7 +111,7 @@ func IsCorpus(path string) bool {
 
 // Corpus is a complete corpus folder opened for reading: its shards mapped
 // into memory, read-only, the pages read dropped from the process every few
-// thousand molecules, so that its memory does not grow with the corpus or
+// hundred molecules, so that its memory does not grow with the corpus or
 // with the time it is read. It implements Molecules; Close unmaps it.
 type Corpus struct {
 	Dir      string
@@ -122,11 +122,13 @@ type Corpus struct {
 }
 
 // dropEvery is how many molecules are read between two drops of the
-// mapped pages from the process. A molecule's sections lie on about three
-// to five pages, so the process maps some 50–80 MB of the corpus at any
-// time; without the drops it would keep every page it ever read, up to the
-// whole corpus.
-const dropEvery = 4096
+// mapped pages from the process. A molecule's sections lie on about five
+// pages, and a fault maps up to 16 neighbouring pages already in the page
+// cache (the kernel's fault-around), so the process maps at most about
+// 512 × 5 × 64 KB = 160 MB of the corpus however large it is and however
+// warm the cache; without the drops it would keep every page it ever read,
+// up to the whole corpus.
+const dropEvery = 512
 
 // shard is one mapped shard file, its sections viewed in place.
 type shard struct {
