@@ -23,8 +23,9 @@ torch_env = $(eval torch_env := $$(shell LIBTORCH='$(LIBTORCH)' PYTHON='$(PYTHON
 torch_var = $(shell printf '%s' '$(torch_env)' | tr ';' '\n' | sed -n 's/^$(1)=//p')
 
 CXXFLAGS := -std=c++17 -O2 -fPIC -Wall -Wextra -Wno-unused-parameter
-SHIM_SRC := $(wildcard torch/shim/*.cpp)
-SHIM_HDR := $(wildcard torch/shim/*.h)
+SHIM_SRC := $(wildcard torch/shim/*.cpp torch/shim/kernels/*.cpp)
+SHIM_HDR := $(wildcard torch/shim/*.h torch/shim/kernels/*.h)
+CUDA_SRC := $(wildcard torch/shim/kernels/*.cu)
 SHIM := $(LIB)/libmgtorch.so
 
 .PHONY: all build shim chem deps test run clean
@@ -45,18 +46,18 @@ $(BUILD)/shim/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch.sh
 	$(CXX) $(CXXFLAGS) -D_GLIBCXX_USE_CXX11_ABI=$(call torch_var,TORCH_ABI) $(call torch_var,TORCH_INCLUDES) $$cuda \
 		-c $< -o $@
 
-# The fused kernels' loops vectorise for AVX2+FMA (floating-point selects need
-# -fno-trapping-math; reductions say where they may be reordered, with
-# `omp simd` pragmas); the shim offers them only on CPUs that have both
-# (mg_fused_kernels).
-$(BUILD)/shim/gen_kernels.o: CXXFLAGS += -O3 -mavx2 -mfma -fno-trapping-math -fopenmp-simd
+# The fused kernels' CPU loops (torch/shim/kernels/*_cpu.cpp) vectorise for
+# AVX2+FMA (floating-point selects need -fno-trapping-math; reductions say
+# where they may be reordered, with `omp simd` pragmas); the shim offers them
+# only on CPUs that have both (mg_fused_kernels).
+$(BUILD)/shim/kernels/%_cpu.o: CXXFLAGS += -O3 -mavx2 -mfma -fno-trapping-math -fopenmp-simd
 
 # The CUDA kernels, for A100 (sm_80) and H100/H200 (sm_90), plus PTX that newer
 # GPUs compile at load time. Only built against a CUDA libtorch.
 CUDA_ARCH_FLAGS ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
 	-gencode arch=compute_90,code=compute_90
-CUDA_OBJ := $(BUILD)/shim/gen_kernels_cuda.o
-$(CUDA_OBJ): torch/shim/gen_kernels_cuda.cu torch/shim/gen_kernels_cuda.h
+CUDA_OBJ := $(patsubst torch/shim/%.cu,$(BUILD)/shim/%.cu.o,$(CUDA_SRC))
+$(BUILD)/shim/%.cu.o: torch/shim/%.cu $(SHIM_HDR)
 	@mkdir -p $(@D)
 	@home='$(call torch_var,CUDA_HOME)'; if [ ! -x "$$home/bin/nvcc" ]; then \
 		echo "libtorch has CUDA but no CUDA toolkit was found (nvcc): set CUDA_HOME=DIR" >&2; exit 1; fi
@@ -65,7 +66,7 @@ $(CUDA_OBJ): torch/shim/gen_kernels_cuda.cu torch/shim/gen_kernels_cuda.h
 # --no-as-needed keeps libtorch_cuda linked although no symbol of it is named;
 # without it CUDA reports itself unavailable. The CUDA kernels join only a
 # CUDA build, so CPU machines need no toolkit.
-$(SHIM): $(patsubst torch/shim/%.cpp,$(BUILD)/shim/%.o,$(SHIM_SRC)) torch/shim/gen_kernels_cuda.cu
+$(SHIM): $(patsubst torch/shim/%.cpp,$(BUILD)/shim/%.o,$(SHIM_SRC)) $(CUDA_SRC)
 	@mkdir -p $(@D)
 	libdir='$(call torch_var,TORCH_LIBDIR)'; cuda='$(call torch_var,TORCH_CUDA)'; cu=""; \
 	if [ "$$cuda" = 1 ]; then \

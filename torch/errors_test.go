@@ -45,12 +45,12 @@ func TestExceptionsAreRecovered(t *testing.T) {
 		{"thread count", "positive number of threads", func() { torch.SetNumThreads(0) }},
 		{"kernel temperature", "gen_aggregate", func() {
 			x := torch.Zeros([]int64{2, 1}, o)
-			torch.GENAggregate(x, torch.Zeros([]int64{1, 1}, o), torch.Zeros([]int64{2}, o),
+			torch.FusedGENAggregate(x, torch.Zeros([]int64{1, 1}, o), torch.Zeros([]int64{2}, o),
 				torch.FromSlice([]int64{0}), torch.FromSlice([]int64{0, 1, 1}), false)
 		}},
 		{"kernel offsets", "gen_aggregate", func() {
 			x := torch.Zeros([]int64{3, 1}, o)
-			torch.GENAggregate(x, torch.Zeros([]int64{1, 1}, o), torch.Full(nil, 1, o),
+			torch.FusedGENAggregate(x, torch.Zeros([]int64{1, 1}, o), torch.Full(nil, 1, o),
 				torch.FromSlice([]int64{0}), torch.FromSlice([]int64{0, 1, 0, 1}), false)
 		}},
 		{"use after free", "freed", func() {

@@ -562,14 +562,23 @@ func TestParseDevice(t *testing.T) {
 }
 
 // Dropout's gradient is its mask scaled by 1/(1−p); masks follow the seed and
-// restored generator states, as resumed runs need.
+// restored generator states, as resumed runs need. So do the fused kernel's.
 func TestDropoutMaskAndGradient(t *testing.T) {
-	scope(t)
 	dev := testDevice(t)
+	t.Run("libtorch", func(t *testing.T) {
+		checkDropout(t, dev, func(x *torch.Tensor, p float64) *torch.Tensor { return torch.Dropout(x, p, true) })
+	})
+	if torch.FusedKernels(dev) {
+		t.Run("fused", func(t *testing.T) { checkDropout(t, dev, torch.FusedDropout) })
+	}
+}
+
+func checkDropout(t *testing.T, dev torch.Device, dropout func(x *torch.Tensor, p float64) *torch.Tensor) {
+	scope(t)
 	o := torch.Options{DType: torch.Float64, Device: dev}
 	draw := func() ([]float64, []float64) {
 		x := torch.Rand([]int64{50, 40}, o).AddScalar(0.5).SetRequiresGrad(true)
-		y := torch.Dropout(x, 0.3, true)
+		y := dropout(x, 0.3)
 		y.Sum().Backward()
 		return values(y.Div(x.Detach())), values(x.Grad())
 	}
@@ -605,16 +614,21 @@ func TestDropoutMaskAndGradient(t *testing.T) {
 func TestEmbeddingBagSumChecksIndices(t *testing.T) {
 	scope(t)
 	w := torch.Ones([]int64{4, 2}, torch.Options{})
-	for _, idx := range [][]int64{{0, 4}, {-1, 0}} {
-		if err := torch.Catch(func() { torch.EmbeddingBagSum(w, torch.FromSlice(idx, 1, 2)) }); err == nil {
-			t.Errorf("indices %v accepted", idx)
+	bags := []func(w, idx *torch.Tensor) *torch.Tensor{torch.EmbeddingBagSum}
+	if torch.FusedKernels(torch.CPU) {
+		bags = append(bags, torch.FusedEmbeddingBagSum)
+	}
+	for i, bag := range bags {
+		for _, idx := range [][]int64{{0, 4}, {-1, 0}} {
+			if err := torch.Catch(func() { bag(w, torch.FromSlice(idx, 1, 2)) }); err == nil {
+				t.Errorf("bag sum %d (1: fused): indices %v accepted", i, idx)
+			}
 		}
 	}
 }
 
-// Row normalisation and training-mode batch norm of 2-d inputs run in the
-// shim's CPU kernels; the same data shaped 3-d runs libtorch's ops, as on
-// other devices. Both agree, values, gradients and running statistics.
+// The fused kernels for row normalisation and training-mode batch norm agree
+// with libtorch's ops: values, gradients and running statistics.
 func TestKernelsMatchLibtorchOps(t *testing.T) {
 	scope(t)
 	if !torch.FusedKernels(torch.CPU) {
@@ -627,21 +641,21 @@ func TestKernelsMatchLibtorchOps(t *testing.T) {
 	data[4], data[5], data[6], data[7] = 0, 0, 0, 0 // a zero row: normalize's clamp
 	tests := []struct {
 		name string
-		f    func(x *torch.Tensor, threeD bool) *torch.Tensor
+		f    func(x *torch.Tensor, fused bool) *torch.Tensor
 	}{
-		{"normalize", func(x *torch.Tensor, threeD bool) *torch.Tensor {
-			if threeD {
-				return x.Unsqueeze(0).Normalize(2, 2, 1e-12).Squeeze(0)
+		{"normalize", func(x *torch.Tensor, fused bool) *torch.Tensor {
+			if fused {
+				return torch.FusedNormalize(x, 1e-12)
 			}
 			return x.Normalize(2, 1, 1e-12)
 		}},
-		{"batch_norm", func(x *torch.Tensor, threeD bool) *torch.Tensor {
+		{"batch_norm", func(x *torch.Tensor, fused bool) *torch.Tensor {
 			o := torch.Options{DType: torch.Float64}
 			w, b := torch.FromSlice([]float64{1.5, -1, 0.5, 2}), torch.FromSlice([]float64{0.1, 0.2, -0.3, 0})
 			rm, rv := torch.Zeros([]int64{4}, o), torch.Ones([]int64{4}, o)
 			var y *torch.Tensor
-			if threeD {
-				y = torch.BatchNorm(x.Unsqueeze(2), w, b, rm, rv, true, 0.1, 1e-5).Squeeze(2)
+			if fused {
+				y = torch.FusedBatchNorm(x, w, b, rm, rv, 0.1, 1e-5)
 			} else {
 				y = torch.BatchNorm(x, w, b, rm, rv, true, 0.1, 1e-5)
 			}
@@ -650,9 +664,9 @@ func TestKernelsMatchLibtorchOps(t *testing.T) {
 	}
 	for _, tc := range tests {
 		var outs, grads [2][]float64
-		for i, threeD := range []bool{false, true} {
+		for i, fused := range []bool{true, false} {
 			x := torch.FromSlice(data, 6, 4).SetRequiresGrad(true)
-			y := tc.f(x, threeD)
+			y := tc.f(x, fused)
 			w := make([]float64, y.Numel())
 			for j := range w {
 				w[j] = math.Cos(float64(j))

@@ -22,16 +22,6 @@ mg_error mg_error_from(const char *msg);
 at::TensorOptions mg_tensor_options(const mg_options &o);
 std::vector<at::Tensor> mg_unwrap_all(const mg_tensor *ts, int n);
 
-// From fused.cpp: whether the CPU kernels take x, and the kernels that
-// ordinary entry points use where they can.
-bool mg_cpu_kernels(const at::Tensor &x);
-at::Tensor mg_row_normalize(const at::Tensor &x, double eps);
-bool mg_adam_kernel(at::Tensor &p, const at::Tensor &grad, at::Tensor &m, at::Tensor &v, double lr, double beta1,
-                    double beta2, double eps, double weight_decay, bool decoupled, double bias1, double bias2_sqrt);
-at::Tensor mg_batch_norm_train(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b,
-                               const at::Tensor &running_mean, const at::Tensor &running_var, double momentum,
-                               double eps);
-
 inline at::IntArrayRef mg_dims(const int64_t *dims, int n) { return at::IntArrayRef(dims, static_cast<size_t>(n)); }
 
 // Runs the body and turns every C++ exception into an mg_error, so that no

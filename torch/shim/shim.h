@@ -74,6 +74,10 @@ mg_error mg_set_deterministic(int on);
 /* Peak bytes allocated on a GPU since the last reset; reset restarts the count.
  * Fails when the shim was built without CUDA. */
 mg_error mg_cuda_peak_memory(int device_index, int reset, int64_t *peak);
+/* Makes glibc keep freed memory in the heap for reuse (mallopt), for the whole
+ * process; returns 0 and does nothing when MALLOC_MMAP_THRESHOLD_,
+ * MALLOC_TRIM_THRESHOLD_ or MALLOC_TOP_PAD_ is set in the environment. */
+int mg_tune_allocator(void);
 
 /* ---- metadata (cannot fail on a live handle) ---- */
 int mg_dim(mg_tensor t);
@@ -170,39 +174,52 @@ mg_error mg_batch_norm(mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor 
                        mg_tensor running_var, int training, double momentum, double eps,
                        mg_tensor *out);
 
-/* ---- fused kernels (fused.cpp) ---- */
-/* Whether the fused kernels below run on a device type: the CPU kernels need
- * AVX2 and FMA. Elsewhere callers compose the same maths from tensor ops. */
-int mg_fused_kernels(int device_type);
-/* Whether mg_gen_aggregate runs on a device type: on the CPU as above, on
- * CUDA when the shim was built with CUDA. */
-int mg_fused_aggregation(int device_type);
-/* GENConv's aggregation in one pass per node: out_i = Σ_k a_k m_k over the
- * edges k→i (CSR rowptr), m_k = ReLU(h[src_k] + e_k) + 1e-7, a = softmax over
- * the node's edges of t·m, per channel; with learn_t = 0, a is a constant in
- * backpropagation. t is a 0-d tensor. */
-mg_error mg_gen_aggregate(mg_tensor h, mg_tensor e, mg_tensor t, mg_tensor src, mg_tensor rowptr, int learn_t,
-                          mg_tensor *out);
-/* out[g] = Σ_p weights[p]·x[rows[p]] / max(Σ_p weights[p], 1) over the p
- * with groups[p] = g (num_groups rows), accumulated in order. */
-mg_error mg_group_mean(mg_tensor x, mg_tensor rows, mg_tensor groups, mg_tensor weights, int64_t num_groups,
-                       mg_tensor *out);
-/* Graph-to-subgraph contrast from logits y (B × B·per) and live (float 1/0,
- * B·per): the mean over rows with a live slot of their own (columns
- * i·per … i·per+per−1) of −Σ over those of log softmax over the live columns.
- */
-mg_error mg_block_contrast(mg_tensor y, mg_tensor live, int64_t per, mg_tensor *out);
-/* Sinkhorn-Knopp assignment (docs/method.md §3) of q (N×K), in float32: motif
- * (N, int64) and the balanced matrix (K×N float32). */
-mg_error mg_sinkhorn(mg_tensor q, double lambda, int iters, mg_tensor *motif, mg_tensor *balanced);
-/* The MinCut regulariser per molecule (docs/method.md §5) of soft assignments q
- * (N×K) on a destination-sorted CSR graph (rowptr, src) whose molecules own
- * node ranges graphptr: cut and ortho, B each. selected (B×K, 1/0) restricts
- * the orthogonality term to some columns; NULL for all. */
-mg_error mg_mincut(mg_tensor q, mg_tensor rowptr, mg_tensor src, mg_tensor graphptr, mg_tensor selected,
-                   mg_tensor *cut, mg_tensor *ortho);
-/* Row i of the result sums the rows of weight at indices[i, :] (N×F). */
+/* Row i of the result sums the rows of weight at indices[i, :] (N×F):
+ * libtorch's embedding_bag, mode sum. */
 mg_error mg_embedding_bag_sum(mg_tensor weight, mg_tensor indices, mg_tensor *out);
+
+/* ---- fused kernels (kernels/: each kernel's maths is in kernels/<name>.h) ----
+ * Hand-written kernels, called by name; every other entry point is libtorch's.
+ * The CPU kernels take float32 and float64 tensors on CPUs with AVX2 and FMA,
+ * and refuse anything else: callers check mg_fused_kernels first. */
+/* Whether the fused kernels run on a device type: the CPU's need AVX2 and FMA. */
+int mg_fused_kernels(int device_type);
+/* Whether mg_fused_gen_aggregate runs on a device type: on the CPU as above,
+ * on CUDA when the shim was built with CUDA. */
+int mg_fused_aggregation(int device_type);
+/* GENConv's softmax aggregation over the edges src→i sorted by destination
+ * (CSR rowptr); t is a 0-d tensor; with learn_t = 0 the softmax weights are
+ * constants in backpropagation. */
+mg_error mg_fused_gen_aggregate(mg_tensor h, mg_tensor e, mg_tensor t, mg_tensor src, mg_tensor rowptr, int learn_t,
+                                mg_tensor *out);
+/* Training-mode batch norm of 2-d x; updates running_mean and running_var in place. */
+mg_error mg_fused_batch_norm(mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor running_mean,
+                             mg_tensor running_var, double momentum, double eps, mg_tensor *out);
+/* The rows of 2-d a over max(their L2 norm, eps). */
+mg_error mg_fused_normalize(mg_tensor a, double eps, mg_tensor *out);
+/* mg_adam_step's update, one loop per parameter. */
+mg_error mg_fused_adam_step(const mg_tensor *params, const mg_tensor *exp_avg, const mg_tensor *exp_avg_sq,
+                            int64_t *steps, int n, double lr, double beta1, double beta2, double eps,
+                            double weight_decay, int decoupled);
+/* Training-mode dropout, 0 < p < 1, with a mask drawn from one seed of the CPU generator. */
+mg_error mg_fused_dropout(mg_tensor a, double p, mg_tensor *out);
+/* mg_embedding_bag_sum's result, with a deterministic backward. */
+mg_error mg_fused_embedding_bag_sum(mg_tensor weight, mg_tensor indices, mg_tensor *out);
+/* The weighted mean of the rows of x in each of num_groups groups, the p-th
+ * membership adding weights[p]·x[rows[p]] to group groups[p]. */
+mg_error mg_fused_group_mean(mg_tensor x, mg_tensor rows, mg_tensor groups, mg_tensor weights, int64_t num_groups,
+                             mg_tensor *out);
+/* The graph-to-subgraph contrastive loss from logits y (B × B·per) and live
+ * (float 1/0, B·per). */
+mg_error mg_fused_block_contrast(mg_tensor y, mg_tensor live, int64_t per, mg_tensor *out);
+/* Sinkhorn-Knopp assignment of q (N×K), in float32: motif (N, int64) and the
+ * balanced matrix (K×N float32). */
+mg_error mg_fused_sinkhorn(mg_tensor q, double lambda, int iters, mg_tensor *motif, mg_tensor *balanced);
+/* The MinCut regulariser per molecule (graphptr: node ranges) of q (N×K) on a
+ * destination-sorted CSR graph: cut and ortho, B each. selected (B×K, 1/0)
+ * restricts the orthogonality term to some columns; NULL for all. */
+mg_error mg_fused_mincut(mg_tensor q, mg_tensor rowptr, mg_tensor src, mg_tensor graphptr, mg_tensor selected,
+                         mg_tensor *cut, mg_tensor *ortho);
 
 /* ---- autograd ---- */
 int mg_set_grad_enabled(int enabled); /* returns the previous mode of this thread */

@@ -357,13 +357,8 @@ mg_error mg_softmax(mg_tensor a, int64_t dim, int log, mg_tensor *out) {
 mg_error mg_normalize(mg_tensor a, double p, int64_t dim, double eps, mg_tensor *out) {
 	MG_TRY({
 		// x / max(‖x‖_p, eps), as torch.nn.functional.normalize.
-		const auto &x = a->t;
-		if (p == 2 && x.dim() == 2 && (dim == 1 || dim == -1) && mg_cpu_kernels(x)) {
-			*out = mg_wrap(mg_row_normalize(x, eps));
-			return nullptr;
-		}
-		auto n = at::norm(x, at::Scalar(p), {dim}, /*keepdim=*/true).clamp_min(eps);
-		*out = mg_wrap(x / n);
+		auto n = at::norm(a->t, at::Scalar(p), {dim}, /*keepdim=*/true).clamp_min(eps);
+		*out = mg_wrap(a->t / n);
 	})
 }
 
