@@ -1,7 +1,8 @@
 # micrograph: `make run` and `make test` do everything on a fresh Debian 12 machine.
 #
 #   make            build the shims and bin/micrograph
-#   make shim       build only the libtorch shim (g++ and libtorch; no Go needed)
+#   make shim       build only the libtorch shim, and its test-only reader library
+#                   (g++ and libtorch; no Go needed)
 #   make chem       build only the RDKit shim (g++ and RDKit)
 #   make deps       install what is missing (Debian packages)
 #   make test       deps, build, then every test
@@ -27,17 +28,18 @@ SHIM_SRC := $(wildcard torch/shim/*.cpp torch/shim/kernels/*.cpp)
 SHIM_HDR := $(wildcard torch/shim/*.h torch/shim/kernels/*.h)
 CUDA_SRC := $(wildcard torch/shim/kernels/*.cu)
 SHIM := $(LIB)/libmgtorch.so
+SHIM_TESTING := $(LIB)/libmgtorch_testing.so
 
 .PHONY: all build shim chem deps test run clean
 
 all: build
 
-shim: $(SHIM)
+shim: $(SHIM) $(SHIM_TESTING)
 
 # The object files are compiled one per TU so that `make -j` and small edits stay cheap.
 # Against a CUDA libtorch they are built with MG_WITH_CUDA and the toolkit's
 # headers (not named when they are /usr/include: -isystem would break #include_next).
-$(BUILD)/shim/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch.sh
+define compile_against_torch
 	@mkdir -p $(@D)
 	@mode='$(call torch_var,TORCH_MODE)'; if [ "$$mode" = none ]; then \
 		echo "libtorch not found: run 'make deps', or set LIBTORCH=DIR or PYTHON=python-with-torch" >&2; exit 1; fi
@@ -45,6 +47,9 @@ $(BUILD)/shim/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch.sh
 		[ "$$home" = /usr ] || cuda="$$cuda -isystem $$home/include"; fi; \
 	$(CXX) $(CXXFLAGS) -D_GLIBCXX_USE_CXX11_ABI=$(call torch_var,TORCH_ABI) $(call torch_var,TORCH_INCLUDES) $$cuda \
 		-c $< -o $@
+endef
+$(BUILD)/shim/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch.sh
+	$(compile_against_torch)
 
 # The fused kernels' CPU loops (torch/shim/kernels/*_cpu.cpp) vectorise for
 # AVX2+FMA (floating-point selects need -fno-trapping-math; reductions say
@@ -75,6 +80,18 @@ $(SHIM): $(patsubst torch/shim/%.cpp,$(BUILD)/shim/%.o,$(SHIM_SRC)) $(CUDA_SRC)
 	fi; \
 	$(CXX) -shared -o $@ $(filter %.o,$^) $$cu -L$$libdir -Wl,-rpath,$$libdir \
 		-Wl,--no-as-needed -ltorch $$([ "$$cuda" = 1 ] && echo -ltorch_cuda -lc10_cuda) -ltorch_cpu -lc10 -Wl,--as-needed
+
+# libmgtorch_testing.so: libtorch's own reader of torch.save files, with which
+# the tests of package torch check Save's files (torch/internal/libtorchread).
+# The program never links it.
+TESTING_DIR := torch/internal/libtorchread/shim
+$(BUILD)/testing/%.o: $(TESTING_DIR)/%.cpp $(TESTING_DIR)/read.h third_party/libtorch.sh
+	$(compile_against_torch)
+
+$(SHIM_TESTING): $(BUILD)/testing/read.o
+	@mkdir -p $(@D)
+	libdir='$(call torch_var,TORCH_LIBDIR)'; \
+	$(CXX) -shared -o $@ $^ -L$$libdir -Wl,-rpath,$$libdir -Wl,--no-as-needed -ltorch -ltorch_cpu -lc10 -Wl,--as-needed
 
 # ---- RDKit shim (data/rdkit) ----
 # libmgchem.so: featurisation, scaffolds and depictions through RDKit's C++

@@ -242,12 +242,6 @@ mg_error mg_zero_grad(const mg_tensor *params, int n);
  * synchronisation; *total_norm is the norm before scaling (a 0-d tensor). */
 mg_error mg_clip_grad_norm(const mg_tensor *params, int n, double max_norm, mg_tensor *total_norm);
 
-/* ---- serialisation: libtorch's own reader, for checking our files ---- */
-/* Loads a torch.save zip with torch::pickle_load; the top object must be a dict
- * of str -> tensor. names (malloc'd array of malloc'd strings) and tensors are
- * returned in the dict's order. */
-mg_error mg_pickle_load(const void *bytes, size_t size, char ***names, mg_tensor **tensors, int *count);
-
 #ifdef __cplusplus
 }
 #endif
