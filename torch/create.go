@@ -70,7 +70,7 @@ func FromSlice[T Element](data []T, shape ...int64) *Tensor {
 var hostReads atomic.Int64
 
 // HostReads counts the calls that read tensor values back to the host (Item,
-// ItemInt, ToSlice, Nonzero, To(CPU) of a GPU tensor). On a GPU each one waits
+// ItemInt, ToSlice, To(CPU) of a GPU tensor). On a GPU each one waits
 // for the device, so a training step should make none; tests check that here.
 func HostReads() int64 { return hostReads.Load() }
 
@@ -195,13 +195,6 @@ func (t *Tensor) CopyFrom(src *Tensor, nonBlocking bool) {
 func (t *Tensor) Clone() *Tensor {
 	var out C.mg_tensor
 	check("clone", C.mg_clone(t.c(), &out))
-	return wrap(out)
-}
-
-// Contiguous is the tensor in row-major layout (itself if it already is).
-func (t *Tensor) Contiguous() *Tensor {
-	var out C.mg_tensor
-	check("contiguous", C.mg_contiguous(t.c(), &out))
 	return wrap(out)
 }
 

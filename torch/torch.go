@@ -126,12 +126,6 @@ func SetNumThreads(n int) { check("set_num_threads", C.mg_set_num_threads(C.int(
 // NumThreads is the number of intra-op threads libtorch uses.
 func NumThreads() int { return int(C.mg_get_num_threads()) }
 
-// SetNumInteropThreads sets libtorch's inter-op pool size. libtorch allows it
-// only once, before any parallel work has started.
-func SetNumInteropThreads(n int) error {
-	return checkErr("set_num_interop_threads", C.mg_set_num_interop_threads(C.int(n)))
-}
-
 // SetDeterministic makes libtorch use deterministic algorithms only, and fail
 // where an operation has none (PyTorch's use_deterministic_algorithms). On
 // CUDA, cuBLAS also needs CUBLAS_WORKSPACE_CONFIG=:4096:8 in the environment

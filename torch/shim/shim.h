@@ -41,17 +41,15 @@ typedef struct {
 } mg_options;
 
 enum mg_unary_op {
-	MG_NEG, MG_EXP, MG_LOG, MG_SQRT, MG_RSQRT, MG_ABS, MG_RECIPROCAL, MG_RELU,
-	MG_GELU, MG_SIGMOID, MG_TANH, MG_LOGICAL_NOT, MG_ISFINITE
+	MG_NEG, MG_EXP, MG_LOG, MG_SQRT, MG_ABS, MG_RECIPROCAL, MG_RELU, MG_LOGICAL_NOT, MG_ISFINITE
 };
 
 enum mg_binary_op {
-	MG_ADD, MG_SUB, MG_MUL, MG_DIV, MG_POW, MG_MAXIMUM, MG_MINIMUM, MG_REMAINDER,
-	MG_FLOOR_DIVIDE, MG_EQ, MG_NE, MG_LT, MG_LE, MG_GT, MG_GE, MG_LOGICAL_AND,
-	MG_LOGICAL_OR
+	MG_ADD, MG_SUB, MG_MUL, MG_DIV, MG_POW, MG_MINIMUM, MG_REMAINDER, MG_FLOOR_DIVIDE,
+	MG_NE, MG_LT, MG_LE, MG_GT, MG_GE
 };
 
-enum mg_reduce_op { MG_SUM, MG_MEAN, MG_AMAX, MG_AMIN, MG_PROD, MG_ANY, MG_ALL };
+enum mg_reduce_op { MG_SUM, MG_MEAN, MG_AMAX, MG_AMIN, MG_ALL };
 
 enum mg_factory_kind { MG_EMPTY, MG_ZEROS, MG_ONES, MG_FULL, MG_RAND, MG_RANDN };
 
@@ -68,7 +66,6 @@ int mg_cuda_device_count(void);
 mg_error mg_cuda_synchronize(int device_index);
 mg_error mg_set_num_threads(int n);
 int mg_get_num_threads(void);
-mg_error mg_set_num_interop_threads(int n);
 /* Deterministic algorithms only (PyTorch's use_deterministic_algorithms). */
 mg_error mg_set_deterministic(int on);
 /* Peak bytes allocated on a GPU since the last reset; reset restarts the count.
@@ -85,7 +82,6 @@ void mg_shape(mg_tensor t, int64_t *shape);
 int mg_dtype(mg_tensor t);
 void mg_device(mg_tensor t, int *type, int *index);
 int mg_requires_grad(mg_tensor t);
-int mg_is_pinned(mg_tensor t);
 
 /* ---- creation and host transfer ---- */
 mg_error mg_from_data(const void *data, const int64_t *shape, int ndim, mg_options o, mg_tensor *out);
@@ -98,7 +94,6 @@ mg_error mg_item(mg_tensor t, double *f, int64_t *i);
 mg_error mg_to(mg_tensor t, mg_options o, int non_blocking, mg_tensor *out);
 mg_error mg_copy_(mg_tensor dst, mg_tensor src, int non_blocking);
 mg_error mg_clone(mg_tensor t, mg_tensor *out);
-mg_error mg_contiguous(mg_tensor t, mg_tensor *out);
 
 /* ---- in-place fills (initialisation, buffers) ---- */
 mg_error mg_fill_(mg_tensor t, double value);
@@ -117,7 +112,6 @@ mg_error mg_masked_fill(mg_tensor a, mg_tensor mask, double value, mg_tensor *ou
 
 /* ---- reductions and normalisations; ndims == 0 reduces over every element ---- */
 mg_error mg_reduce(int op, mg_tensor a, const int64_t *dims, int ndims, int keepdim, mg_tensor *out);
-mg_error mg_max_dim(mg_tensor a, int64_t dim, int keepdim, mg_tensor *values, mg_tensor *indices);
 mg_error mg_argmax(mg_tensor a, int64_t dim, int keepdim, mg_tensor *out);
 mg_error mg_norm(mg_tensor a, double p, const int64_t *dims, int ndims, int keepdim, mg_tensor *out);
 mg_error mg_cumsum(mg_tensor a, int64_t dim, mg_tensor *out);
@@ -132,7 +126,6 @@ mg_error mg_linear(mg_tensor x, mg_tensor w, mg_tensor b /* may be NULL */, mg_t
 mg_error mg_reshape(mg_tensor a, const int64_t *shape, int ndim, mg_tensor *out);
 mg_error mg_expand(mg_tensor a, const int64_t *shape, int ndim, mg_tensor *out);
 mg_error mg_transpose(mg_tensor a, int64_t d0, int64_t d1, mg_tensor *out);
-mg_error mg_permute(mg_tensor a, const int64_t *dims, int ndim, mg_tensor *out);
 mg_error mg_unsqueeze(mg_tensor a, int64_t dim, mg_tensor *out);
 mg_error mg_squeeze(mg_tensor a, int64_t dim, mg_tensor *out);
 mg_error mg_narrow(mg_tensor a, int64_t dim, int64_t start, int64_t length, mg_tensor *out);
@@ -143,10 +136,6 @@ mg_error mg_stack(const mg_tensor *ts, int n, int64_t dim, mg_tensor *out);
 mg_error mg_index_select(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor *out);
 mg_error mg_gather(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor *out);
 mg_error mg_index_add(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor src, mg_tensor *out);
-mg_error mg_scatter_add(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor src, mg_tensor *out);
-/* reduce: MG_SUM, MG_PROD, MG_MEAN, MG_AMAX or MG_AMIN. */
-mg_error mg_scatter_reduce(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor src, int reduce,
-                           int include_self, mg_tensor *out);
 /* Reduces the rows of data in segments [offsets[i], offsets[i+1]) (CSR offsets,
  * int64, length S+1). reduce: MG_SUM, MG_MEAN, MG_AMAX or MG_AMIN. Empty
  * segments take `initial` when has_initial, else the reduction's identity. */
@@ -155,9 +144,7 @@ mg_error mg_segment_reduce(mg_tensor data, mg_tensor offsets, int reduce, int ha
 mg_error mg_scatter(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor src, mg_tensor *out);
 /* Stable sort along dim. */
 mg_error mg_sort(mg_tensor a, int64_t dim, int descending, mg_tensor *values, mg_tensor *indices);
-mg_error mg_nonzero(mg_tensor a, mg_tensor *out);
 mg_error mg_one_hot(mg_tensor a, int64_t classes, mg_tensor *out);
-mg_error mg_bincount(mg_tensor a, mg_tensor weights /* may be NULL */, int64_t minlength, mg_tensor *out);
 
 /* ---- randomness ---- */
 mg_error mg_manual_seed(uint64_t seed);
@@ -227,7 +214,7 @@ mg_error mg_set_requires_grad(mg_tensor t, int requires_grad);
 mg_error mg_detach(mg_tensor t, mg_tensor *out);
 /* *out is NULL when t has no gradient. */
 mg_error mg_grad(mg_tensor t, mg_tensor *out);
-mg_error mg_backward(mg_tensor t, mg_tensor grad /* may be NULL */, int retain_graph);
+mg_error mg_backward(mg_tensor t);
 
 /* ---- optimisation; parameters whose gradient is undefined are skipped ---- */
 /* Adam (decoupled = 0) or AdamW (decoupled = 1), PyTorch's update rule.

@@ -72,8 +72,6 @@ int mg_tune_allocator(void) {
 	return 1;
 }
 
-mg_error mg_set_num_interop_threads(int n) { MG_TRY(at::set_num_interop_threads(n)) }
-
 mg_error mg_set_deterministic(int on) { MG_TRY(at::globalContext().setDeterministicAlgorithms(on != 0, false)) }
 
 mg_error mg_cuda_peak_memory(int device_index, int reset, int64_t *peak) {
@@ -159,13 +157,7 @@ mg_error mg_grad(mg_tensor t, mg_tensor *out) {
 	})
 }
 
-mg_error mg_backward(mg_tensor t, mg_tensor grad, int retain_graph) {
-	MG_TRY({
-		at::Tensor g;
-		if (grad != nullptr) g = grad->t;
-		t->t.backward(g, retain_graph != 0);
-	})
-}
+mg_error mg_backward(mg_tensor t) { MG_TRY(t->t.backward()) }
 
 // ---- optimisation ----
 
