@@ -148,20 +148,10 @@ func Full(shape []int64, value float64, o Options) *Tensor {
 // Rand is uniform on [0, 1) from the device's default generator.
 func Rand(shape []int64, o Options) *Tensor { return factory(C.MG_RAND, "rand", shape, 0, o) }
 
-// Randn is standard normal from the device's default generator.
-func Randn(shape []int64, o Options) *Tensor { return factory(C.MG_RANDN, "randn", shape, 0, o) }
-
 // Arange is start, start+step, ... below end.
 func Arange(start, end, step float64, o Options) *Tensor {
 	var out C.mg_tensor
 	check("arange", C.mg_arange(C.double(start), C.double(end), C.double(step), o.c(), &out))
-	return wrap(out)
-}
-
-// Randperm is a random permutation of 0..n-1 (use DType Int64).
-func Randperm(n int64, o Options) *Tensor {
-	var out C.mg_tensor
-	check("randperm", C.mg_randperm(C.int64_t(n), o.c(), &out))
 	return wrap(out)
 }
 

@@ -51,7 +51,7 @@ enum mg_binary_op {
 
 enum mg_reduce_op { MG_SUM, MG_MEAN, MG_AMAX, MG_AMIN, MG_ALL };
 
-enum mg_factory_kind { MG_EMPTY, MG_ZEROS, MG_ONES, MG_FULL, MG_RAND, MG_RANDN };
+enum mg_factory_kind { MG_EMPTY, MG_ZEROS, MG_ONES, MG_FULL, MG_RAND };
 
 /* ---- lifecycle, scopes, diagnostics ---- */
 void mg_free(mg_tensor t);
@@ -87,7 +87,6 @@ int mg_requires_grad(mg_tensor t);
 mg_error mg_from_data(const void *data, const int64_t *shape, int ndim, mg_options o, mg_tensor *out);
 mg_error mg_factory(int kind, const int64_t *shape, int ndim, double value, mg_options o, mg_tensor *out);
 mg_error mg_arange(double start, double end, double step, mg_options o, mg_tensor *out);
-mg_error mg_randperm(int64_t n, mg_options o, mg_tensor *out);
 mg_error mg_copy_to_host(mg_tensor t, void *dst, int64_t nbytes);
 mg_error mg_data_ptr(mg_tensor t, void **out);
 mg_error mg_item(mg_tensor t, double *f, int64_t *i);

@@ -147,7 +147,6 @@ mg_error mg_factory(int kind, const int64_t *shape, int ndim, double value, mg_o
 		case MG_ONES: t = at::ones(size, opts); break;
 		case MG_FULL: t = at::full(size, value, opts); break;
 		case MG_RAND: t = at::rand(size, opts); break;
-		case MG_RANDN: t = at::randn(size, opts); break;
 		default: TORCH_CHECK(false, "unknown factory ", kind);
 		}
 		if (o.requires_grad) t.set_requires_grad(true);
@@ -165,10 +164,6 @@ mg_error mg_arange(double start, double end, double step, mg_options o, mg_tenso
 			*out = mg_wrap(at::arange(start, end, step, opts));
 		}
 	})
-}
-
-mg_error mg_randperm(int64_t n, mg_options o, mg_tensor *out) {
-	MG_TRY(*out = mg_wrap(at::randperm(n, mg_tensor_options(o))))
 }
 
 mg_error mg_copy_to_host(mg_tensor t, void *dst, int64_t nbytes) {
