@@ -165,17 +165,8 @@ mg_error mg_adam_step(const mg_tensor *params, const mg_tensor *exp_avg, const m
                       int64_t *steps, int n, double lr, double beta1, double beta2, double eps,
                       double weight_decay, int decoupled) {
 	MG_TRY({
-		at::NoGradGuard no_grad;
-		for (int i = 0; i < n; i++) {
-			auto &p = params[i]->t;
-			at::Tensor grad = p.grad();
-			if (!grad.defined()) continue;
-			auto &m = exp_avg[i]->t;
-			auto &v = exp_avg_sq[i]->t;
-			// torch.optim.Adam/AdamW, single-tensor form.
-			double step = static_cast<double>(++steps[i]);
-			double bias1 = 1 - std::pow(beta1, step);
-			double bias2_sqrt = std::sqrt(1 - std::pow(beta2, step));
+		auto update = [&](int, at::Tensor &p, at::Tensor grad, at::Tensor &m, at::Tensor &v, double bias1,
+		                  double bias2_sqrt) {
 			if (weight_decay != 0) {
 				if (decoupled) {
 					p.mul_(1 - lr * weight_decay);
@@ -187,7 +178,8 @@ mg_error mg_adam_step(const mg_tensor *params, const mg_tensor *exp_avg, const m
 			v.mul_(beta2).addcmul_(grad, grad, 1 - beta2);
 			auto denom = (v.sqrt() / bias2_sqrt).add_(eps);
 			p.addcdiv_(m, denom, -lr / bias1);
-		}
+		};
+		mg_adam_each(params, exp_avg, exp_avg_sq, steps, n, beta1, beta2, update);
 	})
 }
 
