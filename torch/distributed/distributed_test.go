@@ -110,7 +110,7 @@ func collectives(g *torch.ProcessGroup, out map[string][]float64) error {
 	p := torch.FromSlice([]float32{1, 2, 3}).SetRequiresGrad(true)
 	q := torch.FromSlice([]float32{1, 1, 1, 1}, 2, 2).SetRequiresGrad(true)
 	unused := torch.FromSlice([]float32{5}).SetRequiresGrad(true)
-	p.Mul(p).Sum().MulScalar(r+1).Add(q.Sum().MulScalar(r)).Backward()
+	p.Mul(p).Sum().MulScalar(r + 1).Add(q.Sum().MulScalar(r)).Backward()
 	if err := distributed.SumGradients(g, []*torch.Tensor{p, unused, q}); err != nil {
 		return err
 	}
