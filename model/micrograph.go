@@ -19,6 +19,12 @@ type MicroGraph struct {
 	Wh      *nn.Linear
 	Ws      *nn.Linear
 	We      *nn.Linear
+
+	// Across, when the batch is split across the processes of a
+	// data-parallel job, completes sums over this process's nodes into sums
+	// over the global batch, so that Sinkhorn balances the global batch
+	// (docs/method.md §3); nil for one process.
+	Across ops.SumReducer
 }
 
 // New builds a model with fresh parameters on dev, of floating dtype dt
@@ -83,7 +89,7 @@ func (m *MicroGraph) Assign(g *ops.Graph, train bool) Assignment {
 	h := m.Encoder.Forward(g, train)
 	logQ := ops.Cosine(m.Wh.Forward(h), m.Encoder.cut("motif_embeddings@Q", m.Motifs)).DivScalar(c.Tau).LogSoftmax(1)
 	q := logQ.Exp()
-	motif, balanced := ops.SinkhornAssign(q, c.SinkhornLambda, c.SinkhornIters)
+	motif, balanced := ops.SinkhornAssign(q, c.SinkhornLambda, c.SinkhornIters, m.Across)
 	return Assignment{H: h, LogQ: logQ, Q: q, Motif: motif, Balanced: balanced}
 }
 
@@ -158,9 +164,16 @@ func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
 	} else {
 		l.Reg = torch.Zeros(nil, torch.Options{DType: dt, Device: s.Device()})
 	}
-	motif := l.NodeMot.MulScalar(c.LambdaNode).Add(l.MotSub.MulScalar(c.LambdaSub)).Add(l.Reg.MulScalar(c.LambdaReg))
-	l.Total = motif.MulScalar(c.Alpha).Add(l.Contra.MulScalar(1 - c.Alpha))
+	l.Total = m.Objective(l)
 	return Output{Losses: l, Assignment: a, E: e, Subgraphs: sub, S: s, LogP: logP}
+}
+
+// Objective is the loss of §3 from its parts (l.Total is ignored):
+// α·(λ_n·L_node-mot + λ_s·L_mot-sub + λ_r·L_reg) + (1−α)·L_contra.
+func (m *MicroGraph) Objective(l Losses) *torch.Tensor {
+	c := m.Config
+	motif := l.NodeMot.MulScalar(c.LambdaNode).Add(l.MotSub.MulScalar(c.LambdaSub)).Add(l.Reg.MulScalar(c.LambdaReg))
+	return motif.MulScalar(c.Alpha).Add(l.Contra.MulScalar(1 - c.Alpha))
 }
 
 // EncoderState is the encoder's tensors named without the "encoder." prefix,

@@ -89,8 +89,11 @@ func Bench(cfg BenchConfig, opt data.OpenOptions) (*BenchResult, error) {
 			if timed {
 				wait += time.Since(began)
 			}
-			values, _ := t.step(b)
+			values, _, err := t.step(b, false)
 			loader.Release(b)
+			if err != nil {
+				return err
+			}
 			if t.pending != nil {
 				torch.ToSlice[float64](t.pending.values) // what logging waits for
 				t.pending.values.Free()
