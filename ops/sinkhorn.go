@@ -44,12 +44,15 @@ func sinkhornComposed(q *torch.Tensor, lambda float64, iters int, across SumRedu
 		a := q.ToDType(torch.Float32).T().MulScalar(lambda).Exp()
 		a = a.Div(whole(a.Sum()))
 		k, n := float64(a.Size(0)), float64(a.Size(1))
+		columns := func(sums *torch.Tensor) *torch.Tensor { return sums.Reciprocal().MulScalar(1 / n) }
 		if across != nil {
-			n = whole(torch.Full(nil, n, torch.Options{DType: torch.Float64, Device: q.Device()})).Item()
+			// The global N stays on the device: no host round trip per step.
+			global := whole(torch.Full(nil, n, torch.Options{DType: torch.Float32, Device: q.Device()}))
+			columns = func(sums *torch.Tensor) *torch.Tensor { return sums.Mul(global).Reciprocal() }
 		}
 		for range iters {
 			a = a.Mul(whole(a.SumDim(1, true)).Reciprocal().MulScalar(1 / k))
-			a = a.Mul(a.SumDim(0, true).Reciprocal().MulScalar(1 / n))
+			a = a.Mul(columns(a.SumDim(0, true)))
 		}
 		motif, balanced = a.Argmax(0, false), a
 	})

@@ -38,6 +38,7 @@ type Checkpoint struct {
 	Step     int64         // optimiser steps done
 	Position data.Position // the next batch of the data sequence
 	Config   Config
+	World    int           // processes of the run that wrote it (1 before data-parallel runs)
 	Model    []torch.Named // model.* without the prefix
 	Optim    []torch.Named // optim.* without the prefix
 	RNG      []torch.Named // rng.* without the prefix: "cpu", "cuda:0", …
@@ -186,6 +187,10 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 		return n
 	}
 	ck.Step = number("meta.step")
+	ck.World = 1
+	if _, ok := meta["meta.world"]; ok {
+		ck.World = int(number("meta.world"))
+	}
 	ck.Position = data.Position{Epoch: int(number("meta.epoch")), Batch: int(number("meta.batch"))}
 	if len(errs) > 0 {
 		return fail("%v", errs[0])

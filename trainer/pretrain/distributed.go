@@ -18,9 +18,20 @@ import (
 // ends within minutes.
 const DefaultTimeout = 5 * time.Minute
 
+// rankDevice is cfg with the device this rank runs on: in a job on GPUs
+// ("cuda", or "auto" where CUDA works), GPU LOCAL_RANK, one per process as
+// torchrun expects; otherwise cfg's own.
+func rankDevice(cfg Config, e *distributed.Env) Config {
+	if e != nil && e.WorldSize > 1 && (cfg.Device == "cuda" || cfg.Device == "auto" && torch.CUDAAvailable()) {
+		cfg.Device = "cuda:" + strconv.Itoa(e.LocalRank)
+	}
+	return cfg
+}
+
 // job is this process's place in a data-parallel run; nil when alone.
 type job struct {
 	group *torch.ProcessGroup
+	dev   torch.Device // where the backend's tensors live (NCCL's on the GPU)
 	rank  int
 	size  int
 }
@@ -43,7 +54,11 @@ func joinJob(cfg Config, opt Options, dev torch.Device) (*job, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &job{group: g, rank: opt.Job.Rank, size: w}, nil
+	at := torch.CPU
+	if distributed.Backend(dev) == torch.NCCL {
+		at = dev
+	}
+	return &job{group: g, dev: at, rank: opt.Job.Rank, size: w}, nil
 }
 
 // Rank is this process's rank (0 alone).
@@ -119,7 +134,7 @@ func rngOfRank(all []torch.Named, rank int) []torch.Named {
 // gatherRNG collects every rank's generator states on every rank (on the
 // backend's device and back), named for the checkpoint; alone, this
 // process's. The caller frees the tensors.
-func (j *job) gatherRNG(dev torch.Device) ([]torch.Named, error) {
+func (j *job) gatherRNG() ([]torch.Named, error) {
 	mine, err := torch.RNGStates()
 	if err != nil || j == nil {
 		return mine, err
@@ -129,14 +144,10 @@ func (j *job) gatherRNG(dev torch.Device) ([]torch.Named, error) {
 			n.Tensor.Free()
 		}
 	}()
-	at := torch.CPU
-	if distributed.Backend(dev) == torch.NCCL {
-		at = dev
-	}
 	var out []torch.Named
 	for _, n := range mine {
 		s := torch.NewScope()
-		all, err := j.group.AllGather(n.Tensor.To(at, false))
+		all, err := j.group.AllGather(n.Tensor.To(j.dev, false))
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("gathering the ranks' %s generator states: %w", n.Name, err)
@@ -209,7 +220,7 @@ func (j *job) sameCheckpoint(run string, ck *Checkpoint) (*Checkpoint, error) {
 	if ck != nil {
 		step = ck.Step
 	}
-	t := torch.Full([]int64{1}, float64(step), torch.Options{DType: torch.Int64})
+	t := torch.Full([]int64{1}, float64(step), torch.Options{DType: torch.Int64, Device: j.dev})
 	defer t.Free()
 	if err := j.group.Broadcast(t, 0); err != nil {
 		if ck != nil {

@@ -63,7 +63,7 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	// Everything that can be refused is checked before RUNDIR is touched.
-	se, err := openSession(cfg, opt.Dataset)
+	se, err := openSession(rankDevice(cfg, opt.Job), opt.Dataset)
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +148,10 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 	}
 	if ck != nil {
 		bar.printf("micrograph: resuming %s at step %d (%s)", ck.Path, step, start)
+		if ck.World != jb.Size() {
+			bar.printf("micrograph: %s was written by %d process(es), this run has %d: the batch sequence continues, each process's random draws (dropout, subgraph perturbations) do not",
+				ck.Path, ck.World, jb.Size())
+		}
 		if len(rngMissing) > 0 {
 			bar.printf("micrograph: %s holds no state for the %s generator(s): they continue from the run's seed %d, so random draws (dropout, subgraph perturbations) differ from an uninterrupted run",
 				ck.Path, strings.Join(rngMissing, ", "), cfg.Seed)
@@ -358,7 +362,7 @@ func (t *pretrainer) checkpoint(step int64) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	rngs, err := t.job.gatherRNG(t.dev)
+	rngs, err := t.job.gatherRNG()
 	if err != nil {
 		return t.job.explain(fmt.Errorf("checkpoint at step %d: %w", step, err))
 	}
@@ -566,8 +570,10 @@ func removeNewRun(run string, made bool) {
 // bernoulli); each generator saved for a device this process has is
 // restored. missing names the generators the step draws from that the
 // checkpoint has no state for (a run moved to another device, or a file
-// written before every GPU's state was saved): those continue from --seed, so
-// their draws differ from an uninterrupted run's.
+// written before every GPU's state was saved, or a rank the run did not have
+// before): those continue from --seed (rankSeed), so their draws differ from
+// an uninterrupted run's. rank picks this process's states in a data-parallel
+// run's checkpoint (rank 0's are those of a single process).
 func restore(ck *Checkpoint, m *model.MicroGraph, adam *optim.Adam, dev torch.Device, rank int) (missing []string, err error) {
 	if err := torch.LoadState(m.Store.State(), ck.Model); err != nil {
 		return nil, fmt.Errorf("%s: model: %w", ck.Path, err)
