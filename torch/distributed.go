@@ -7,7 +7,9 @@ package torch
 import "C"
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unsafe"
 )
@@ -29,6 +31,17 @@ const (
 	Gloo = "gloo"
 	NCCL = "nccl"
 )
+
+// collectiveOp prefixes the Op of a collective's *Error, so that
+// IsCollectiveError can tell communication failures from others.
+const collectiveOp = "c10d "
+
+// IsCollectiveError reports whether err is (or wraps) the failure of a
+// process group's collective: a rank gone, or the timeout passed.
+func IsCollectiveError(err error) bool {
+	var te *Error
+	return errors.As(err, &te) && strings.HasPrefix(te.Op, collectiveOp)
+}
 
 // HasBackend reports whether the shim was built with a backend (Gloo needs
 // its headers at build time, NCCL a CUDA libtorch and nccl.h).
@@ -80,19 +93,19 @@ func (g *ProcessGroup) AllReduce(t *Tensor, op Reduction) error {
 	if !ok {
 		return &Error{Op: "all_reduce", Msg: fmt.Sprintf("reduction %d is not sum, max or min", op)}
 	}
-	return checkErr("all_reduce", C.mg_group_all_reduce(g.h, t.c(), groupOp))
+	return checkErr(collectiveOp+"all_reduce", C.mg_group_all_reduce(g.h, t.c(), groupOp))
 }
 
 // Broadcast replaces t, contiguous, on every rank by root's t.
 func (g *ProcessGroup) Broadcast(t *Tensor, root int) error {
-	return checkErr("broadcast", C.mg_group_broadcast(g.h, t.c(), C.int(root)))
+	return checkErr(collectiveOp+"broadcast", C.mg_group_broadcast(g.h, t.c(), C.int(root)))
 }
 
 // AllGather stacks every rank's t in rank order: a new tensor of shape
 // (Size, t's shape) on every rank.
 func (g *ProcessGroup) AllGather(t *Tensor) (*Tensor, error) {
 	var out C.mg_tensor
-	if err := checkErr("all_gather", C.mg_group_all_gather(g.h, t.c(), &out)); err != nil {
+	if err := checkErr(collectiveOp+"all_gather", C.mg_group_all_gather(g.h, t.c(), &out)); err != nil {
 		return nil, err
 	}
 	return wrap(out), nil
@@ -100,7 +113,7 @@ func (g *ProcessGroup) AllGather(t *Tensor) (*Tensor, error) {
 
 // Barrier returns once every rank has reached it.
 func (g *ProcessGroup) Barrier() error {
-	return checkErr("barrier", C.mg_group_barrier(g.h))
+	return checkErr(collectiveOp+"barrier", C.mg_group_barrier(g.h))
 }
 
 // AllReduceSumGrad is the sum over ranks of t as part of the autograd graph:
@@ -110,6 +123,6 @@ func (g *ProcessGroup) Barrier() error {
 // math, so a failure panics with *Error.
 func (g *ProcessGroup) AllReduceSumGrad(t *Tensor) *Tensor {
 	var out C.mg_tensor
-	check("all_reduce_sum_autograd", C.mg_group_all_reduce_sum_autograd(g.h, t.c(), &out))
+	check(collectiveOp+"all_reduce_sum_autograd", C.mg_group_all_reduce_sum_autograd(g.h, t.c(), &out))
 	return wrap(out)
 }

@@ -55,10 +55,14 @@ func runRank(name string) int {
 			os.Exit(3) // gone without a word, as after kill -9
 		}
 		err = g.AllReduce(torch.Ones([]int64{4}, torch.Options{DType: torch.Float32}), torch.ReduceSum)
+		collectiveErr := err
 		if err == nil {
 			err = fmt.Errorf("all-reduce with a dead peer succeeded")
 		} else {
 			res.Error, err = err.Error(), nil
+			if torch.IsCollectiveError(fmt.Errorf("wrapped: %w", collectiveErr)) {
+				res.Values["is_collective_error"] = []float64{1}
+			}
 		}
 	default:
 		err = fmt.Errorf("unknown case %q", name)
@@ -212,7 +216,7 @@ func TestDeadPeerFailsTheCollective(t *testing.T) {
 	if ee, ok := runs[1].err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
 		t.Fatalf("rank 1 should exit 3 at once: %v\n%s", runs[1].err, runs[1].stderr)
 	}
-	if runs[0].err != nil || runs[0].res.Error == "" {
+	if runs[0].err != nil || runs[0].res.Error == "" || len(runs[0].res.Values["is_collective_error"]) != 1 {
 		t.Fatalf("rank 0 should see its all-reduce fail: %v, %+v\n%s", runs[0].err, runs[0].res, runs[0].stderr)
 	}
 	t.Logf("rank 0's error: %s", runs[0].res.Error)

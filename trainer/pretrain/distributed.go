@@ -245,9 +245,9 @@ func (j *job) sameCheckpoint(run string, ck *Checkpoint) (*Checkpoint, error) {
 
 // explain turns a failed collective into the one line a user reads: which
 // rank saw it, and that another rank died or stopped answering, with the
-// backend's own message.
+// backend's own message. Other errors pass unchanged.
 func (j *job) explain(err error) error {
-	if j == nil || err == nil {
+	if j == nil || !torch.IsCollectiveError(err) {
 		return err
 	}
 	return &JobError{Rank: j.rank, Size: j.size, Err: err}
