@@ -25,8 +25,8 @@ type SumReducer func(*torch.Tensor)
 // assignment one process would get for it (docs/method.md §3); the column
 // sums belong to one node each and stay local.
 func SinkhornAssign(q *torch.Tensor, lambda float64, iters int, across SumReducer) (motif, balanced *torch.Tensor) {
-	if across == nil && torch.FusedKernels(q.Device()) {
-		return torch.Sinkhorn(q, lambda, iters)
+	if across == nil && torch.FusedKernelsFor(q) {
+		return torch.FusedSinkhorn(q, lambda, iters)
 	}
 	return sinkhornComposed(q, lambda, iters, across)
 }
