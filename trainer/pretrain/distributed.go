@@ -1,6 +1,7 @@
 package pretrain
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -226,7 +227,7 @@ func (j *job) sameCheckpoint(run string, ck *Checkpoint) (*Checkpoint, error) {
 		if ck != nil {
 			ck.Free()
 		}
-		return nil, j.explain(fmt.Errorf("learning how rank 0 starts the run: %w", err))
+		return nil, fmt.Errorf("learning how rank 0 starts the run: %w", err)
 	}
 	step = t.ItemInt()
 	if j.rank == 0 || step < 0 {
@@ -245,9 +246,11 @@ func (j *job) sameCheckpoint(run string, ck *Checkpoint) (*Checkpoint, error) {
 
 // explain turns a failed collective into the one line a user reads: which
 // rank saw it, and that another rank died or stopped answering, with the
-// backend's own message. Other errors pass unchanged.
+// backend's own message. Other errors pass unchanged. Run applies it to
+// whatever it returns.
 func (j *job) explain(err error) error {
-	if j == nil || !torch.IsCollectiveError(err) {
+	var already *JobError
+	if j == nil || !torch.IsCollectiveError(err) || errors.As(err, &already) {
 		return err
 	}
 	return &JobError{Rank: j.rank, Size: j.size, Err: err}

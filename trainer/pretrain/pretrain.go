@@ -56,6 +56,7 @@ type Result struct {
 // logs (on the CPU), because the model, the optimiser, the random generators
 // and the data position all come back from the checkpoint.
 func Run(run string, cfg Config, opt Options) (res *Result, err error) {
+	defer torch.Recover(&err)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -82,6 +83,12 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 		}
 		defer release(&err)
 	}
+	// Unwinding runs these before release, which must see a failed tensor
+	// op's error to remove a new run's folder: first the recovery, then, for
+	// a failed collective, the line that says another rank failed.
+	defer func() { err = jb.explain(err) }()
+	defer torch.Recover(&err)
+	torch.TuneAllocator()
 	if ck, err = jb.sameCheckpoint(run, ck); err != nil {
 		return nil, err
 	}
@@ -259,32 +266,31 @@ type pendingStep struct {
 // skips the update of a non-finite one. In a data-parallel job the losses are
 // the global batch's means (see globalShares), the gradients are summed
 // across ranks, and stop says that this rank was asked to stop; a failed
-// collective is the error.
+// collective is the error (or, within the model's maths, a panic as any
+// failed tensor op).
 func (t *pretrainer) step(b *data.Batch, stop bool) (values *torch.Tensor, skipped bool, err error) {
 	s := torch.NewScope()
 	defer s.Close()
-	err = torch.Catch(func() {
-		out := t.model.Forward(b.Graph(t.dev), true)
-		l := out.Losses
-		if t.job != nil {
-			l = t.job.globalShares(t.model, out)
-		}
-		t.adam.ZeroGrad()
-		l.Total.Backward()
-		stopFlag := 0.0
-		if stop {
-			stopFlag = 1
-		}
-		values = torch.Stack([]*torch.Tensor{l.Total, l.NodeMot, l.MotSub, l.Reg, l.Contra,
-			l.Subgraphs.ToDType(l.Total.DType()), torch.Full(nil, stopFlag, torch.Options{DType: l.Total.DType(), Device: t.dev})}, 0).ToDType(torch.Float64)
-	})
-	if err == nil && t.job != nil {
-		if err = t.job.group.AllReduce(values, torch.ReduceSum); err == nil {
-			err = distributed.SumGradients(t.job.group, t.job.params(t.model))
-		}
+	out := t.model.Forward(b.Graph(t.dev), true)
+	l := out.Losses
+	if t.job != nil {
+		l = t.job.globalShares(t.model, out)
 	}
-	if err != nil {
-		return nil, false, t.job.explain(err)
+	t.adam.ZeroGrad()
+	l.Total.Backward()
+	stopFlag := 0.0
+	if stop {
+		stopFlag = 1
+	}
+	values = torch.Stack([]*torch.Tensor{l.Total, l.NodeMot, l.MotSub, l.Reg, l.Contra,
+		l.Subgraphs.ToDType(l.Total.DType()), torch.Full(nil, stopFlag, torch.Options{DType: l.Total.DType(), Device: t.dev})}, 0).ToDType(torch.Float64)
+	if t.job != nil {
+		if err := t.job.group.AllReduce(values, torch.ReduceSum); err != nil {
+			return nil, false, err
+		}
+		if err := distributed.SumGradients(t.job.group, t.job.params(t.model)); err != nil {
+			return nil, false, err
+		}
 	}
 	if t.cfg.ClipGradNorm > 0 {
 		t.adam.ClipGradNorm(t.cfg.ClipGradNorm)
@@ -364,7 +370,7 @@ func (t *pretrainer) checkpoint(step int64) error {
 	}
 	rngs, err := t.job.gatherRNG()
 	if err != nil {
-		return t.job.explain(fmt.Errorf("checkpoint at step %d: %w", step, err))
+		return fmt.Errorf("checkpoint at step %d: %w", step, err)
 	}
 	defer func() {
 		for _, n := range rngs {
