@@ -231,6 +231,14 @@ mg_error mg_clip_grad_norm(const mg_tensor *params, int n, double max_norm, mg_t
  * returned in the dict's order. */
 mg_error mg_pickle_load(const void *bytes, size_t size, char ***names, mg_tensor **tensors, int *count);
 
+/* ---- counting dispatched operators (opcount.cpp) ---- */
+/* Starts counting the operators the dispatcher runs for this thread (each
+ * top-level call through the dispatcher, internal redispatches not; backward
+ * included). One thread counts at a time: fails if counting is under way. */
+mg_error mg_op_count_begin(void);
+/* Stops counting on this thread and returns the count since begin. */
+mg_error mg_op_count_end(int64_t *ops);
+
 #ifdef __cplusplus
 }
 #endif
