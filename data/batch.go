@@ -18,6 +18,17 @@ type Batch struct {
 	LabelMask []bool    // B×T, true where the label is present
 	AtomGroup []int32   // synthetic datasets only: planted functional group of each atom (-1: linker); nil otherwise
 
+	// Derived from the batch's structure alone: computed here once per batch
+	// rather than by tensor ops in every step.
+	MaxAtoms int     // atoms of the largest molecule
+	Nodes    []int64 // 0 … N−1, each atom's own index
+	InDegree []int64 // incoming edges of each atom (RowPtr differences), len N
+	PadIndex []int64 // row of each atom in the B×MaxAtoms padded layout: molecule·MaxAtoms + its position in the molecule
+	// Every pair of directed edges e' < e with the same destination, as e
+	// (PairLater) and e' (PairEarlier), ordered by e then e': an edge without
+	// pairs is the first into its atom of whatever it carries.
+	PairLater, PairEarlier []int64
+
 	// Pos is where the batch stands in the loader's sequence.
 	Pos Position
 	// Aux belongs to LoaderConfig.Prepare, which may keep per-buffer state
@@ -82,6 +93,9 @@ func Collate(d *Dataset, graphs []int32, b *Batch) error {
 	b.Labels = resize(b.Labels, len(graphs)*nt)
 	b.LabelMask = resize(b.LabelMask, len(graphs)*nt)
 	b.cursor = resize(b.cursor, natoms)
+	b.Nodes = resize(b.Nodes, natoms)
+	b.InDegree = resize(b.InDegree, natoms)
+	b.PadIndex = resize(b.PadIndex, natoms)
 	if d.AtomGroup != nil {
 		b.AtomGroup = resize(b.AtomGroup, natoms)
 	} else {
@@ -123,10 +137,26 @@ func Collate(d *Dataset, graphs []int32, b *Batch) error {
 		off += n
 		b.GraphPtr[i+1] = int64(off)
 	}
-	for i := 1; i <= natoms; i++ {
-		b.RowPtr[i] += b.RowPtr[i-1]
+	npairs := 0
+	b.MaxAtoms = 0
+	for i := 0; i < natoms; i++ {
+		deg := b.RowPtr[i+1]
+		b.InDegree[i] = deg
+		npairs += int(deg * (deg - 1) / 2)
+		b.RowPtr[i+1] += b.RowPtr[i]
+		b.Nodes[i] = int64(i)
 	}
 	copy(b.cursor, b.RowPtr[:natoms])
+	for i := range graphs {
+		a0, a1 := b.GraphPtr[i], b.GraphPtr[i+1]
+		b.MaxAtoms = max(b.MaxAtoms, int(a1-a0))
+	}
+	for i := range graphs {
+		a0, a1 := b.GraphPtr[i], b.GraphPtr[i+1]
+		for a := a0; a < a1; a++ {
+			b.PadIndex[a] = int64(i*b.MaxAtoms) + a - a0
+		}
+	}
 
 	// Place the edges in OGB's order at their destination's next free slot.
 	for i, g := range graphs {
@@ -138,6 +168,18 @@ func Collate(d *Dataset, graphs []int32, b *Batch) error {
 			f := feats[k/2*NumBondFeatures : k/2*NumBondFeatures+NumBondFeatures]
 			b.placeEdge(u, v, f)
 			b.placeEdge(v, u, f)
+		}
+	}
+
+	b.PairLater = resize(b.PairLater, npairs)
+	b.PairEarlier = resize(b.PairEarlier, npairs)
+	p := 0
+	for a := 0; a < natoms; a++ {
+		for e := b.RowPtr[a] + 1; e < b.RowPtr[a+1]; e++ {
+			for earlier := b.RowPtr[a]; earlier < e; earlier++ {
+				b.PairLater[p], b.PairEarlier[p] = e, earlier
+				p++
+			}
 		}
 	}
 	return nil

@@ -38,14 +38,17 @@ func MotifSubgraphs(g *Graph, motif *torch.Tensor, k int64, eta int, pDrop, pAdd
 	torch.NoGrad(func() {
 		opts := torch.Options{DType: dt, Device: motif.Device()}
 		slot := g.NodeGraph.MulScalar(float64(k)).Add(motif)
-		node := g.nodes()
+		node := g.Nodes
 		weight := keepWithProbability(g.NumNodes, 1-pDrop, opts)
 		if pAdd > 0 && g.NumEdges > 0 {
-			// Candidate: the destination of each edge joins its source's slot.
+			// Candidate: the destination of each edge joins its source's slot,
+			// once per (destination, slot): not where an earlier edge into the
+			// same destination brings the same slot (a repeat).
 			cand := slot.IndexSelect(0, g.Src)
-			other := cand.Ne(slot.IndexSelect(0, g.Dst)).ToDType(dt)
-			key := g.Dst.MulScalar(float64(g.NumGraphs * k)).Add(cand)
-			eligible := firstOccurrence(key, dt).Mul(other)
+			ints := torch.Options{DType: torch.Int64, Device: motif.Device()}
+			same := cand.IndexSelect(0, g.PairLater).Eq(cand.IndexSelect(0, g.PairEarlier)).ToDType(torch.Int64)
+			repeats := torch.Zeros([]int64{g.NumEdges}, ints).IndexAdd(0, g.PairLater, same)
+			eligible := cand.Ne(slot.IndexSelect(0, g.Dst)).LogicalAnd(repeats.EqScalar(0)).ToDType(dt)
 			node = torch.Cat([]*torch.Tensor{node, g.Dst}, 0)
 			slot = torch.Cat([]*torch.Tensor{slot, cand}, 0)
 			weight = torch.Cat([]*torch.Tensor{weight, keepWithProbability(g.NumEdges, pAdd, opts).Mul(eligible)}, 0)
