@@ -15,14 +15,16 @@ type Subgraphs struct {
 	Weight     *torch.Tensor // P, 1 for a member and 0 otherwise (float)
 	Size       *torch.Tensor // NumSlots: members of each slot (float)
 	Live       *torch.Tensor // NumSlots bool: slots with at least η members, the subgraphs
+	LiveWeight *torch.Tensor // NumSlots, Live as 1/0 in Weight's dtype
 }
 
 func newSubgraphs(node, slot, weight *torch.Tensor, perGraph, numSlots int64, eta int) *Subgraphs {
 	size := torch.Zeros([]int64{numSlots}, torch.Options{DType: weight.DType(), Device: weight.Device()}).IndexAdd(0, slot, weight)
+	live := size.GeScalar(float64(eta))
 	return &Subgraphs{
 		PerGraph: perGraph, NumSlots: numSlots,
 		Node: node, Slot: slot, Weight: weight,
-		Size: size, Live: size.GeScalar(float64(eta)),
+		Size: size, Live: live, LiveWeight: live.ToDType(weight.DType()),
 	}
 }
 
