@@ -25,8 +25,9 @@ type Batch struct {
 	InDegree []int64 // incoming edges of each atom (RowPtr differences), len N
 	PadIndex []int64 // row of each atom in the B×MaxAtoms padded layout: molecule·MaxAtoms + its position in the molecule
 	// Every pair of directed edges e' < e with the same destination, as e
-	// (PairLater) and e' (PairEarlier), ordered by e then e': an edge without
-	// pairs is the first into its atom of whatever it carries.
+	// (PairLater) and e' (PairEarlier), ordered by e then e': comparing what
+	// the two edges carry finds an edge that repeats an earlier one into its
+	// atom without sorting.
 	PairLater, PairEarlier []int64
 
 	// Pos is where the batch stands in the loader's sequence.
@@ -70,18 +71,21 @@ func resize[T any](s []T, n int) []T {
 // reusing b's slices (no allocation once they are large enough). Each bond
 // (u,v) becomes the directed edges u→v and v→u, in OGB's order, and the edges
 // are then sorted stably by destination with a counting sort, which also
-// yields the CSR offsets.
+// yields the CSR offsets. What else follows from the structure alone (the
+// fields after AtomGroup) is derived here too, so that no step recomputes it.
 func Collate(d *Dataset, graphs []int32, b *Batch) error {
 	nt := len(d.Tasks)
-	natoms, nbonds := 0, 0
+	natoms, nbonds, most := 0, 0, 0
 	for _, g := range graphs {
 		if g < 0 || int(g) >= d.NumGraphs() {
 			return fmt.Errorf("collate: molecule %d outside 0..%d", g, d.NumGraphs()-1)
 		}
 		natoms += d.NumAtoms(int(g))
+		most = max(most, d.NumAtoms(int(g)))
 		nbonds += d.NumBonds(int(g))
 	}
 	nedges := 2 * nbonds
+	b.MaxAtoms = most
 	b.Graphs = append(b.Graphs[:0], graphs...)
 	b.X = resize(b.X, natoms*NumAtomFeatures)
 	b.EdgeSrc = resize(b.EdgeSrc, nedges)
@@ -102,8 +106,9 @@ func Collate(d *Dataset, graphs []int32, b *Batch) error {
 		b.AtomGroup = nil
 	}
 
-	// Atoms, molecule membership, labels, and in-degrees (counted one slot
-	// ahead in RowPtr, so that the prefix sum below gives the offsets).
+	// Atoms, molecule membership, padded rows, labels, and in-degrees
+	// (counted one slot ahead in RowPtr, so that the prefix sum below gives
+	// the offsets).
 	clear(b.RowPtr)
 	b.GraphPtr[0] = 0
 	off := 0
@@ -117,6 +122,7 @@ func Collate(d *Dataset, graphs []int32, b *Batch) error {
 		ng := b.NodeGraph[off : off+n]
 		for k := range ng {
 			ng[k] = int64(i)
+			b.PadIndex[off+k] = int64(i*b.MaxAtoms + k)
 		}
 		if d.AtomGroup != nil {
 			copy(b.AtomGroup[off:off+n], d.AtomGroup[a0:a1])
@@ -137,8 +143,9 @@ func Collate(d *Dataset, graphs []int32, b *Batch) error {
 		off += n
 		b.GraphPtr[i+1] = int64(off)
 	}
+	// The prefix sum, keeping the in-degrees and counting the pairs of edges
+	// into the same atom.
 	npairs := 0
-	b.MaxAtoms = 0
 	for i := 0; i < natoms; i++ {
 		deg := b.RowPtr[i+1]
 		b.InDegree[i] = deg
@@ -147,16 +154,6 @@ func Collate(d *Dataset, graphs []int32, b *Batch) error {
 		b.Nodes[i] = int64(i)
 	}
 	copy(b.cursor, b.RowPtr[:natoms])
-	for i := range graphs {
-		a0, a1 := b.GraphPtr[i], b.GraphPtr[i+1]
-		b.MaxAtoms = max(b.MaxAtoms, int(a1-a0))
-	}
-	for i := range graphs {
-		a0, a1 := b.GraphPtr[i], b.GraphPtr[i+1]
-		for a := a0; a < a1; a++ {
-			b.PadIndex[a] = int64(i*b.MaxAtoms) + a - a0
-		}
-	}
 
 	// Place the edges in OGB's order at their destination's next free slot.
 	for i, g := range graphs {
@@ -171,6 +168,8 @@ func Collate(d *Dataset, graphs []int32, b *Batch) error {
 		}
 	}
 
+	// The edges into atom a are RowPtr[a] … RowPtr[a+1]−1: pair each with
+	// every earlier one.
 	b.PairLater = resize(b.PairLater, npairs)
 	b.PairEarlier = resize(b.PairEarlier, npairs)
 	p := 0
