@@ -272,11 +272,13 @@ mg_error mg_binary_scalar(int op, mg_tensor a, double s, mg_tensor *out) {
 	MG_TRY({
 		// A wrapped-number CPU tensor promotes like a Python scalar and is passed
 		// to CUDA kernels by value.
-		// A floating-point a gets the scalar in its own dtype, as the op would
-		// cast it anyway (and again in backward for the saved operand).
+		// A float32 or float64 a gets the scalar in its own dtype, as the op
+		// would cast it anyway (and again in backward for the saved operand).
+		// Half-precision types keep the double: their kernels compute in float
+		// and would otherwise see the scalar rounded to half precision.
 		auto st = a->t.scalar_type();
-		auto b = at::isFloatingType(st) ? at::detail::scalar_tensor_static(s, st, at::kCPU)
-		                                : c10::scalar_to_tensor(scalar_for(a->t, s));
+		auto b = st == at::kFloat || st == at::kDouble ? at::detail::scalar_tensor_static(s, st, at::kCPU)
+		                                               : c10::scalar_to_tensor(scalar_for(a->t, s));
 		b.unsafeGetTensorImpl()->set_wrapped_number(true);
 		*out = mg_wrap(binary(op, a->t, b));
 	})
