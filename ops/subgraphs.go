@@ -48,9 +48,9 @@ func MotifSubgraphs(g *Graph, motif *torch.Tensor, k int64, eta int, pDrop, pAdd
 			// same destination brings the same slot (a repeat).
 			cand := slot.IndexSelect(0, g.Src)
 			ints := torch.Options{DType: torch.Int64, Device: motif.Device()}
-			same := cand.IndexSelect(0, g.PairLater).Eq(cand.IndexSelect(0, g.PairEarlier)).ToDType(torch.Int64)
+			same := cand.IndexSelect(0, g.PairLater).Ne(cand.IndexSelect(0, g.PairEarlier)).LogicalNot().ToDType(torch.Int64)
 			repeats := torch.Zeros([]int64{g.NumEdges}, ints).IndexAdd(0, g.PairLater, same)
-			eligible := cand.Ne(slot.IndexSelect(0, g.Dst)).LogicalAnd(repeats.EqScalar(0)).ToDType(dt)
+			eligible := cand.Ne(slot.IndexSelect(0, g.Dst)).ToDType(dt).MaskedFill(repeats.GtScalar(0), 0)
 			node = torch.Cat([]*torch.Tensor{node, g.Dst}, 0)
 			slot = torch.Cat([]*torch.Tensor{slot, cand}, 0)
 			weight = torch.Cat([]*torch.Tensor{weight, keepWithProbability(g.NumEdges, pAdd, opts).Mul(eligible)}, 0)
@@ -90,8 +90,8 @@ func firstOccurrence(key *torch.Tensor, dt torch.DType) *torch.Tensor {
 // the CPU kernel accumulates memberships in order; elsewhere they are sorted
 // by slot and summed as segments.
 func (s *Subgraphs) Pool(h *torch.Tensor) *torch.Tensor {
-	if torch.FusedKernels(h.Device()) {
-		return torch.GroupMean(h, s.Node, s.Slot, s.Weight, s.NumSlots)
+	if torch.FusedKernelsFor(h) {
+		return torch.FusedGroupMean(h, s.Node, s.Slot, s.Weight, s.NumSlots)
 	}
 	return s.poolSorted(h)
 }

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/micrograph/micrograph/data"
-	"github.com/micrograph/micrograph/trainer"
+	"github.com/micrograph/micrograph/trainer/pretrain"
 )
 
 func runBench(args []string) error {
@@ -15,7 +15,7 @@ func runBench(args []string) error {
 			"operators dispatched: ops_per_step (batch upload, forward, backward, Adam; counted on one more\n"+
 			"step), ops_upload (of these, putting the batch on the device), ops_collate (run by the loader\n"+
 			"per batch; none on the CPU).")
-	cfg := trainer.BenchConfig{Pretrain: trainer.DefaultPretrainConfig(), Warmup: 3, Steps: 20}
+	cfg := pretrain.BenchConfig{Pretrain: pretrain.DefaultConfig(), Warmup: 3, Steps: 20}
 	pc := &cfg.Pretrain
 	fs.StringVar(&pc.Data, "data", "", "OGB dataset folder, or CSV file of SMILES")
 	objectiveFlags(fs, &pc.Model)
@@ -42,7 +42,7 @@ func runBench(args []string) error {
 	if pc.Deterministic {
 		cublasDeterminism()
 	}
-	res, err := trainer.Bench(cfg, dataset)
+	res, err := pretrain.Bench(cfg, dataset)
 	if err != nil {
 		return flagError(fs, pc, err)
 	}
