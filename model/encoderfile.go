@@ -37,7 +37,8 @@ func EncoderInfoPath(encoderPath string) string {
 
 // SaveEncoder writes an encoder's tensors (named without "encoder.") to path
 // and its description to InfoPath(path), both atomically.
-func SaveEncoder(path string, cfg EncoderConfig, state []torch.Named, source string, step int64) error {
+func SaveEncoder(path string, cfg EncoderConfig, state []torch.Named, source string, step int64) (err error) {
+	defer torch.Recover(&err)
 	if err := checkEncoderState(cfg, state); err != nil {
 		return fmt.Errorf("%s: %w", source, err)
 	}
@@ -66,7 +67,8 @@ func SaveEncoder(path string, cfg EncoderConfig, state []torch.Named, source str
 
 // LoadEncoder reads an exported encoder and its description; the tensors are
 // on the CPU and belong to the caller.
-func LoadEncoder(path string) (EncoderInfo, []torch.Named, error) {
+func LoadEncoder(path string) (_ EncoderInfo, _ []torch.Named, err error) {
+	defer torch.Recover(&err)
 	var info EncoderInfo
 	b, err := os.ReadFile(EncoderInfoPath(path))
 	if err != nil {

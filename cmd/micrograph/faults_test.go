@@ -166,3 +166,62 @@ func TestExportChecksShapes(t *testing.T) {
 		t.Errorf("the real checkpoint: status %d, %s", code, errs)
 	}
 }
+
+// hugeHidden is an encoder width whose first weight matrix needs more bytes
+// than a 64-bit address space maps (2^40 × 119 atom types × 4 bytes), so
+// that libtorch's allocator fails at once on any machine, as CUDA does when
+// out of memory, without touching memory.
+const hugeHidden = 1 << 40
+
+// A tensor op that fails inside libtorch (here an allocation far beyond any
+// memory) ends pre-training and export with one line and status 1, not a
+// stack trace, and a new run's folder is not left behind.
+func TestLibtorchFailureIsOneLine(t *testing.T) {
+	dir := t.TempDir()
+	synth := filepath.Join(dir, "synth")
+	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 80, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	pretrainArgs := func(run string, hidden int) []string {
+		return []string{"pretrain", "--data", synth, "--run", run, "--hidden", fmt.Sprint(hidden), "--layers", "1",
+			"--batch-size", "16", "--max-steps", "1", "--device", "cpu", "--threads", "1", "--cache", filepath.Join(dir, "cache")}
+	}
+	const want = "can't allocate memory"
+
+	huge := filepath.Join(dir, "huge")
+	code, out, errs := runCLI(t, pretrainArgs(huge, hugeHidden)...)
+	if code != 1 || !strings.Contains(errs, want) || strings.Count(errs, "\n") != 1 || out != "" {
+		t.Errorf("pretrain: status %d, stdout %q, stderr %q; want status 1 and one line with %q", code, out, errs, want)
+	}
+	if _, err := os.Stat(huge); !os.IsNotExist(err) {
+		t.Errorf("the failed new run left %s behind (%v)", huge, err)
+	}
+
+	// A checkpoint that describes a huge encoder: export builds it to check
+	// the weights against the architecture.
+	small := filepath.Join(dir, "small")
+	if code, _, errs := runCLI(t, pretrainArgs(small, 8)...); code != 0 {
+		t.Fatalf("small pre-training: status %d: %s", code, errs)
+	}
+	state, meta, err := torch.Load(filepath.Join(small, "checkpoints", "step-000000001.pt"), torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer torch.FreeNamed(state)
+	meta["meta.config"] = strings.Replace(meta["meta.config"], `"hidden":8,`, fmt.Sprintf(`"hidden":%d,`, hugeHidden), 1)
+	if !strings.Contains(meta["meta.config"], fmt.Sprint(hugeHidden)) {
+		t.Fatalf("config %s has no hidden width to change", meta["meta.config"])
+	}
+	forged := filepath.Join(dir, "forged.pt")
+	if err := torch.Save(forged, state, meta); err != nil {
+		t.Fatal(err)
+	}
+	encoder := filepath.Join(dir, "encoder.pt")
+	code, out, errs = runCLI(t, "export", "--checkpoint", forged, "--out", encoder)
+	if code != 1 || !strings.Contains(errs, want) || strings.Count(errs, "\n") != 1 || out != "" {
+		t.Errorf("export: status %d, stdout %q, stderr %q; want status 1 and one line with %q", code, out, errs, want)
+	}
+	if _, err := os.Stat(encoder); !os.IsNotExist(err) {
+		t.Errorf("the failed export wrote %s (%v)", encoder, err)
+	}
+}

@@ -212,7 +212,8 @@ type diagModel struct {
 
 // Run measures opt's encoder on a seeded sample of opt.Data; see
 // Diagnosis.
-func Run(opt Options) (*Diagnosis, error) {
+func Run(opt Options) (_ *Diagnosis, err error) {
+	defer torch.Recover(&err)
 	start := time.Now()
 	if err := opt.Validate(); err != nil {
 		return nil, err
@@ -527,7 +528,7 @@ func (a *diagAccumulator) measure(b *data.Batch, g *ops.Graph) error {
 		{model.ForwardProbe{BatchStats: true, Dropout: true}, &a.train},
 	} {
 		other := ops.GraphPool(m.enc.Probe(g, c.probe), g, ops.MeanPool)
-		*c.dst = appendFloats(*c.dst, e.Normalize(2, 1, 1e-12).Mul(other.Normalize(2, 1, 1e-12)).SumDim(1, false))
+		*c.dst = appendFloats(*c.dst, ops.NormalizeRows(e).Mul(ops.NormalizeRows(other)).SumDim(1, false))
 	}
 	return nil
 }

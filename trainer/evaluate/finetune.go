@@ -133,7 +133,8 @@ type FinetuneRun struct {
 // the epoch of best fold-averaged test ROC-AUC. The loss is BCE with
 // logits over labelled entries only; training batches are reshuffled every
 // epoch from the run's seed; evaluation covers every molecule of a part.
-func Finetune(cfg FinetuneConfig) (*FinetuneResult, error) {
+func Finetune(cfg FinetuneConfig) (_ *FinetuneResult, err error) {
+	defer torch.Recover(&err)
 	start := time.Now()
 	se, err := cfg.Common.open(cfg)
 	if err != nil {

@@ -182,7 +182,8 @@ type LinearEvalRun struct {
 // LinearEvalConfig on every split and seed. A pre-trained encoder's
 // embeddings are computed once; the random baseline draws a new encoder per
 // seed, so that its spread includes the encoder's.
-func LinearEval(cfg LinearEvalConfig) (*LinearEvalResult, error) {
+func LinearEval(cfg LinearEvalConfig) (_ *LinearEvalResult, err error) {
+	defer torch.Recover(&err)
 	start := time.Now()
 	se, err := cfg.Common.open(cfg)
 	if err != nil {

@@ -46,7 +46,9 @@ type BenchResult struct {
 
 // Bench times pre-training steps (forward, backward, Adam; the losses read
 // one step late as Run does) after Warmup untimed ones.
-func Bench(cfg BenchConfig, opt data.OpenOptions) (*BenchResult, error) {
+func Bench(cfg BenchConfig, opt data.OpenOptions) (res *BenchResult, err error) {
+	defer torch.Recover(&err)
+	torch.TuneAllocator()
 	pc := cfg.Pretrain
 	pc.Epochs = max(pc.Epochs, 1)
 	if err := pc.Validate(); err != nil {
@@ -129,7 +131,7 @@ func Bench(cfg BenchConfig, opt data.OpenOptions) (*BenchResult, error) {
 	}
 	elapsed := time.Since(start).Seconds()
 
-	res := &BenchResult{
+	res = &BenchResult{
 		SPerStep: elapsed / float64(steps), DataWaitFraction: wait.Seconds() / elapsed,
 		Device: dev.String(), Libtorch: torch.Version(), Steps: steps, BatchSize: pc.BatchSize,
 		StepsPerEpoch: perEpoch, Threads: torch.NumThreads(),

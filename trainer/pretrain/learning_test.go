@@ -9,6 +9,7 @@ import (
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/metrics"
 	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/report"
 )
 
 // A short pre-training on the synthetic dataset lowers the total loss and
@@ -71,7 +72,7 @@ func TestPretrainingLearnsPlantedGroups(t *testing.T) {
 		}
 	}
 	agreement := func(m *model.MicroGraph) float64 {
-		motifs, err := pretrain.AtomMotifs(m, ds, graphs, 128, torch.CPU)
+		motifs, err := report.AtomMotifs(m, ds, graphs, 128, torch.CPU)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,6 +47,7 @@ type Result struct {
 // logs (on the CPU), because the model, the optimiser, the random generators
 // and the data position all come back from the checkpoint.
 func Run(run string, cfg Config, opt Options) (res *Result, err error) {
+	defer torch.Recover(&err)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -63,6 +64,10 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 		return nil, err
 	}
 	defer release(&err)
+	// Unwinding runs this before release, which must see a failed tensor
+	// op's error to remove a new run's folder.
+	defer torch.Recover(&err)
+	torch.TuneAllocator()
 	if ck != nil {
 		defer ck.Free()
 	}

@@ -348,17 +348,15 @@ var randomSources = map[string]string{
 	"trainer/evaluate/downstream.go": "cross-validation folds, made once from a seed; not in a pre-training step",
 
 	// libtorch random ops and generator calls in the shims, by file and call.
-	"torch/shim/fused.cpp: defaultGenerator(": "the CPU dropout kernel's seed, drawn from the CPU generator (rng.cpu)",
-	"torch/shim/fused.cpp: check_generator<":  "the same draw",
-	"torch/shim/fused.cpp: random64(":         "the same draw",
-	"torch/shim/fused.cpp: at::dropout":       "dropout elsewhere (GPU: the GPU's Philox state, rng.cuda:N)",
-	"torch/shim/tensor.cpp: at::rand":         "torch.Rand, on its device's generator",
-	"torch/shim/tensor.cpp: at::randn":        "torch.Randn, on its device's generator",
-	"torch/shim/tensor.cpp: at::randperm":     "torch.Randperm, on its device's generator",
-	"torch/shim/tensor.cpp: .uniform_(":       "FillUniform (initialisation), on its device's generator",
-	"torch/shim/tensor.cpp: .normal_(":        "FillNormal (initialisation), on its device's generator",
-	"torch/shim/train.cpp: defaultGenerator(": "reading and setting the default generators' states",
-	"torch/shim/train.cpp: at::bernoulli":     "torch.Bernoulli (the motif sampler's perturbations), on its device's generator",
+	"torch/shim/kernels/dropout.cpp: defaultGenerator(": "the CPU dropout kernel's seed, drawn from the CPU generator (rng.cpu)",
+	"torch/shim/kernels/dropout.cpp: check_generator<":  "the same draw",
+	"torch/shim/kernels/dropout.cpp: random64(":         "the same draw",
+	"torch/shim/train.cpp: at::dropout":                 "dropout elsewhere (GPU: the GPU's Philox state, rng.cuda:N)",
+	"torch/shim/tensor.cpp: at::rand":                   "torch.Rand, on its device's generator",
+	"torch/shim/tensor.cpp: .uniform_(":                 "FillUniform (initialisation), on its device's generator",
+	"torch/shim/tensor.cpp: .normal_(":                  "FillNormal (initialisation), on its device's generator",
+	"torch/shim/train.cpp: defaultGenerator(":           "reading and setting the default generators' states",
+	"torch/shim/train.cpp: at::bernoulli":               "torch.Bernoulli (the motif sampler's perturbations), on its device's generator",
 }
 
 // shimDraw matches libtorch random ops and generator calls in C++ and CUDA.

@@ -108,7 +108,8 @@ type MotifSummary struct {
 // first opt.Molecules usable molecules of its dataset: each batch runs
 // through the model in evaluation mode without the subgraph perturbation, so
 // the subgraphs are exactly the (molecule, motif) groups of at least η atoms.
-func BuildMotifReport(opt MotifReportOptions) (*MotifReport, error) {
+func BuildMotifReport(opt MotifReportOptions) (_ *MotifReport, err error) {
+	defer torch.Recover(&err)
 	switch {
 	case opt.Molecules < 0:
 		return nil, field.Errorf("molecules", opt.Molecules, "must not be negative")
@@ -194,7 +195,7 @@ func untrainedNMI(cfg pretrain.Config, ds *data.Dataset, graphs []int32, batchSi
 		return 0, err
 	}
 	defer m.Free()
-	atomMotifs, err := pretrain.AtomMotifs(m, ds, graphs, batchSize, dev)
+	atomMotifs, err := AtomMotifs(m, ds, graphs, batchSize, dev)
 	if err != nil {
 		return 0, err
 	}

@@ -90,7 +90,7 @@ func TestMotifReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Free()
-	atomMotifs, err := pretrain.AtomMotifs(m, ds, graphs, batch, torch.CPU)
+	atomMotifs, err := report.AtomMotifs(m, ds, graphs, batch, torch.CPU)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestMotifReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer initial.Free()
-	initialMotifs, err := pretrain.AtomMotifs(initial, ds, graphs, batch, torch.CPU)
+	initialMotifs, err := report.AtomMotifs(initial, ds, graphs, batch, torch.CPU)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pretrain
+package report
 
 import (
 	"github.com/micrograph/micrograph/data"
