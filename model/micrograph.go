@@ -142,7 +142,6 @@ func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
 	} else {
 		torch.NoGrad(func() { target = logP.Argmax(1, false) })
 	}
-	live := sub.Live.ToDType(dt)
 	sContra := s
 	if c.ContrastDetached {
 		sContra = m.Encoder.cut("subgraph_embeddings@contra", s)
@@ -150,7 +149,7 @@ func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
 
 	l := Losses{
 		NodeMot:   ops.NLL(a.LogQ, a.Motif, nil),
-		MotSub:    ops.NLL(logP, target, live),
+		MotSub:    ops.NLL(logP, target, sub.LiveWeight),
 		Contra:    ops.GraphSubgraphContrast(m.We.Forward(e), sContra, sub, c.Tau),
 		Subgraphs: sub.Count(),
 	}
@@ -172,8 +171,17 @@ func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
 // α·(λ_n·L_node-mot + λ_s·L_mot-sub + λ_r·L_reg) + (1−α)·L_contra.
 func (m *MicroGraph) Objective(l Losses) *torch.Tensor {
 	c := m.Config
-	motif := l.NodeMot.MulScalar(c.LambdaNode).Add(l.MotSub.MulScalar(c.LambdaSub)).Add(l.Reg.MulScalar(c.LambdaReg))
-	return motif.MulScalar(c.Alpha).Add(l.Contra.MulScalar(1 - c.Alpha))
+	motif := scaled(l.NodeMot, c.LambdaNode).Add(scaled(l.MotSub, c.LambdaSub)).Add(scaled(l.Reg, c.LambdaReg))
+	return scaled(motif, c.Alpha).Add(scaled(l.Contra, 1-c.Alpha))
+}
+
+// scaled is x·w; a weight of 1 costs no operation, forward or backward
+// (x·1 is x exactly).
+func scaled(x *torch.Tensor, w float64) *torch.Tensor {
+	if w == 1 {
+		return x
+	}
+	return x.MulScalar(w)
 }
 
 // EncoderState is the encoder's tensors named without the "encoder." prefix,

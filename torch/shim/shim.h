@@ -228,6 +228,14 @@ mg_error mg_zero_grad(const mg_tensor *params, int n);
  * synchronisation; *total_norm is the norm before scaling (a 0-d tensor). */
 mg_error mg_clip_grad_norm(const mg_tensor *params, int n, double max_norm, mg_tensor *total_norm);
 
+/* ---- counting dispatched operators (opcount.cpp) ---- */
+/* Starts counting the operators the dispatcher runs for this thread (each
+ * top-level call through the dispatcher, internal redispatches not; backward
+ * included). One thread counts at a time: fails if counting is under way. */
+mg_error mg_op_count_begin(void);
+/* Stops counting on this thread and returns the count since begin. */
+mg_error mg_op_count_end(int64_t *ops);
+
 /* ---- c10d process groups (distributed.cpp) ---- */
 typedef struct mg_group_s *mg_group;
 enum mg_group_reduce_op { MG_GROUP_SUM, MG_GROUP_MAX, MG_GROUP_MIN };

@@ -442,15 +442,20 @@ func (s *session) newModel() (*model.MicroGraph, *optim.Adam, error) {
 // newLoader streams shuffled whole batches of the filtered molecules for
 // epochs epochs (0: without end) from position start.
 func (s *session) newLoader(epochs int, start data.Position) (*data.Loader, error) {
-	prepare := func(*data.Batch) error { return nil }
-	if s.dev.IsCUDA() {
-		prepare = data.PinMemory
-	}
 	return data.NewLoader(data.LoaderConfig{
 		Dataset: s.ds, Indices: s.indices, BatchSize: s.cfg.BatchSize, Shuffle: true, Seed: s.cfg.Seed,
-		DropLast: true, Epochs: epochs, Start: start, Workers: s.cfg.Workers, Prepare: prepare,
+		DropLast: true, Epochs: epochs, Start: start, Workers: s.cfg.Workers, Prepare: s.prepare,
 		Shard: s.job.Rank(), Shards: s.job.Size(),
 	})
+}
+
+// prepare is the loaders' Prepare: staging in page-locked memory for a GPU,
+// nothing otherwise.
+func (s *session) prepare(b *data.Batch) error {
+	if s.dev.IsCUDA() {
+		return data.PinMemory(b)
+	}
+	return nil
 }
 
 // checkPretrainData refuses settings under which the filtered dataset
