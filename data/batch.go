@@ -18,6 +18,18 @@ type Batch struct {
 	LabelMask []bool    // B×T, true where the label is present
 	AtomGroup []int32   // synthetic datasets only: planted functional group of each atom (-1: linker); nil otherwise
 
+	// Derived from the batch's structure alone: computed here once per batch
+	// rather than by tensor ops in every step.
+	MaxAtoms int     // atoms of the largest molecule
+	Nodes    []int64 // 0 … N−1, each atom's own index
+	InDegree []int64 // incoming edges of each atom (RowPtr differences), len N
+	PadIndex []int64 // row of each atom in the B×MaxAtoms padded layout: molecule·MaxAtoms + its position in the molecule
+	// Every pair of directed edges e' < e with the same destination, as e
+	// (PairLater) and e' (PairEarlier), ordered by e then e': comparing what
+	// the two edges carry finds an edge that repeats an earlier one into its
+	// atom without sorting.
+	PairLater, PairEarlier []int64
+
 	// Pos is where the batch stands in the loader's sequence.
 	Pos Position
 	// Aux belongs to LoaderConfig.Prepare, which may keep per-buffer state
@@ -60,10 +72,11 @@ func resize[T any](s []T, n int) []T {
 // reusing b's slices (no allocation once they are large enough). Each bond
 // (u,v) becomes the directed edges u→v and v→u, in OGB's order, and the edges
 // are then sorted stably by destination with a counting sort, which also
-// yields the CSR offsets.
+// yields the CSR offsets. What else follows from the structure alone (the
+// fields after AtomGroup) is derived here too, so that no step recomputes it.
 func Collate(d Molecules, graphs []int32, b *Batch) error {
 	nt := d.NumTasks()
-	natoms, nbonds := 0, 0
+	natoms, nbonds, most := 0, 0, 0
 	b.views = resize(b.views, len(graphs))
 	for i, g := range graphs {
 		if g < 0 || int(g) >= d.NumGraphs() {
@@ -75,9 +88,11 @@ func Collate(d Molecules, graphs []int32, b *Batch) error {
 		}
 		b.views[i] = v
 		natoms += v.NumAtoms()
+		most = max(most, v.NumAtoms())
 		nbonds += v.NumBonds()
 	}
 	nedges := 2 * nbonds
+	b.MaxAtoms = most
 	b.Graphs = append(b.Graphs[:0], graphs...)
 	b.X = resize(b.X, natoms*NumAtomFeatures)
 	b.EdgeSrc = resize(b.EdgeSrc, nedges)
@@ -89,14 +104,18 @@ func Collate(d Molecules, graphs []int32, b *Batch) error {
 	b.Labels = resize(b.Labels, len(graphs)*nt)
 	b.LabelMask = resize(b.LabelMask, len(graphs)*nt)
 	b.cursor = resize(b.cursor, natoms)
+	b.Nodes = resize(b.Nodes, natoms)
+	b.InDegree = resize(b.InDegree, natoms)
+	b.PadIndex = resize(b.PadIndex, natoms)
 	if d.HasAtomGroups() {
 		b.AtomGroup = resize(b.AtomGroup, natoms)
 	} else {
 		b.AtomGroup = nil
 	}
 
-	// Atoms, molecule membership, labels, and in-degrees (counted one slot
-	// ahead in RowPtr, so that the prefix sum below gives the offsets).
+	// Atoms, molecule membership, padded rows, labels, and in-degrees
+	// (counted one slot ahead in RowPtr, so that the prefix sum below gives
+	// the offsets).
 	clear(b.RowPtr)
 	b.GraphPtr[0] = 0
 	off := 0
@@ -109,6 +128,7 @@ func Collate(d Molecules, graphs []int32, b *Batch) error {
 		ng := b.NodeGraph[off : off+n]
 		for k := range ng {
 			ng[k] = int64(i)
+			b.PadIndex[off+k] = int64(i*b.MaxAtoms + k)
 		}
 		if b.AtomGroup != nil {
 			copy(b.AtomGroup[off:off+n], v.AtomGroup)
@@ -131,8 +151,15 @@ func Collate(d Molecules, graphs []int32, b *Batch) error {
 		off += n
 		b.GraphPtr[i+1] = int64(off)
 	}
-	for i := 1; i <= natoms; i++ {
-		b.RowPtr[i] += b.RowPtr[i-1]
+	// The prefix sum, keeping the in-degrees and counting the pairs of edges
+	// into the same atom.
+	npairs := 0
+	for i := 0; i < natoms; i++ {
+		deg := b.RowPtr[i+1]
+		b.InDegree[i] = deg
+		npairs += int(deg * (deg - 1) / 2)
+		b.RowPtr[i+1] += b.RowPtr[i]
+		b.Nodes[i] = int64(i)
 	}
 	copy(b.cursor, b.RowPtr[:natoms])
 
@@ -147,6 +174,20 @@ func Collate(d Molecules, graphs []int32, b *Batch) error {
 		}
 	}
 	clear(b.views) // a corpus's views point into mappings that may be closed
+
+	// The edges into atom a are RowPtr[a] … RowPtr[a+1]−1: pair each with
+	// every earlier one.
+	b.PairLater = resize(b.PairLater, npairs)
+	b.PairEarlier = resize(b.PairEarlier, npairs)
+	p := 0
+	for a := 0; a < natoms; a++ {
+		for e := b.RowPtr[a] + 1; e < b.RowPtr[a+1]; e++ {
+			for earlier := b.RowPtr[a]; earlier < e; earlier++ {
+				b.PairLater[p], b.PairEarlier[p] = e, earlier
+				p++
+			}
+		}
+	}
 	return nil
 }
 

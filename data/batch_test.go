@@ -42,7 +42,9 @@ func atomRows(ids ...int) []int64 {
 // Batch [2, 0, 1] worked by hand: atoms are molecule 2's (batch atom 0), then
 // molecule 0's (1-3), then molecule 1's (4-5). The directed edges in OGB's
 // order are 1→2, 2→1, 2→3, 3→2, 5→4, 4→5; sorted stably by destination:
-// 2→1 | 1→2, 3→2 | 2→3 | 5→4 | 4→5.
+// 2→1 | 1→2, 3→2 | 2→3 | 5→4 | 4→5. Only atom 2 has two incoming edges,
+// 1 and 2: the one pair. The largest molecule has 3 atoms, so molecule i's
+// atoms pad from row 3i.
 func TestCollateHandComputed(t *testing.T) {
 	d := threeMolecules()
 	if err := d.validate(); err != nil {
@@ -64,6 +66,11 @@ func TestCollateHandComputed(t *testing.T) {
 		Labels:    []float32{0, 0, 1, 0, 0, 1},
 		LabelMask: []bool{false, true, true, false, true, true},
 		AtomGroup: []int32{5, 0, 0, -1, 3, 3},
+		MaxAtoms:  3,
+		Nodes:     []int64{0, 1, 2, 3, 4, 5},
+		InDegree:  []int64{0, 1, 2, 1, 1, 1},
+		PadIndex:  []int64{0, 3, 4, 5, 6, 7},
+		PairLater: []int64{2}, PairEarlier: []int64{1},
 	}
 	checkBatch(t, &b, &want)
 	if b.NumGraphs() != 3 || b.NumAtoms() != 6 || b.NumEdges() != 6 || b.NumTasks() != 2 {
@@ -79,6 +86,8 @@ func TestCollateHandComputed(t *testing.T) {
 		EdgeSrc: []int64{1, 0}, EdgeDst: []int64{0, 1}, RowPtr: []int64{0, 1, 2},
 		EdgeAttr: []int64{2, 0, 0, 2, 0, 0}, NodeGraph: []int64{0, 0}, GraphPtr: []int64{0, 2},
 		Labels: []float32{0, 1}, LabelMask: []bool{true, true}, AtomGroup: []int32{3, 3},
+		MaxAtoms: 2, Nodes: []int64{0, 1}, InDegree: []int64{1, 1}, PadIndex: []int64{0, 1},
+		PairLater: []int64{}, PairEarlier: []int64{},
 	})
 
 	if err := Collate(d, []int32{3}, &b); err == nil {
@@ -96,6 +105,9 @@ func checkBatch(t *testing.T, got, want *Batch) {
 		{"EdgeDst", got.EdgeDst, want.EdgeDst}, {"RowPtr", got.RowPtr, want.RowPtr}, {"EdgeAttr", got.EdgeAttr, want.EdgeAttr},
 		{"NodeGraph", got.NodeGraph, want.NodeGraph}, {"GraphPtr", got.GraphPtr, want.GraphPtr},
 		{"Labels", got.Labels, want.Labels}, {"LabelMask", got.LabelMask, want.LabelMask}, {"AtomGroup", got.AtomGroup, want.AtomGroup},
+		{"MaxAtoms", got.MaxAtoms, want.MaxAtoms}, {"Nodes", got.Nodes, want.Nodes}, {"InDegree", got.InDegree, want.InDegree},
+		{"PadIndex", got.PadIndex, want.PadIndex}, {"PairLater", got.PairLater, want.PairLater},
+		{"PairEarlier", got.PairEarlier, want.PairEarlier},
 	}
 	for _, f := range fields {
 		if !reflect.DeepEqual(f.got, f.wnt) {
@@ -149,6 +161,22 @@ func referenceCollate(d *Dataset, graphs []int32) *Batch {
 	}
 	for i := 1; i < len(b.RowPtr); i++ {
 		b.RowPtr[i] += b.RowPtr[i-1]
+	}
+	for i := range graphs {
+		b.MaxAtoms = max(b.MaxAtoms, int(b.GraphPtr[i+1]-b.GraphPtr[i]))
+	}
+	b.PairLater, b.PairEarlier = []int64{}, []int64{}
+	for l, g := range b.NodeGraph {
+		b.Nodes = append(b.Nodes, int64(l))
+		b.InDegree = append(b.InDegree, b.RowPtr[l+1]-b.RowPtr[l])
+		b.PadIndex = append(b.PadIndex, g*int64(b.MaxAtoms)+int64(l)-b.GraphPtr[g])
+	}
+	for e := range b.EdgeDst {
+		for earlier := range e {
+			if b.EdgeDst[earlier] == b.EdgeDst[e] {
+				b.PairLater, b.PairEarlier = append(b.PairLater, int64(e)), append(b.PairEarlier, int64(earlier))
+			}
+		}
 	}
 	return b
 }

@@ -9,10 +9,12 @@ import (
 // tensors, from which copies to a GPU need not block.
 type staged struct {
 	atoms, bonds, src, dst, rowPtr, nodeGraph, graphPtr, labels, mask *torch.Tensor
+	nodes, degree, padIndex, pairLater, pairEarlier                   *torch.Tensor
 }
 
 func (s *staged) free() {
-	for _, t := range []*torch.Tensor{s.atoms, s.bonds, s.src, s.dst, s.rowPtr, s.nodeGraph, s.graphPtr, s.labels, s.mask} {
+	for _, t := range []*torch.Tensor{s.atoms, s.bonds, s.src, s.dst, s.rowPtr, s.nodeGraph, s.graphPtr, s.labels, s.mask,
+		s.nodes, s.degree, s.padIndex, s.pairLater, s.pairEarlier} {
 		t.Free()
 	}
 }
@@ -40,6 +42,9 @@ func PinMemory(b *Batch) error {
 		s.src, s.dst = pinned(b.EdgeSrc, e), pinned(b.EdgeDst, e)
 		s.rowPtr, s.nodeGraph, s.graphPtr = pinned(b.RowPtr, n+1), pinned(b.NodeGraph, n), pinned(b.GraphPtr, bt+1)
 		s.labels, s.mask = pinned(b.Labels, bt, tasks), pinned(b.LabelMask, bt, tasks)
+		s.nodes, s.degree, s.padIndex = pinned(b.Nodes, n), pinned(b.InDegree, n), pinned(b.PadIndex, n)
+		pairs := int64(len(b.PairLater))
+		s.pairLater, s.pairEarlier = pinned(b.PairLater, pairs), pinned(b.PairEarlier, pairs)
 	})
 }
 
@@ -54,19 +59,20 @@ func pinned[T torch.Element](data []T, shape ...int64) *torch.Tensor {
 // batch is copied from Go memory.
 func (b *Batch) Graph(dev torch.Device) *ops.Graph {
 	n, e := int64(b.NumAtoms()), int64(b.NumEdges())
-	g := &ops.Graph{NumGraphs: int64(b.NumGraphs()), NumNodes: n, NumEdges: e}
-	for i := 1; i < len(b.GraphPtr); i++ {
-		g.MaxNodes = max(g.MaxNodes, b.GraphPtr[i]-b.GraphPtr[i-1])
-	}
+	g := &ops.Graph{NumGraphs: int64(b.NumGraphs()), NumNodes: n, NumEdges: e, MaxNodes: int64(b.MaxAtoms)}
 	if s, ok := b.Aux.(*staged); ok {
 		g.Atoms, g.Bonds = s.atoms.To(dev, true), s.bonds.To(dev, true)
 		g.Src, g.Dst, g.RowPtr = s.src.To(dev, true), s.dst.To(dev, true), s.rowPtr.To(dev, true)
 		g.NodeGraph, g.GraphPtr = s.nodeGraph.To(dev, true), s.graphPtr.To(dev, true)
+		g.Nodes, g.Degree, g.PadIndex = s.nodes.To(dev, true), s.degree.To(dev, true), s.padIndex.To(dev, true)
+		g.PairLater, g.PairEarlier = s.pairLater.To(dev, true), s.pairEarlier.To(dev, true)
 		return g
 	}
 	g.Atoms, g.Bonds = upload(b.X, dev, n, NumAtomFeatures), upload(b.EdgeAttr, dev, e, NumBondFeatures)
 	g.Src, g.Dst, g.RowPtr = upload(b.EdgeSrc, dev), upload(b.EdgeDst, dev), upload(b.RowPtr, dev)
 	g.NodeGraph, g.GraphPtr = upload(b.NodeGraph, dev), upload(b.GraphPtr, dev)
+	g.Nodes, g.Degree, g.PadIndex = upload(b.Nodes, dev), upload(b.InDegree, dev), upload(b.PadIndex, dev)
+	g.PairLater, g.PairEarlier = upload(b.PairLater, dev), upload(b.PairEarlier, dev)
 	return g
 }
 

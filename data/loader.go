@@ -33,6 +33,13 @@ type LoaderConfig struct {
 	Epochs    int      // Next reports io.EOF after this many epochs; 0 means never
 	Start     Position // the first batch to produce, e.g. from a checkpoint
 
+	// Shard, when Shards > 1, makes this loader one rank's of a
+	// data-parallel job: of each global batch of BatchSize molecules it
+	// collates only part Shard (from 0) of Shards equal parts, so that the
+	// ranks together see exactly the batches one loader would. BatchSize must
+	// be a multiple of Shards.
+	Shard, Shards int
+
 	Workers  int // goroutines collating batches; 0 means 1
 	Prefetch int // batches made ready ahead of the consumer; 0 means 2×Workers
 
@@ -79,6 +86,9 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 	}
 	if cfg.BatchSize < 1 {
 		return nil, fmt.Errorf("loader: batch size %d", cfg.BatchSize)
+	}
+	if shards := max(cfg.Shards, 1); cfg.BatchSize%shards != 0 || cfg.Shard < 0 || cfg.Shard >= shards {
+		return nil, fmt.Errorf("loader: part %d of %d of a batch of %d", cfg.Shard, shards, cfg.BatchSize)
 	}
 	if cfg.Start.Epoch < 0 || cfg.Start.Batch < 0 {
 		return nil, fmt.Errorf("loader: start position %v is negative", cfg.Start)
@@ -138,8 +148,8 @@ func (l *Loader) BatchesPerEpoch() int { return l.perEpoch }
 // Next returned. Save it in checkpoints and pass it back as Start.
 func (l *Loader) Position() Position { return l.next }
 
-// Graphs returns the molecules of the batch at p: a pure function of the
-// configuration and p.
+// Graphs returns the molecules of the batch at p (this shard's part): a pure
+// function of the configuration and p.
 func (l *Loader) Graphs(p Position) []int32 {
 	perm := l.permutation(p.Epoch)
 	return append([]int32(nil), l.slice(perm, p.Batch)...)
@@ -157,7 +167,13 @@ func (l *Loader) permutation(epoch int) []int32 {
 
 func (l *Loader) slice(perm []int32, batch int) []int32 {
 	lo := batch * l.cfg.BatchSize
-	return perm[lo:min(lo+l.cfg.BatchSize, len(perm))]
+	global := perm[lo:min(lo+l.cfg.BatchSize, len(perm))]
+	if l.cfg.Shards <= 1 {
+		return global
+	}
+	// An incomplete last batch (DropLast off) is split as evenly as it goes.
+	n, k := len(global), l.cfg.Shards
+	return global[l.cfg.Shard*n/k : (l.cfg.Shard+1)*n/k]
 }
 
 // dispatch assigns positions, in order, to free buffers and queues them both

@@ -271,3 +271,40 @@ func TestLoaderBoundedBuffers(t *testing.T) {
 		t.Error("the released buffer was not the one reused")
 	}
 }
+
+// A data-parallel job's loaders (one shard each) together collate exactly
+// the batches of one loader, each shard its consecutive part of the batch;
+// a batch size the shards do not divide is refused.
+func TestLoaderShardsSplitTheGlobalBatch(t *testing.T) {
+	d := synthDataset(t)
+	base := LoaderConfig{Dataset: d, Indices: d.Split.Train, BatchSize: 96, Shuffle: true, Seed: 3, DropLast: true, Epochs: 2}
+	whole := drain(t, newLoader(t, base), -1)
+	for _, shards := range []int{2, 3} {
+		parts := make([][]step, shards)
+		for k := range shards {
+			cfg := base
+			cfg.Shard, cfg.Shards = k, shards
+			parts[k] = drain(t, newLoader(t, cfg), -1)
+			if len(parts[k]) != len(whole) {
+				t.Fatalf("shard %d of %d: %d batches, want %d", k, shards, len(parts[k]), len(whole))
+			}
+		}
+		for i, w := range whole {
+			var joined []int32
+			for k := range shards {
+				if parts[k][i].pos != w.pos || len(parts[k][i].graphs) != 96/shards {
+					t.Fatalf("shard %d of %d, batch %d: %v with %d molecules", k, shards, i, parts[k][i].pos, len(parts[k][i].graphs))
+				}
+				joined = append(joined, parts[k][i].graphs...)
+			}
+			if !slices.Equal(joined, w.graphs) {
+				t.Fatalf("%d shards, %v: together %v, one loader %v", shards, w.pos, joined, w.graphs)
+			}
+		}
+	}
+	bad := base
+	bad.Shard, bad.Shards = 0, 5
+	if _, err := NewLoader(bad); err == nil || !strings.Contains(err.Error(), "part 0 of 5 of a batch of 96") {
+		t.Fatalf("batch 96 in 5 shards: %v", err)
+	}
+}

@@ -28,6 +28,12 @@ type DeeperGCN struct {
 	Norms  []*nn.BatchNorm1d
 
 	cut stopGradient // also MicroGraph's cuts of M and the slot embeddings
+
+	// SumAcross, when the batch is split across the processes of a
+	// data-parallel job, completes a per-process sum into the global one
+	// (differentiably): training-mode batch norm then uses the global batch's
+	// statistics (synchronised batch norm). nil: each process's own.
+	SumAcross func(*torch.Tensor) *torch.Tensor
 }
 
 // NewDeeperGCN registers an encoder at p.
@@ -83,6 +89,9 @@ func (m *DeeperGCN) forward(g *ops.Graph, p ForwardProbe, update bool) *torch.Te
 			p.NormInput(l, h)
 		}
 		n := m.Norms[l]
+		if p.BatchStats && update && m.SumAcross != nil {
+			return n.ForwardAcross(h, m.SumAcross)
+		}
 		if p.BatchStats && !update {
 			return torch.BatchNorm(h, n.Weight, n.Bias, nil, nil, true, n.Momentum, n.Eps)
 		}

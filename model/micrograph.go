@@ -19,6 +19,12 @@ type MicroGraph struct {
 	Wh      *nn.Linear
 	Ws      *nn.Linear
 	We      *nn.Linear
+
+	// Across, when the batch is split across the processes of a
+	// data-parallel job, completes sums over this process's nodes into sums
+	// over the global batch, so that Sinkhorn balances the global batch
+	// (docs/method.md §3); nil for one process.
+	Across ops.SumReducer
 }
 
 // New builds a model with fresh parameters on dev, of floating dtype dt
@@ -83,7 +89,7 @@ func (m *MicroGraph) Assign(g *ops.Graph, train bool) Assignment {
 	h := m.Encoder.Forward(g, train)
 	logQ := ops.Cosine(m.Wh.Forward(h), m.Encoder.cut("motif_embeddings@Q", m.Motifs)).DivScalar(c.Tau).LogSoftmax(1)
 	q := logQ.Exp()
-	motif, balanced := ops.SinkhornAssign(q, c.SinkhornLambda, c.SinkhornIters)
+	motif, balanced := ops.SinkhornAssign(q, c.SinkhornLambda, c.SinkhornIters, m.Across)
 	return Assignment{H: h, LogQ: logQ, Q: q, Motif: motif, Balanced: balanced}
 }
 
@@ -136,7 +142,6 @@ func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
 	} else {
 		torch.NoGrad(func() { target = logP.Argmax(1, false) })
 	}
-	live := sub.Live.ToDType(dt)
 	sContra := s
 	if c.ContrastDetached {
 		sContra = m.Encoder.cut("subgraph_embeddings@contra", s)
@@ -144,7 +149,7 @@ func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
 
 	l := Losses{
 		NodeMot:   ops.NLL(a.LogQ, a.Motif, nil),
-		MotSub:    ops.NLL(logP, target, live),
+		MotSub:    ops.NLL(logP, target, sub.LiveWeight),
 		Contra:    ops.GraphSubgraphContrast(m.We.Forward(e), sContra, sub, c.Tau),
 		Subgraphs: sub.Count(),
 	}
@@ -158,9 +163,25 @@ func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
 	} else {
 		l.Reg = torch.Zeros(nil, torch.Options{DType: dt, Device: s.Device()})
 	}
-	motif := l.NodeMot.MulScalar(c.LambdaNode).Add(l.MotSub.MulScalar(c.LambdaSub)).Add(l.Reg.MulScalar(c.LambdaReg))
-	l.Total = motif.MulScalar(c.Alpha).Add(l.Contra.MulScalar(1 - c.Alpha))
+	l.Total = m.Objective(l)
 	return Output{Losses: l, Assignment: a, E: e, Subgraphs: sub, S: s, LogP: logP}
+}
+
+// Objective is the loss of §3 from its parts (l.Total is ignored):
+// α·(λ_n·L_node-mot + λ_s·L_mot-sub + λ_r·L_reg) + (1−α)·L_contra.
+func (m *MicroGraph) Objective(l Losses) *torch.Tensor {
+	c := m.Config
+	motif := scaled(l.NodeMot, c.LambdaNode).Add(scaled(l.MotSub, c.LambdaSub)).Add(scaled(l.Reg, c.LambdaReg))
+	return scaled(motif, c.Alpha).Add(scaled(l.Contra, 1-c.Alpha))
+}
+
+// scaled is x·w; a weight of 1 costs no operation, forward or backward
+// (x·1 is x exactly).
+func scaled(x *torch.Tensor, w float64) *torch.Tensor {
+	if w == 1 {
+		return x
+	}
+	return x.MulScalar(w)
 }
 
 // EncoderState is the encoder's tensors named without the "encoder." prefix,

@@ -17,7 +17,7 @@ const maskedLogit = -1e4
 // has a subgraph.
 func GraphSubgraphContrast(z, s *torch.Tensor, sub *Subgraphs, tau float64) *torch.Tensor {
 	if torch.FusedKernelsFor(z) {
-		return torch.FusedBlockContrast(Cosine(z, s).DivScalar(tau), sub.Live.ToDType(z.DType()), sub.PerGraph)
+		return torch.FusedBlockContrast(Cosine(z, s).DivScalar(tau), sub.LiveWeight.ToDType(z.DType()), sub.PerGraph)
 	}
 	return blockContrast(z, s, sub, tau)
 }
@@ -32,7 +32,7 @@ func blockContrast(z, s *torch.Tensor, sub *Subgraphs, tau float64) *torch.Tenso
 	ints := torch.Options{DType: torch.Int64, Device: z.Device()}
 	rows := torch.Arange(0, float64(b), 1, ints).MulScalar(float64(b*per + per)).Unsqueeze(1)
 	own := logp.Reshape(-1).IndexSelect(0, rows.Add(torch.Arange(0, float64(per), 1, ints).Unsqueeze(0)).Reshape(-1))
-	live := sub.Live.ToDType(z.DType()).Reshape(b, per)
+	live := sub.LiveWeight.ToDType(z.DType()).Reshape(b, per)
 	perGraph := own.Reshape(b, per).Mul(live).SumDim(1, false)
 	has := live.SumDim(1, false).GtScalar(0).ToDType(z.DType())
 	return perGraph.Mul(has).Sum().Neg().Div(has.Sum().ClampMin(1))

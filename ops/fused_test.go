@@ -276,8 +276,8 @@ func TestSinkhornKernelMatchesComposed(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(12, 12))
 	q := torch.FromSlice(randomMatrix(r, 300, 7), 300, 7).MulScalar(2).Softmax(1)
-	m1, a1 := ops.SinkhornAssign(q, 20, 5)
-	m2, a2 := ops.SinkhornComposed(q, 20, 5)
+	m1, a1 := ops.SinkhornAssign(q, 20, 5, nil)
+	m2, a2 := ops.SinkhornComposed(q, 20, 5, nil)
 	near(t, "balanced", values(a1), values(a2), 1e-5)
 	equalInts(t, "motif", ints(m1), ints(m2))
 }

@@ -12,7 +12,9 @@ import "github.com/micrograph/micrograph/torch"
 // are [RowPtr[i], RowPtr[i+1]); nodes of a molecule are contiguous, so its
 // nodes are [GraphPtr[g], GraphPtr[g+1]) and, edges being grouped by
 // destination, its edges are [RowPtr[GraphPtr[g]], RowPtr[GraphPtr[g+1]]).
-// The sizes are known on the host without reading the device.
+// The sizes are known on the host without reading the device, and so is
+// what follows from the structure alone (Nodes, Degree, PadIndex, the edge
+// pairs): the collator computes it once per batch, not the step.
 type Graph struct {
 	NumGraphs, NumNodes, NumEdges int64
 	MaxNodes                      int64 // atoms of the largest molecule
@@ -23,33 +25,25 @@ type Graph struct {
 	RowPtr    *torch.Tensor // N+1 int64 CSR offsets of incoming edges
 	NodeGraph *torch.Tensor // N int64 molecule of each node
 	GraphPtr  *torch.Tensor // B+1 int64 node offsets of each molecule
+
+	Nodes    *torch.Tensor // N int64: 0 … N−1
+	Degree   *torch.Tensor // N int64 incoming edges of each node (RowPtr differences)
+	PadIndex *torch.Tensor // N int64 row of each node in the B×MaxNodes layout of Padded
+	// Every pair of edges e' < e with the same destination, e in PairLater and
+	// e' in PairEarlier (P int64 each).
+	PairLater, PairEarlier *torch.Tensor
 }
 
 // EdgePtr is the edge offsets of each molecule (B+1).
 func (g *Graph) EdgePtr() *torch.Tensor { return g.RowPtr.IndexSelect(0, g.GraphPtr) }
 
-// InDegree is the number of incoming edges of each node, as dtype dt (N).
-func (g *Graph) InDegree(dt torch.DType) *torch.Tensor {
-	return g.RowPtr.Narrow(0, 1, g.NumNodes).Sub(g.RowPtr.Narrow(0, 0, g.NumNodes)).ToDType(dt)
-}
-
 // Padded lays out node rows x (N×c) as B×MaxNodes×c, molecule by molecule,
 // zero-filled after each molecule's last node, for batched matrix products
 // over molecules.
 func (g *Graph) Padded(x *torch.Tensor) *torch.Tensor {
-	var slot *torch.Tensor
-	torch.NoGrad(func() {
-		local := g.nodes().Sub(g.GraphPtr.IndexSelect(0, g.NodeGraph))
-		slot = g.NodeGraph.MulScalar(float64(g.MaxNodes)).Add(local)
-	})
 	c := x.Size(1)
 	zeros := torch.Zeros([]int64{g.NumGraphs * g.MaxNodes, c}, torch.Options{DType: x.DType(), Device: x.Device()})
-	return zeros.IndexAdd(0, slot, x).Reshape(g.NumGraphs, g.MaxNodes, c)
-}
-
-// nodes is 0 … N−1 (int64).
-func (g *Graph) nodes() *torch.Tensor {
-	return torch.Arange(0, float64(g.NumNodes), 1, torch.Options{DType: torch.Int64, Device: g.NodeGraph.Device()})
+	return zeros.IndexAdd(0, g.PadIndex, x).Reshape(g.NumGraphs, g.MaxNodes, c)
 }
 
 // ones is N ones of dtype dt.

@@ -19,6 +19,8 @@ type mol struct {
 // hostGraph is a collated batch on the host, as the test builds it.
 type hostGraph struct {
 	src, dst, rowPtr, nodeGraph, graphPtr []int64
+	nodes, degree, padIndex               []int64 // 0…N−1; incoming edges; molecule·MaxNodes + position
+	pairLater, pairEarlier                []int64 // edge pairs e' < e into the same node
 }
 
 // collate lays molecules out as one disjoint graph: each bond u–v becomes
@@ -49,6 +51,22 @@ func collate(mols []mol) hostGraph {
 	for i := int64(1); i <= base; i++ {
 		h.rowPtr[i] += h.rowPtr[i-1]
 	}
+	most := int64(0)
+	for _, m := range mols {
+		most = max(most, int64(m.atoms))
+	}
+	for l, g := range h.nodeGraph {
+		h.nodes = append(h.nodes, int64(l))
+		h.degree = append(h.degree, h.rowPtr[l+1]-h.rowPtr[l])
+		h.padIndex = append(h.padIndex, g*most+int64(l)-h.graphPtr[g])
+	}
+	for e := range h.dst {
+		for earlier := range e {
+			if h.dst[earlier] == h.dst[e] {
+				h.pairLater, h.pairEarlier = append(h.pairLater, int64(e)), append(h.pairEarlier, int64(earlier))
+			}
+		}
+	}
 	return h
 }
 
@@ -67,6 +85,8 @@ func graph(mols []mol) (*ops.Graph, hostGraph) {
 		Src:   torch.FromSlice(h.src), Dst: torch.FromSlice(h.dst),
 		RowPtr: torch.FromSlice(h.rowPtr), NodeGraph: torch.FromSlice(h.nodeGraph),
 		GraphPtr: torch.FromSlice(h.graphPtr),
+		Nodes:    torch.FromSlice(h.nodes), Degree: torch.FromSlice(h.degree), PadIndex: torch.FromSlice(h.padIndex),
+		PairLater: torch.FromSlice(h.pairLater), PairEarlier: torch.FromSlice(h.pairEarlier),
 	}, h
 }
 

@@ -33,7 +33,7 @@ func minCutComposed(q *torch.Tensor, g *Graph, selected *torch.Tensor) (cut, ort
 	k := q.Size(1)
 	edgeDot := q.IndexSelect(0, g.Src).Mul(q.IndexSelect(0, g.Dst)).SumDim(1, true)
 	num := edgeDot.SegmentReduce(g.EdgePtr(), torch.ReduceSum).Squeeze(1)
-	den := g.InDegree(dt).Mul(q.Mul(q).SumDim(1, false)).Unsqueeze(1).SegmentReduce(g.GraphPtr, torch.ReduceSum).Squeeze(1)
+	den := g.Degree.ToDType(dt).Mul(q.Mul(q).SumDim(1, false)).Unsqueeze(1).SegmentReduce(g.GraphPtr, torch.ReduceSum).Squeeze(1)
 	cutG := torch.Where(den.GtScalar(0), num.Neg().Div(den.ClampMin(minCutNormFloor)), den.MulScalar(0))
 
 	// q_gᵀq_g for every molecule, as one batched product over the padded

@@ -133,10 +133,9 @@ func sinkhornReference(q []float64, n, k int, lambda float32, iters int) ([]floa
 	return a, motif
 }
 
-func TestSinkhornAssign(t *testing.T) {
-	scope(t)
+// sinkhornInput is n random node-to-motif distributions over k motifs (n×k).
+func sinkhornInput(n, k int) []float64 {
 	r := rand.New(rand.NewPCG(2, 2))
-	const n, k = 40, 5
 	q := make([]float64, n*k)
 	for l := range n {
 		var z float64
@@ -148,7 +147,14 @@ func TestSinkhornAssign(t *testing.T) {
 			q[l*k+j] /= z
 		}
 	}
-	motif, balanced := ops.SinkhornAssign(torch.FromSlice(q, n, k), 20, 5)
+	return q
+}
+
+func TestSinkhornAssign(t *testing.T) {
+	scope(t)
+	const n, k = 40, 5
+	q := sinkhornInput(n, k)
+	motif, balanced := ops.SinkhornAssign(torch.FromSlice(q, n, k), 20, 5, nil)
 	if balanced.DType() != torch.Float32 {
 		t.Errorf("Sinkhorn ran in %s, want float32", balanced.DType())
 	}

@@ -40,7 +40,7 @@ func GraphPool(h *torch.Tensor, g *Graph, p Pooling) *torch.Tensor {
 		return SegmentMax(h, g.GraphPtr)
 	default:
 		if torch.FusedKernelsFor(h) {
-			return torch.FusedGroupMean(h, g.nodes(), g.NodeGraph, g.ones(h.DType()), g.NumGraphs)
+			return torch.FusedGroupMean(h, g.Nodes, g.NodeGraph, g.ones(h.DType()), g.NumGraphs)
 		}
 		return SegmentMean(h, g.GraphPtr)
 	}

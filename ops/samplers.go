@@ -33,7 +33,7 @@ func RandomWalkSubgraphs(g *Graph, perGraph int64, minLen, maxLen int64, eta int
 		slot := torch.Arange(0, float64(walks), 1, torch.Options{DType: torch.Int64, Device: dev})
 		length := uniformInts(walks, minLen, maxLen, dev)
 		cur := randomNodes(g, perGraph)
-		degree := g.InDegree(torch.Int64)
+		degree := g.Degree
 		visited := []*torch.Tensor{cur}
 		valid := []*torch.Tensor{length.GeScalar(0)}
 		for step := int64(1); step <= maxLen; step++ {
@@ -91,7 +91,7 @@ func KHopSubgraphs(g *Graph, perGraph int64, eta int, dt torch.DType) *Subgraphs
 			torch.Arange(0, float64(perGraph), 1, torch.Options{DType: torch.Int64, Device: dev}).Unsqueeze(0))
 		slot = slot.Reshape(-1)
 		within := dist.Reshape(-1).Le(hops.IndexSelect(0, slot).ToDType(torch.Float32))
-		node := g.nodes().Unsqueeze(1).Expand(-1, perGraph).Reshape(-1)
+		node := g.Nodes.Unsqueeze(1).Expand(-1, perGraph).Reshape(-1)
 		s = newSubgraphs(node, slot, within.ToDType(dt), perGraph, slots, eta)
 	})
 	return s

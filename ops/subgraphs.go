@@ -15,14 +15,16 @@ type Subgraphs struct {
 	Weight     *torch.Tensor // P, 1 for a member and 0 otherwise (float)
 	Size       *torch.Tensor // NumSlots: members of each slot (float)
 	Live       *torch.Tensor // NumSlots bool: slots with at least η members, the subgraphs
+	LiveWeight *torch.Tensor // NumSlots, Live as 1/0 in Weight's dtype
 }
 
 func newSubgraphs(node, slot, weight *torch.Tensor, perGraph, numSlots int64, eta int) *Subgraphs {
 	size := torch.Zeros([]int64{numSlots}, torch.Options{DType: weight.DType(), Device: weight.Device()}).IndexAdd(0, slot, weight)
+	live := size.GeScalar(float64(eta))
 	return &Subgraphs{
 		PerGraph: perGraph, NumSlots: numSlots,
 		Node: node, Slot: slot, Weight: weight,
-		Size: size, Live: size.GeScalar(float64(eta)),
+		Size: size, Live: live, LiveWeight: live.ToDType(weight.DType()),
 	}
 }
 
@@ -38,14 +40,17 @@ func MotifSubgraphs(g *Graph, motif *torch.Tensor, k int64, eta int, pDrop, pAdd
 	torch.NoGrad(func() {
 		opts := torch.Options{DType: dt, Device: motif.Device()}
 		slot := g.NodeGraph.MulScalar(float64(k)).Add(motif)
-		node := g.nodes()
+		node := g.Nodes
 		weight := keepWithProbability(g.NumNodes, 1-pDrop, opts)
 		if pAdd > 0 && g.NumEdges > 0 {
-			// Candidate: the destination of each edge joins its source's slot.
+			// Candidate: the destination of each edge joins its source's slot,
+			// once per (destination, slot): not where an earlier edge into the
+			// same destination brings the same slot (a repeat).
 			cand := slot.IndexSelect(0, g.Src)
-			other := cand.Ne(slot.IndexSelect(0, g.Dst)).ToDType(dt)
-			key := g.Dst.MulScalar(float64(g.NumGraphs * k)).Add(cand)
-			eligible := firstOccurrence(key, dt).Mul(other)
+			ints := torch.Options{DType: torch.Int64, Device: motif.Device()}
+			same := cand.IndexSelect(0, g.PairLater).Ne(cand.IndexSelect(0, g.PairEarlier)).LogicalNot().ToDType(torch.Int64)
+			repeats := torch.Zeros([]int64{g.NumEdges}, ints).IndexAdd(0, g.PairLater, same)
+			eligible := cand.Ne(slot.IndexSelect(0, g.Dst)).ToDType(dt).MaskedFill(repeats.GtScalar(0), 0)
 			node = torch.Cat([]*torch.Tensor{node, g.Dst}, 0)
 			slot = torch.Cat([]*torch.Tensor{slot, cand}, 0)
 			weight = torch.Cat([]*torch.Tensor{weight, keepWithProbability(g.NumEdges, pAdd, opts).Mul(eligible)}, 0)

@@ -12,6 +12,8 @@
 #   libtorch-dev         unless third_party/libtorch.sh finds a libtorch (files)
 #   librdkit-dev         unless third_party/rdkit.sh finds RDKit (files)
 #   libboost-dev         RDKit's headers include Boost's: boost/version.hpp
+#   libgloo-dev          with Debian's libtorch: c10d's Gloo process group
+#                        includes Gloo's headers: gloo/algorithm.h
 #   python3-torch        PyTorch (and numpy) for the interoperability tests
 #   python3-pandas       reading featurised folders as OGB's loaders do (data's tests)
 #   python3-sklearn      the reference ROC-AUC and NMI (trainer's tests)
@@ -119,6 +121,10 @@ check_tools() {
 check_libraries() {
 	mode=$(LIBTORCH="${LIBTORCH:-}" PYTHON="${PYTHON:-}" sh third_party/libtorch.sh | sed -n 's/^TORCH_MODE=//p')
 	if [ "$mode" = none ]; then want libtorch-dev "third_party/libtorch.sh finds no libtorch"; else have "libtorch ($mode)"; fi
+	# Debian's c10d headers need Gloo's (PyTorch wheels carry their own).
+	if [ "$mode" = none ] || [ "$mode" = debian ]; then
+		if [ -e /usr/include/gloo/algorithm.h ]; then have "Gloo headers"; else want libgloo-dev "no /usr/include/gloo/algorithm.h"; fi
+	fi
 	mode=$(RDKIT="${RDKIT:-}" sh third_party/rdkit.sh | sed -n 's/^RDKIT_MODE=//p')
 	if [ "$mode" = none ]; then want librdkit-dev "third_party/rdkit.sh finds no RDKit"; else have "RDKit ($mode)"; fi
 	if [ "$mode" != prefix ]; then

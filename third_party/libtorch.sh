@@ -1,7 +1,7 @@
 #!/bin/sh
 # Finds libtorch and prints make variable assignments, one per line:
 #   TORCH_MODE      libtorch | pip | debian | none
-#   TORCH_INCLUDES  -I flags for the C++ shim
+#   TORCH_INCLUDES  -I flags for the C++ shim (with NCCL's nccl.h, when a CUDA wheel has it)
 #   TORCH_LIBDIR    directory holding libtorch*.so and libc10*.so
 #   TORCH_ABI       value of _GLIBCXX_USE_CXX11_ABI the library was built with
 #   TORCH_CUDA      1 when libtorch_cuda.so is present
@@ -25,7 +25,7 @@ emit() {
 	# /usr/include is already searched; naming it again with -isystem breaks #include_next.
 	if [ "$2" = /usr/include ]; then inc=""; else inc="-isystem $2 "; fi
 	echo "TORCH_MODE=$1"
-	echo "TORCH_INCLUDES=$inc-isystem $2/torch/csrc/api/include"
+	echo "TORCH_INCLUDES=$inc-isystem $2/torch/csrc/api/include${extra_includes:-}"
 	echo "TORCH_LIBDIR=$3"
 	echo "TORCH_ABI=$4"
 	if [ -e "$3/libtorch_cuda.so" ]; then
@@ -65,6 +65,11 @@ if os.path.isdir(os.path.join(d, "include", "torch")):
     print(d, int(torch._C._GLIBCXX_USE_CXX11_ABI))' 2>/dev/null || true)
 if [ -n "$pip" ]; then
 	set -- $pip
+	# CUDA wheels take NCCL from the nvidia-nccl package; its nccl.h lets the
+	# shim build c10d's NCCL process group (torch/shim/distributed.cpp).
+	nccl=$(python 'import os, nvidia.nccl
+print(os.path.join(list(nvidia.nccl.__path__)[0], "include"))' 2>/dev/null || true)
+	if [ -n "$nccl" ] && [ -e "$nccl/nccl.h" ]; then extra_includes=" -isystem $nccl"; fi
 	emit pip "$1/include" "$1/lib" "$2"
 fi
 

@@ -10,7 +10,14 @@ import (
 	"github.com/micrograph/micrograph/internal/testenv"
 )
 
+// asMainEnv makes the test binary micrograph itself, for the processes that
+// `pretrain --nproc` starts by re-executing its own binary.
+const asMainEnv = "MICROGRAPH_TEST_AS_MAIN"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(asMainEnv) != "" {
+		os.Exit(run(os.Args[1:], os.Stderr))
+	}
 	os.Exit(testenv.RunWithPrivateUserCache(m))
 }
 

@@ -6,21 +6,26 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/spf13/pflag"
 )
 
 // pretrainFlags registers pretrain's flags into cfg.
-func pretrainFlags(cfg *pretrain.Config, run *string, resume *bool, cache *string, limits *data.Limits) *pflag.FlagSet {
+func pretrainFlags(cfg *pretrain.Config, run *string, resume *bool, cache *string, limits *data.Limits, job *jobFlags) *pflag.FlagSet {
 	fs := newFlags("pretrain", "--data DIR|CSV --run RUNDIR [flags]",
 		"Pre-trains a DeeperGCN encoder with MICRO-Graph (docs/method.md) and writes\n"+
 			"RUNDIR/config.json, RUNDIR/log.jsonl (one line per logged step) and checkpoints in\n"+
 			"RUNDIR/checkpoints/ (libtorch's format, atomic, the last --keep kept). SIGINT or SIGTERM\n"+
 			"finishes the step, checkpoints and exits 0; --resume continues from the newest readable\n"+
 			"checkpoint, keeping the run's settings except those given (only the run's length and\n"+
-			"where it runs may change).")
+			"where it runs may change).\n\n"+
+			"Data-parallel: --nproc N runs N local processes, each on its part of every batch\n"+
+			"(docs/method.md §3.3); under torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set)\n"+
+			"this process is one of them. Rank 0 writes RUNDIR.")
 	fs.StringVar(&cfg.Data, "data", cfg.Data, "OGB dataset folder, CSV file of SMILES (featurised once and cached), or corpus folder\n(micrograph featurize --shard-rows; its shards stay on disk, memory-mapped)")
 	fs.StringVar(run, "run", "", "run folder")
 	fs.BoolVar(resume, "resume", false, "continue the run in --run")
@@ -35,10 +40,19 @@ func pretrainFlags(cfg *pretrain.Config, run *string, resume *bool, cache *strin
 	fs.IntVar(&cfg.LogEvery, "log-every", cfg.LogEvery, "steps between log.jsonl lines")
 	fs.BoolVar(&cfg.SkipNonFinite, "skip-nonfinite", cfg.SkipNonFinite, "skip the update of a batch whose loss is NaN or Inf instead of stopping")
 	fs.BoolVar(&cfg.Deterministic, "deterministic", cfg.Deterministic, "deterministic algorithms only: repeated GPU runs give bit-identical losses")
+	fs.BoolVar(&cfg.SyncBatchNorm, "sync-batch-norm", cfg.SyncBatchNorm, "with several processes, batch norm over the global batch instead of each process's part")
+	fs.IntVar(&job.nproc, "nproc", 1, "local processes sharing each batch (data-parallel; Gloo on CPUs, NCCL on GPUs)")
+	fs.DurationVar(&job.timeout, "timeout", pretrain.DefaultTimeout, "with several processes: how long a rank waits for the others before failing")
 	runtimeFlags(fs, &cfg.Device, &cfg.Threads, &cfg.Workers, &cfg.Seed)
 	fs.StringVar(cache, "cache", "", cacheFlagHelp)
 	limitFlags(fs, limits)
 	return fs
+}
+
+// jobFlags are pretrain's flags for data-parallel runs.
+type jobFlags struct {
+	nproc   int
+	timeout time.Duration
 }
 
 func runPretrain(args []string) error {
@@ -46,7 +60,8 @@ func runPretrain(args []string) error {
 	var run, cache string
 	var resume bool
 	var limits data.Limits
-	fs := pretrainFlags(&cfg, &run, &resume, &cache, &limits)
+	var jf jobFlags
+	fs := pretrainFlags(&cfg, &run, &resume, &cache, &limits, &jf)
 	if err := parseFlags(fs, args, "run"); err != nil {
 		return err
 	}
@@ -57,7 +72,7 @@ func runPretrain(args []string) error {
 			return err
 		}
 		cfg = saved
-		fs = pretrainFlags(&cfg, &run, &resume, &cache, &limits)
+		fs = pretrainFlags(&cfg, &run, &resume, &cache, &limits, &jf)
 		if err := fs.Parse(args); err != nil {
 			return usageError{err}
 		}
@@ -70,6 +85,26 @@ func runPretrain(args []string) error {
 	dataset, err := datasetOptions(fs, cache, limits)
 	if err != nil {
 		return err
+	}
+	env, inJob, err := distributed.FromEnv()
+	if err != nil {
+		return err
+	}
+	switch {
+	case jf.nproc < 1:
+		return usageError{fmt.Errorf("--nproc %d must be positive", jf.nproc)}
+	case jf.timeout <= 0:
+		return usageError{fmt.Errorf("--timeout %v must be positive", jf.timeout)}
+	case jf.nproc > 1 && inJob:
+		return usageError{fmt.Errorf("--nproc %d under a launcher that set WORLD_SIZE=%d: give one or the other", jf.nproc, env.WorldSize)}
+	case jf.nproc > 1 && cfg.BatchSize%jf.nproc != 0:
+		return usageError{fmt.Errorf("--batch-size %d is not a multiple of --nproc %d: each process takes an equal part of every batch", cfg.BatchSize, jf.nproc)}
+	case jf.nproc > 1:
+		return launchRanks(jf.nproc, withoutFlag(args, "nproc"), jf.timeout+30*time.Second)
+	}
+	var job *distributed.Env
+	if inJob {
+		job = &env
 	}
 
 	if cfg.Deterministic {
@@ -89,7 +124,7 @@ func runPretrain(args []string) error {
 	}()
 
 	res, err := pretrain.Run(run, cfg, pretrain.Options{
-		Resume: resume, Progress: os.Stderr, Stop: stop, Dataset: dataset,
+		Resume: resume, Progress: os.Stderr, Stop: stop, Dataset: dataset, Job: job, Timeout: jf.timeout,
 	})
 	var nonFinite *pretrain.NonFiniteLossError
 	if errors.As(err, &nonFinite) {
@@ -101,6 +136,9 @@ func runPretrain(args []string) error {
 	}
 	if err != nil {
 		return flagError(fs, &cfg, err)
+	}
+	if env.Rank > 0 {
+		return nil // rank 0 reports for the run
 	}
 	if res.Stopped {
 		logf("stopped at step %d; checkpoint %s; continue with: micrograph pretrain --run %s --resume", res.Steps, res.Checkpoint, run)

@@ -49,3 +49,28 @@ func (b *BatchNorm1d) Forward(x *torch.Tensor, train bool) *torch.Tensor {
 	}
 	return torch.BatchNorm(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar, train, b.Momentum, b.Eps)
 }
+
+// ForwardAcross normalises x in training with the statistics of every
+// process's rows, where the batch is split across the processes of a
+// data-parallel job (synchronised batch norm): sum completes a per-process
+// sum into the sum over all processes, differentiably (its backward pass
+// sums the processes' gradients), and every process calls it in the same
+// order. The running statistics move as Forward moves them, towards the
+// global batch's.
+func (b *BatchNorm1d) ForwardAcross(x *torch.Tensor, sum func(*torch.Tensor) *torch.Tensor) *torch.Tensor {
+	c := x.Size(1)
+	rows := torch.Full([]int64{1}, float64(x.Size(0)), torch.Options{DType: x.DType(), Device: x.Device()})
+	s1 := sum(torch.Cat([]*torch.Tensor{x.SumDim(0, false), rows}, 0))
+	n := s1.Narrow(0, c, 1)
+	mean := s1.Narrow(0, 0, c).Div(n)
+	xc := x.Sub(mean)
+	variance := sum(xc.Mul(xc).SumDim(0, false)).Div(n) // biased, as the batch's
+	torch.NoGrad(func() {
+		m := b.Momentum
+		b.RunningMean.CopyFrom(b.RunningMean.MulScalar(1-m).Add(mean.MulScalar(m)), false)
+		unbiased := variance.Mul(n).Div(n.AddScalar(-1))
+		b.RunningVar.CopyFrom(b.RunningVar.MulScalar(1-m).Add(unbiased.MulScalar(m)), false)
+		b.NumBatchesTracked.AddScalarInPlace(1)
+	})
+	return xc.Div(variance.AddScalar(b.Eps).Sqrt()).Mul(b.Weight).Add(b.Bias)
+}

@@ -228,6 +228,36 @@ mg_error mg_zero_grad(const mg_tensor *params, int n);
  * synchronisation; *total_norm is the norm before scaling (a 0-d tensor). */
 mg_error mg_clip_grad_norm(const mg_tensor *params, int n, double max_norm, mg_tensor *total_norm);
 
+/* ---- counting dispatched operators (opcount.cpp) ---- */
+/* Starts counting the operators the dispatcher runs for this thread (each
+ * top-level call through the dispatcher, internal redispatches not; backward
+ * included). One thread counts at a time: fails if counting is under way. */
+mg_error mg_op_count_begin(void);
+/* Stops counting on this thread and returns the count since begin. */
+mg_error mg_op_count_end(int64_t *ops);
+
+/* ---- c10d process groups (distributed.cpp) ---- */
+typedef struct mg_group_s *mg_group;
+enum mg_group_reduce_op { MG_GROUP_SUM, MG_GROUP_MAX, MG_GROUP_MIN };
+/* The backends this shim was built with: 1 Gloo, 2 NCCL (a bit mask). */
+int mg_group_backends(void);
+/* Joins a group of size processes through a TCPStore at master_addr:
+ * master_port (rank 0 serves it), then builds the backend ("gloo" or "nccl").
+ * timeout_ms bounds the rendezvous and every collective. */
+mg_error mg_group_new(const char *backend, const char *master_addr, int master_port, int rank, int size,
+                      int64_t timeout_ms, mg_group *out);
+void mg_group_free(mg_group g);
+/* In place on a contiguous tensor; every rank ends with the reduction. */
+mg_error mg_group_all_reduce(mg_group g, mg_tensor t, int op);
+mg_error mg_group_broadcast(mg_group g, mg_tensor t, int root);
+/* *out stacks every rank's t (size × t's shape), in rank order. */
+mg_error mg_group_all_gather(mg_group g, mg_tensor t, mg_tensor *out);
+mg_error mg_group_barrier(mg_group g);
+/* The sum over ranks of t as a differentiable function: the backward pass
+ * sums the ranks' gradients. Every rank must call it in the same order, in
+ * the forward and in the backward pass. */
+mg_error mg_group_all_reduce_sum_autograd(mg_group g, mg_tensor t, mg_tensor *out);
+
 #ifdef __cplusplus
 }
 #endif

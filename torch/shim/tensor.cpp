@@ -130,7 +130,8 @@ mg_error mg_from_data(const void *data, const int64_t *shape, int ndim, mg_optio
 		auto opts = mg_tensor_options(o);
 		auto host = at::empty(mg_dims(shape, ndim), opts.device(at::kCPU));
 		std::memcpy(host.data_ptr(), data, host.nbytes());
-		auto t = host.to(opts.device(), /*non_blocking=*/false);
+		// On the CPU the filled tensor is the result: no second copy.
+		auto t = opts.device().is_cpu() ? host : host.to(opts.device(), /*non_blocking=*/false);
 		if (o.requires_grad) t.set_requires_grad(true);
 		*out = mg_wrap(t);
 	})
@@ -250,7 +251,13 @@ mg_error mg_binary_scalar(int op, mg_tensor a, double s, mg_tensor *out) {
 	MG_TRY({
 		// A wrapped-number CPU tensor promotes like a Python scalar and is passed
 		// to CUDA kernels by value.
-		auto b = c10::scalar_to_tensor(scalar_for(a->t, s));
+		// A float32 or float64 a gets the scalar in its own dtype, as the op
+		// would cast it anyway (and again in backward for the saved operand).
+		// Half-precision types keep the double: their kernels compute in float
+		// and would otherwise see the scalar rounded to half precision.
+		auto st = a->t.scalar_type();
+		auto b = st == at::kFloat || st == at::kDouble ? at::detail::scalar_tensor_static(s, st, at::kCPU)
+		                                               : c10::scalar_to_tensor(scalar_for(a->t, s));
 		b.unsafeGetTensorImpl()->set_wrapped_number(true);
 		*out = mg_wrap(binary(op, a->t, b));
 	})

@@ -34,6 +34,14 @@ type BenchResult struct {
 	BatchSize        int     `json:"batch_size"`
 	StepsPerEpoch    int     `json:"steps_per_epoch"`
 	Threads          int     `json:"threads"`
+	// Operators libtorch dispatched for one step (torch.CountOps), counted
+	// on an untimed step after the timed ones: the whole step (the batch put
+	// on the device, forward, backward, the optimiser), of which the
+	// batch's upload; and those the loader ran to collate and prepare one
+	// batch, off the step's thread (none on the CPU: collation is Go).
+	OpsPerStep int64 `json:"ops_per_step"`
+	OpsUpload  int64 `json:"ops_upload"`
+	OpsCollate int64 `json:"ops_collate"`
 }
 
 // Bench times pre-training steps (forward, backward, Adam; the losses read
@@ -92,8 +100,11 @@ func Bench(cfg BenchConfig, opt data.OpenOptions) (res *BenchResult, err error) 
 			if timed {
 				wait += time.Since(began)
 			}
-			values, _ := t.step(b)
+			values, _, err := t.step(b, false)
 			loader.Release(b)
+			if err != nil {
+				return err
+			}
 			if t.pending != nil {
 				torch.ToSlice[float64](t.pending.values) // what logging waits for
 				t.pending.values.Free()
@@ -139,6 +150,10 @@ func Bench(cfg BenchConfig, opt data.OpenOptions) (res *BenchResult, err error) 
 	} else {
 		res.PeakMemoryBytes, err = peakRSS()
 	}
+	if err != nil {
+		return nil, err
+	}
+	res.OpsPerStep, res.OpsUpload, res.OpsCollate, err = countStepOps(t, loader, se)
 	return res, err
 }
 
@@ -155,4 +170,33 @@ func peakRSS() (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no VmHWM in /proc/self/status")
+}
+
+// countStepOps runs one more step, untimed, counting the operators it
+// dispatches (step), then those of putting the same batch on the device
+// again (upload) and of collating and preparing its molecules again the way
+// a loader worker does (collate).
+func countStepOps(t *pretrainer, loader *data.Loader, se *session) (step, upload, collate int64, err error) {
+	b, err := loader.Next()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer loader.Release(b)
+	var values *torch.Tensor
+	step = torch.CountOps(func() { values, _, err = t.step(b, false) })
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	torch.ToSlice[float64](values)
+	values.Free()
+	s := torch.NewScope() // frees what the recounts create
+	defer s.Close()
+	upload = torch.CountOps(func() { b.Graph(t.dev) })
+	var again data.Batch
+	collate = torch.CountOps(func() {
+		if err = data.Collate(se.set.Molecules, b.Graphs, &again); err == nil {
+			err = se.prepare(&again)
+		}
+	})
+	return step, upload, collate, err
 }

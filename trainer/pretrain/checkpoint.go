@@ -25,8 +25,10 @@ const CheckpointFormat = "micrograph-checkpoint/1"
 //	optim.<name>.*  Adam's moments and step counts
 //	rng.<device>    every default generator's state: rng.cpu, and
 //	                rng.cuda:N for each GPU (earlier files hold only the
-//	                GPU the run was on)
-//	meta.*          format, step, epoch, data position and config, as strings
+//	                GPU the run was on); in a data-parallel run these are
+//	                rank 0's, and rng.rank<r>/<device> rank r's
+//	meta.*          format, step, epoch, data position (global: of the
+//	                whole batch sequence), config and world size, as strings
 //
 // named RUNDIR/checkpoints/step-<step>.pt and written atomically.
 
@@ -36,6 +38,7 @@ type Checkpoint struct {
 	Step     int64         // optimiser steps done
 	Position data.Position // the next batch of the data sequence
 	Config   Config
+	World    int           // processes of the run that wrote it (1 before data-parallel runs)
 	Model    []torch.Named // model.* without the prefix
 	Optim    []torch.Named // optim.* without the prefix
 	RNG      []torch.Named // rng.* without the prefix: "cpu", "cuda:0", …
@@ -58,7 +61,9 @@ func checkpointPath(run string, step int64) string {
 
 // saveCheckpoint writes the run's state at step atomically and keeps only the
 // newest keep checkpoints.
-func saveCheckpoint(run string, step int64, pos data.Position, cfg Config, m *model.MicroGraph, opt interface{ State() []torch.Named }) (string, error) {
+// rngs are the generator states of every rank (see job.gatherRNG), world the
+// number of ranks.
+func saveCheckpoint(run string, step int64, pos data.Position, cfg Config, m *model.MicroGraph, opt interface{ State() []torch.Named }, rngs []torch.Named, world int) (string, error) {
 	var state []torch.Named
 	for _, n := range m.Store.State() {
 		state = append(state, torch.Named{Name: "model." + n.Name, Tensor: n.Tensor})
@@ -68,15 +73,6 @@ func saveCheckpoint(run string, step int64, pos data.Position, cfg Config, m *mo
 	}
 	// Every generator, not only the run device's: whatever a step draws from
 	// (see restore), and a state costs a few bytes (a GPU's is 16).
-	rngs, err := torch.RNGStates()
-	if err != nil {
-		return "", err
-	}
-	defer func() {
-		for _, n := range rngs {
-			n.Tensor.Free()
-		}
-	}()
 	for _, n := range rngs {
 		state = append(state, torch.Named{Name: "rng." + n.Name, Tensor: n.Tensor})
 	}
@@ -91,6 +87,7 @@ func saveCheckpoint(run string, step int64, pos data.Position, cfg Config, m *mo
 		"meta.batch":  strconv.Itoa(pos.Batch),
 		"meta.config": string(cfgJSON),
 		"meta.torch":  torch.Version(),
+		"meta.world":  strconv.Itoa(world),
 	}
 	if err := os.MkdirAll(checkpointDir(run), 0o755); err != nil {
 		return "", err
@@ -190,6 +187,10 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 		return n
 	}
 	ck.Step = number("meta.step")
+	ck.World = 1
+	if _, ok := meta["meta.world"]; ok {
+		ck.World = int(number("meta.world"))
+	}
 	ck.Position = data.Position{Epoch: int(number("meta.epoch")), Batch: int(number("meta.batch"))}
 	if len(errs) > 0 {
 		return fail("%v", errs[0])

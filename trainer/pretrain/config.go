@@ -36,6 +36,10 @@ type Config struct {
 	LogEvery        int    `json:"log_every"`        // steps per log.jsonl line
 	SkipNonFinite   bool   `json:"skip_nonfinite"`   // skip batches whose loss is NaN or Inf
 	Deterministic   bool   `json:"deterministic"`    // deterministic algorithms only (bit-identical GPU runs)
+	// SyncBatchNorm normalises with the global batch's statistics when the
+	// batch is split across processes (each process's own otherwise); alone
+	// it changes nothing.
+	SyncBatchNorm bool `json:"sync_batch_norm,omitempty"`
 }
 
 // DefaultConfig is §1's pre-training on ogbg-molhiv.

@@ -16,6 +16,7 @@ import (
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/torch/optim"
 )
 
@@ -31,6 +32,14 @@ type Options struct {
 	Stop <-chan struct{}
 	// Dataset options for opening Data.
 	Dataset data.OpenOptions
+	// Job, with WorldSize > 1, makes this process one rank of a
+	// data-parallel run (usually distributed.FromEnv's torchrun
+	// environment); nil runs alone.
+	Job *distributed.Env
+	// Timeout bounds the rendezvous and every collective of a data-parallel
+	// run, so that a rank that dies or hangs ends the others; 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
 }
 
 // Result summarises a finished or stopped run.
@@ -55,20 +64,35 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	// Everything that can be refused is checked before RUNDIR is touched.
-	se, err := openSession(cfg, opt.Dataset)
+	se, err := openSession(rankDevice(cfg, opt.Job), opt.Dataset)
 	if err != nil {
 		return nil, err
 	}
 	defer se.close()
-	ck, release, err := prepareRun(run, &cfg, opt.Resume)
+	jb, err := joinJob(cfg, opt, se.dev)
 	if err != nil {
 		return nil, err
 	}
-	defer release(&err)
-	// Unwinding runs this before release, which must see a failed tensor
-	// op's error to remove a new run's folder.
+	defer jb.close()
+	se.job = jb
+	// Rank 0 alone writes the run folder; the others read its checkpoint.
+	var ck *Checkpoint
+	if jb.Rank() == 0 {
+		var release func(*error)
+		if ck, release, err = prepareRun(run, &cfg, opt.Resume); err != nil {
+			return nil, err
+		}
+		defer release(&err)
+	}
+	// Unwinding runs these before release, which must see a failed tensor
+	// op's error to remove a new run's folder: first the recovery, then, for
+	// a failed collective, the line that says another rank failed.
+	defer func() { err = jb.explain(err) }()
 	defer torch.Recover(&err)
 	torch.TuneAllocator()
+	if ck, err = jb.sameCheckpoint(run, ck); err != nil {
+		return nil, err
+	}
 	if ck != nil {
 		defer ck.Free()
 	}
@@ -87,10 +111,15 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 	var start data.Position
 	var rngMissing []string
 	if ck != nil {
-		if rngMissing, err = restore(ck, m, adam, dev); err != nil {
+		if rngMissing, err = restore(ck, m, adam, dev, jb.Rank()); err != nil {
 			return nil, err
 		}
 		step, start = ck.Step, ck.Position
+	}
+	if jb != nil {
+		if err := jb.attach(m, m.Store.State(), cfg); err != nil {
+			return nil, err
+		}
 	}
 
 	loader, err := se.newLoader(cfg.Epochs, start)
@@ -104,34 +133,52 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 		total = min(total, int64(cfg.MaxSteps))
 	}
 
-	runLog, err := openRunLog(run, step)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if cerr := runLog.Close(); err == nil && cerr != nil {
-			err = cerr
+	var runLog *runLog
+	progressTo := opt.Progress
+	if jb.Rank() == 0 {
+		if runLog, err = openRunLog(run, step); err != nil {
+			return nil, err
 		}
-	}()
-	bar := newProgress(opt.Progress, step, total, perEpoch)
+		defer func() {
+			if cerr := runLog.Close(); err == nil && cerr != nil {
+				err = cerr
+			}
+		}()
+	} else {
+		progressTo = nil // rank 0 speaks for the run
+	}
+	bar := newProgress(progressTo, step, total, perEpoch)
 	defer bar.finish()
 	bar.printf("micrograph: %s: %d molecules for pre-training (%d left out: %d under η=%d atoms, %d without bonds, %d with isolated atoms); %d steps per epoch",
 		cfg.Data, se.filter.Kept, se.filter.Removed(), se.filter.TooSmall, cfg.Model.Eta, se.filter.NoBonds, se.filter.IsolatedAtoms, perEpoch)
+	if jb != nil {
+		bar.printf("micrograph: %d processes (%s), %d molecules each per step of %d", jb.Size(), distributed.Backend(dev), cfg.BatchSize/jb.Size(), cfg.BatchSize)
+	}
 	if ck != nil {
 		bar.printf("micrograph: resuming %s at step %d (%s)", ck.Path, step, start)
+		if ck.World != jb.Size() {
+			bar.printf("micrograph: %s was written by %d process(es), this run has %d: the batch sequence continues, each process's random draws (dropout, subgraph perturbations) do not",
+				ck.Path, ck.World, jb.Size())
+		}
 		if len(rngMissing) > 0 {
 			bar.printf("micrograph: %s holds no state for the %s generator(s): they continue from the run's seed %d, so random draws (dropout, subgraph perturbations) differ from an uninterrupted run",
 				ck.Path, strings.Join(rngMissing, ", "), cfg.Seed)
 		}
 	}
 
-	t := &pretrainer{cfg: cfg, run: run, dev: dev, model: m, adam: adam, loader: loader, log: runLog, bar: bar, lastLog: time.Now()}
+	t := &pretrainer{cfg: cfg, run: run, dev: dev, job: jb, model: m, adam: adam, loader: loader, log: runLog, bar: bar, lastLog: time.Now()}
 	checkpointed := step
 	for step < total {
+		asked := false
 		select {
 		case <-opt.Stop:
-			res.Stopped = true
+			asked = true
 		default:
+		}
+		// Alone, a stop is obeyed at once; in a job every rank stops after
+		// the step whose summed losses carry the first rank's request.
+		if asked && jb == nil || t.stopAgreed {
+			res.Stopped = true
 		}
 		if res.Stopped {
 			break
@@ -147,10 +194,16 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 			return nil, err
 		}
 		step++
-		values, skipped := t.step(b) // queued on the device, not yet read
+		values, skipped, err := t.step(b, asked) // queued on the device, not yet read
 		next := &pendingStep{step: step, epoch: b.Pos.Epoch + 1, values: values, skipped: skipped,
-			molecules: b.NumGraphs(), queued: time.Now()}
+			molecules: b.NumGraphs() * jb.Size(), queued: time.Now()}
 		loader.Release(b)
+		if err != nil {
+			if t.pending != nil {
+				t.pending.values.Free()
+			}
+			return nil, err
+		}
 		// Read the previous step's losses now that this one is queued: the
 		// device never waits for the host.
 		if err := t.flush(); err != nil {
@@ -185,6 +238,7 @@ type pretrainer struct {
 	cfg    Config
 	run    string
 	dev    torch.Device
+	job    *job // nil alone
 	model  *model.MicroGraph
 	adam   *optim.Adam
 	loader *data.Loader
@@ -195,13 +249,14 @@ type pretrainer struct {
 	molecules      int       // since the last log line
 	lastLog        time.Time // when the step of the last log line was queued
 	lastCheckpoint string
+	stopAgreed     bool // a rank asked to stop, as the last flushed step says
 }
 
 // pendingStep is a step whose losses are still on the device.
 type pendingStep struct {
 	step      int64
 	epoch     int
-	values    *torch.Tensor // total, node_mot, mot_sub, reg, contra, subgraphs
+	values    *torch.Tensor // total, node_mot, mot_sub, reg, contra, subgraphs, stop (ranks asking to stop)
 	skipped   bool
 	molecules int
 	queued    time.Time // once steps are queued as fast as the device runs them, their spacing is its pace
@@ -209,25 +264,45 @@ type pendingStep struct {
 
 // step runs one optimiser step on a batch and returns its losses, stacked
 // and still on the device. With SkipNonFinite it reads the loss first and
-// skips the update of a non-finite one.
-func (t *pretrainer) step(b *data.Batch) (values *torch.Tensor, skipped bool) {
+// skips the update of a non-finite one. In a data-parallel job the losses are
+// the global batch's means (see globalShares), the gradients are summed
+// across ranks, and stop says that this rank was asked to stop; a failed
+// collective is the error (or, within the model's maths, a panic as any
+// failed tensor op).
+func (t *pretrainer) step(b *data.Batch, stop bool) (values *torch.Tensor, skipped bool, err error) {
 	s := torch.NewScope()
 	defer s.Close()
 	out := t.model.Forward(b.Graph(t.dev), true)
+	l := out.Losses
+	if t.job != nil {
+		l = t.job.globalShares(t.model, out)
+	}
 	t.adam.ZeroGrad()
-	out.Total.Backward()
+	l.Total.Backward()
+	stopFlag := 0.0
+	if stop {
+		stopFlag = 1
+	}
+	values = torch.Stack([]*torch.Tensor{l.Total, l.NodeMot, l.MotSub, l.Reg, l.Contra,
+		l.Subgraphs.ToDType(l.Total.DType()), torch.Full(nil, stopFlag, torch.Options{DType: l.Total.DType(), Device: t.dev})}, 0).ToDType(torch.Float64)
+	if t.job != nil {
+		if err := t.job.group.AllReduce(values, torch.ReduceSum); err != nil {
+			return nil, false, err
+		}
+		if err := distributed.SumGradients(t.job.group, t.job.params(t.model)); err != nil {
+			return nil, false, err
+		}
+	}
 	if t.cfg.ClipGradNorm > 0 {
 		t.adam.ClipGradNorm(t.cfg.ClipGradNorm)
 	}
-	if t.cfg.SkipNonFinite && !metrics.IsFinite(out.Total.Item()) {
+	if t.cfg.SkipNonFinite && !metrics.IsFinite(values.Narrow(0, 0, 1).Item()) {
 		t.adam.ZeroGrad()
 		skipped = true
 	} else {
 		t.adam.Step()
 	}
-	l := out.Losses
-	return s.Keep(torch.Stack([]*torch.Tensor{l.Total, l.NodeMot, l.MotSub, l.Reg, l.Contra,
-		l.Subgraphs.ToDType(l.Total.DType())}, 0).ToDType(torch.Float64)), skipped
+	return s.Keep(values), skipped, nil
 }
 
 // flush reads the pending step's losses, logs them, and stops the run on a
@@ -245,12 +320,15 @@ func (t *pretrainer) flush() error {
 		Loss: metrics.Value(v[0]), NodeMot: metrics.Value(v[1]), MotSub: metrics.Value(v[2]), Reg: metrics.Value(v[3]), Contra: metrics.Value(v[4]),
 		Subgraphs: int64(v[5]), LR: metrics.Value(t.adam.LR), Skipped: p.skipped,
 	}
+	t.stopAgreed = t.stopAgreed || v[6] > 0
 	t.molecules += p.molecules
 	if p.step%int64(t.cfg.LogEvery) == 0 || !metrics.IsFinite(v[0]) {
 		r.MoleculesPerS = metrics.Value(float64(t.molecules) / p.queued.Sub(t.lastLog).Seconds())
 		t.molecules, t.lastLog = 0, p.queued
-		if err := t.log.Write(r); err != nil {
-			return err
+		if t.log != nil {
+			if err := t.log.Write(r); err != nil {
+				return err
+			}
 		}
 		t.bar.update(r)
 	}
@@ -291,7 +369,19 @@ func (t *pretrainer) checkpoint(step int64) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	path, err := saveCheckpoint(t.run, step, t.loader.Position(), t.cfg, t.model, t.adam)
+	rngs, err := t.job.gatherRNG()
+	if err != nil {
+		return fmt.Errorf("checkpoint at step %d: %w", step, err)
+	}
+	defer func() {
+		for _, n := range rngs {
+			n.Tensor.Free()
+		}
+	}()
+	if t.job.Rank() != 0 {
+		return nil
+	}
+	path, err := saveCheckpoint(t.run, step, t.loader.Position(), t.cfg, t.model, t.adam, rngs, t.job.Size())
 	if err != nil {
 		return fmt.Errorf("checkpoint at step %d: %w", step, err)
 	}
@@ -304,6 +394,7 @@ func (t *pretrainer) checkpoint(step int64) error {
 type session struct {
 	cfg     Config
 	dev     torch.Device
+	job     *job              // nil alone
 	set     *data.PretrainSet // the molecules: a dataset in memory, or a mapped corpus
 	indices []int32           // every molecule that can form a subgraph (§4's η filter)
 	filter  data.FilterStats  // what the filter left out
@@ -347,20 +438,29 @@ func (s *session) newModel() (*model.MicroGraph, *optim.Adam, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if r := s.job.Rank(); r > 0 {
+		torch.ManualSeed(rankSeed(s.cfg.Seed, r))
+	}
 	return m, optim.NewAdam(m.Store.Trainable(), s.cfg.LR), nil
 }
 
 // newLoader streams shuffled whole batches of the filtered molecules for
 // epochs epochs (0: without end) from position start.
 func (s *session) newLoader(epochs int, start data.Position) (*data.Loader, error) {
-	prepare := func(*data.Batch) error { return nil }
-	if s.dev.IsCUDA() {
-		prepare = data.PinMemory
-	}
 	return data.NewLoader(data.LoaderConfig{
 		Dataset: s.set.Molecules, Indices: s.indices, BatchSize: s.cfg.BatchSize, Shuffle: true, Seed: s.cfg.Seed,
-		DropLast: true, Epochs: epochs, Start: start, Workers: s.cfg.Workers, Prepare: prepare,
+		DropLast: true, Epochs: epochs, Start: start, Workers: s.cfg.Workers, Prepare: s.prepare,
+		Shard: s.job.Rank(), Shards: s.job.Size(),
 	})
+}
+
+// prepare is the loaders' Prepare: staging in page-locked memory for a GPU,
+// nothing otherwise.
+func (s *session) prepare(b *data.Batch) error {
+	if s.dev.IsCUDA() {
+		return data.PinMemory(b)
+	}
+	return nil
 }
 
 // checkPretrainData refuses settings under which the filtered dataset
@@ -486,9 +586,11 @@ func removeNewRun(run string, made bool) {
 // bernoulli); each generator saved for a device this process has is
 // restored. missing names the generators the step draws from that the
 // checkpoint has no state for (a run moved to another device, or a file
-// written before every GPU's state was saved): those continue from --seed, so
-// their draws differ from an uninterrupted run's.
-func restore(ck *Checkpoint, m *model.MicroGraph, adam *optim.Adam, dev torch.Device) (missing []string, err error) {
+// written before every GPU's state was saved, or a rank the run did not have
+// before): those continue from --seed (rankSeed), so their draws differ from
+// an uninterrupted run's. rank picks this process's states in a data-parallel
+// run's checkpoint (rank 0's are those of a single process).
+func restore(ck *Checkpoint, m *model.MicroGraph, adam *optim.Adam, dev torch.Device, rank int) (missing []string, err error) {
 	if err := torch.LoadState(m.Store.State(), ck.Model); err != nil {
 		return nil, fmt.Errorf("%s: model: %w", ck.Path, err)
 	}
@@ -501,7 +603,7 @@ func restore(ck *Checkpoint, m *model.MicroGraph, adam *optim.Adam, dev torch.De
 	}
 	saved := map[string]bool{}
 	var states []torch.Named
-	for _, n := range ck.RNG {
+	for _, n := range rngOfRank(ck.RNG, rank) {
 		saved[n.Name] = true
 		if here[n.Name] {
 			states = append(states, n)

@@ -17,6 +17,7 @@ import (
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/failpoint"
 	"github.com/micrograph/micrograph/internal/testenv"
+	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 )
 
@@ -25,9 +26,10 @@ import (
 const childEnv = "MICROGRAPH_TEST_PRETRAIN"
 
 type childJob struct {
-	Run    string          `json:"run"`
-	Config pretrain.Config `json:"config"`
-	Resume bool            `json:"resume"`
+	Run    string           `json:"run"`
+	Config pretrain.Config  `json:"config"`
+	Resume bool             `json:"resume"`
+	Job    *distributed.Env `json:"job,omitempty"` // one rank of a data-parallel run
 }
 
 func TestMain(m *testing.M) {
@@ -49,7 +51,7 @@ func runChild(job string) int {
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	go func() { <-signals; close(stop) }()
-	_, err := pretrain.Run(j.Run, j.Config, pretrain.Options{Resume: j.Resume, Stop: stop})
+	_, err := pretrain.Run(j.Run, j.Config, pretrain.Options{Resume: j.Resume, Stop: stop, Job: j.Job, Timeout: rankTimeout})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -94,7 +96,13 @@ func smallConfig(t *testing.T) pretrain.Config {
 // child starts a pre-training process; env adds variables.
 func child(t *testing.T, run string, cfg pretrain.Config, resume bool, env ...string) *exec.Cmd {
 	t.Helper()
-	job, _ := json.Marshal(childJob{Run: run, Config: cfg, Resume: resume})
+	return startChild(t, childJob{Run: run, Config: cfg, Resume: resume}, env...)
+}
+
+// startChild starts a pre-training process for j; env adds variables.
+func startChild(t *testing.T, j childJob, env ...string) *exec.Cmd {
+	t.Helper()
+	job, _ := json.Marshal(j)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(append(os.Environ(), childEnv+"="+string(job)), env...)
 	var stderr strings.Builder

@@ -112,7 +112,10 @@ func (r *stepRun) run(t *testing.T) outcome {
 	if err != nil {
 		t.Fatal(err)
 	}
-	values, _ := r.step(b)
+	values, _, err := r.step(b, false)
+	if err != nil {
+		t.Fatal(err)
+	}
 	r.loader.Release(b)
 	s := torch.NewScope()
 	defer s.Close()
@@ -211,7 +214,7 @@ func TestCheckpointReplaysEveryRandomDrawOfAStep(t *testing.T) {
 			dir := t.TempDir()
 			r := newStepRun(t, cfg, dev, data.Position{})
 			r.run(t) // Adam's moments and the generators move off their start
-			path, err := saveCheckpoint(dir, 1, r.loader.Position(), cfg, r.model, r.adam)
+			path, err := saveCheckpoint(dir, 1, r.loader.Position(), cfg, r.model, r.adam, processRNG(t), 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -236,7 +239,7 @@ func TestCheckpointReplaysEveryRandomDrawOfAStep(t *testing.T) {
 					t.Fatalf("the checkpoint holds generators %v, want %v", names, generators)
 				}
 				s := newStepRun(t, cfg, dev, ck.Position)
-				missing, err := restore(ck, s.model, s.adam, dev)
+				missing, err := restore(ck, s.model, s.adam, dev, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -279,7 +282,7 @@ func TestRestoreToleratesForeignAndMissingGenerators(t *testing.T) {
 	dev := stepDevice(t)
 	cfg := smallStepConfig(dev)
 	r := newStepRun(t, cfg, dev, data.Position{})
-	path, err := saveCheckpoint(t.TempDir(), 0, r.loader.Position(), cfg, r.model, r.adam)
+	path, err := saveCheckpoint(t.TempDir(), 0, r.loader.Position(), cfg, r.model, r.adam, processRNG(t), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +319,7 @@ func TestRestoreToleratesForeignAndMissingGenerators(t *testing.T) {
 			ck.RNG = tc.edit(slices.Clone(saved))
 			defer func() { ck.RNG = saved }() // Free releases the loaded tensors
 			s := newStepRun(t, cfg, dev, ck.Position)
-			missing, err := restore(ck, s.model, s.adam, dev)
+			missing, err := restore(ck, s.model, s.adam, dev, 0)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), path) {
 					t.Fatalf("error %v, want one naming %s and %q", err, path, tc.wantErr)
@@ -418,4 +421,19 @@ func TestEveryRandomSourceIsCaptured(t *testing.T) {
 			t.Errorf("randomSources lists %q, which is no longer in the code: remove it", s)
 		}
 	}
+}
+
+// processRNG is this process's generator states, freed with the test.
+func processRNG(t *testing.T) []torch.Named {
+	t.Helper()
+	states, err := torch.RNGStates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, n := range states {
+			n.Tensor.Free()
+		}
+	})
+	return states
 }

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/micrograph/micrograph/torch/distributed"
+)
+
+// launchRanks runs `micrograph pretrain args` as n local ranks of a
+// data-parallel run, as torchrun --nproc-per-node n would: each a re-exec of
+// this binary with the torchrun environment (rank 0 serving the rendezvous on
+// a free loopback port). Rank 0's output passes through; the others' lines
+// come prefixed with their rank. SIGINT and SIGTERM are passed on to every
+// rank. The result is one exit status: nil when every rank succeeded, else
+// the first failure; ranks still running grace after one failed (their
+// collectives fail within the timeout) are killed.
+func launchRanks(n int, args []string, grace time.Duration) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("finding a port for the ranks' rendezvous: %w", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+
+	cmds := make([]*exec.Cmd, n)
+	var copies sync.WaitGroup
+	for r := range n {
+		c := exec.Command(exe, append([]string{"pretrain"}, args...)...)
+		e := distributed.Env{Rank: r, WorldSize: n, LocalRank: r, MasterAddr: "127.0.0.1", MasterPort: port}
+		c.Env = append(os.Environ(), e.Vars()...)
+		// Their own process group: a terminal's Ctrl-C reaches the ranks once,
+		// through the launcher, not twice (which would make them quit at once).
+		// A launcher that dies takes its ranks with it, as a stop.
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+		c.Stdin = nil
+		if r == 0 {
+			c.Stdout, c.Stderr = os.Stdout, os.Stderr
+		} else {
+			pipe, err := c.StderrPipe()
+			if err != nil {
+				return err
+			}
+			c.Stdout = c.Stderr // the same prefixing pipe
+			copies.Add(1)
+			go func(r int, from io.Reader) {
+				defer copies.Done()
+				prefixLines(os.Stderr, from, fmt.Sprintf("[rank %d] ", r))
+			}(r, pipe)
+		}
+		if err := c.Start(); err != nil {
+			for _, s := range cmds[:r] {
+				s.Process.Kill()
+			}
+			return fmt.Errorf("starting rank %d: %w", r, err)
+		}
+		cmds[r] = c
+	}
+
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	type exit struct {
+		rank int
+		err  error
+	}
+	exits := make(chan exit, n)
+	for r, c := range cmds {
+		go func() {
+			if r > 0 {
+				copies.Wait() // the pipe must be read to its end before Wait closes it
+			}
+			exits <- exit{r, c.Wait()}
+		}()
+	}
+	var first *exit
+	var kill <-chan time.Time
+	for left := n; left > 0; {
+		select {
+		case s := <-signals:
+			for _, c := range cmds {
+				c.Process.Signal(s)
+			}
+		case e := <-exits:
+			left--
+			if e.err != nil && first == nil {
+				first = &e
+				kill = time.After(grace)
+			}
+		case <-kill:
+			for _, c := range cmds {
+				c.Process.Kill()
+			}
+		}
+	}
+	if first != nil {
+		return fmt.Errorf("rank %d of %d: %v", first.rank, n, first.err)
+	}
+	return nil
+}
+
+// prefixLines copies r to w line by line, each line after prefix.
+func prefixLines(w io.Writer, r io.Reader, prefix string) {
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 64<<10), 1<<20)
+	for s.Scan() {
+		fmt.Fprintf(w, "%s%s\n", prefix, s.Text())
+	}
+	io.Copy(io.Discard, r)
+}
+
+// withoutFlag is args without flag (--name VALUE or --name=VALUE).
+func withoutFlag(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--"+name {
+			i++ // its value
+			continue
+		}
+		if strings.HasPrefix(a, "--"+name+"=") {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/trainer/pretrain"
+)
+
+// `pretrain --nproc 2` runs two ranks of this binary that write one run:
+// its log counts the global batch, its checkpoint every rank's generators;
+// it refuses a batch the ranks cannot split and a launcher's environment.
+func TestPretrainNproc(t *testing.T) {
+	if !torch.HasBackend(torch.Gloo) {
+		t.Skip("the shim was built without Gloo")
+	}
+	dir := t.TempDir()
+	synth := filepath.Join(dir, "synth")
+	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 40, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(asMainEnv, "1") // the ranks are this test binary acting as micrograph
+	run := filepath.Join(dir, "run")
+	args := []string{"pretrain", "--data", synth, "--run", run, "--hidden", "8", "--layers", "1", "--motifs", "4",
+		"--batch-size", "8", "--max-steps", "3", "--device", "cpu", "--threads", "1"}
+	if code, _, errs := runCLI(t, append(args, "--nproc", "2")...); code != 0 {
+		t.Fatalf("pretrain --nproc 2: status %d: %s", code, errs)
+	}
+	records, err := pretrain.ReadLog(run)
+	if err != nil || len(records) != 3 || records[2].Step != 3 {
+		t.Fatalf("log %+v, %v", records, err)
+	}
+	ck, _, err := pretrain.LatestCheckpoint(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Free()
+	var names []string
+	for _, n := range ck.RNG {
+		names = append(names, n.Name)
+	}
+	if ck.Step != 3 || !slices.Contains(names, "rank1/cpu") {
+		t.Fatalf("checkpoint at step %d with generators %v", ck.Step, names)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"--nproc", "3", "--run", filepath.Join(dir, "odd")}, "", "--batch-size 8 is not a multiple of --nproc 3"},
+		{[]string{"--nproc", "0", "--run", filepath.Join(dir, "none")}, "", "--nproc 0 must be positive"},
+		{[]string{"--nproc", "2", "--run", filepath.Join(dir, "twice")}, "2", "--nproc 2 under a launcher that set WORLD_SIZE=2"},
+	} {
+		if tc.env != "" {
+			t.Setenv("WORLD_SIZE", tc.env)
+			t.Setenv("RANK", "0")
+			t.Setenv("MASTER_ADDR", "127.0.0.1")
+		}
+		code, _, errs := runCLI(t, append(args[:len(args):len(args)], tc.args...)...)
+		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%v: status %d, stderr %q; want 2 and %q", tc.args, code, errs, tc.want)
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package torch
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unsafe"
+)
+
+// ProcessGroup is a c10d process group: the processes (ranks) of one
+// torch.distributed job, joined through a TCPStore, and the backend that
+// runs their collectives (Gloo for CPU tensors, NCCL for CUDA tensors).
+//
+// Every rank must call the same collectives in the same order with tensors
+// of the same shape and dtype. A collective that fails (a rank gone, the
+// timeout passed) returns an error; the group is unusable afterwards.
+type ProcessGroup struct {
+	h          C.mg_group
+	rank, size int
+}
+
+// Backends of process groups.
+const (
+	Gloo = "gloo"
+	NCCL = "nccl"
+)
+
+// collectiveOp prefixes the Op of a collective's *Error, so that
+// IsCollectiveError can tell communication failures from others.
+const collectiveOp = "c10d "
+
+// IsCollectiveError reports whether err is (or wraps) the failure of a
+// process group's collective: a rank gone, or the timeout passed.
+func IsCollectiveError(err error) bool {
+	var te *Error
+	return errors.As(err, &te) && strings.HasPrefix(te.Op, collectiveOp)
+}
+
+// HasBackend reports whether the shim was built with a backend (Gloo needs
+// its headers at build time, NCCL a CUDA libtorch and nccl.h).
+func HasBackend(name string) bool {
+	mask := int(C.mg_group_backends())
+	switch name {
+	case Gloo:
+		return mask&1 != 0
+	case NCCL:
+		return mask&2 != 0
+	}
+	return false
+}
+
+// NewProcessGroup joins rank of a group of size processes: rank 0 serves a
+// TCPStore at masterAddr:masterPort and every rank waits there for the
+// others, at most timeout, which also bounds every later collective.
+func NewProcessGroup(backend, masterAddr string, masterPort, rank, size int, timeout time.Duration) (*ProcessGroup, error) {
+	cb, ca := C.CString(backend), C.CString(masterAddr)
+	defer C.free(unsafe.Pointer(cb))
+	defer C.free(unsafe.Pointer(ca))
+	var h C.mg_group
+	ms := max(timeout.Milliseconds(), 1)
+	op := fmt.Sprintf("process group (%s, rank %d of %d, master %s:%d)", backend, rank, size, masterAddr, masterPort)
+	if err := checkErr(op, C.mg_group_new(cb, ca, C.int(masterPort), C.int(rank), C.int(size), C.int64_t(ms), &h)); err != nil {
+		return nil, err
+	}
+	return &ProcessGroup{h: h, rank: rank, size: size}, nil
+}
+
+// Rank is this process's place in the group, from 0.
+func (g *ProcessGroup) Rank() int { return g.rank }
+
+// Size is the number of processes in the group (the world size).
+func (g *ProcessGroup) Size() int { return g.size }
+
+// Close releases the group; no collective may follow.
+func (g *ProcessGroup) Close() {
+	if g.h != nil {
+		C.mg_group_free(g.h)
+		g.h = nil
+	}
+}
+
+// AllReduce replaces t, which must be contiguous, by the reduction of every
+// rank's t: ReduceSum, ReduceMax or ReduceMin.
+func (g *ProcessGroup) AllReduce(t *Tensor, op Reduction) error {
+	groupOp, ok := map[Reduction]C.int{ReduceSum: C.MG_GROUP_SUM, ReduceMax: C.MG_GROUP_MAX, ReduceMin: C.MG_GROUP_MIN}[op]
+	if !ok {
+		return &Error{Op: "all_reduce", Msg: fmt.Sprintf("reduction %d is not sum, max or min", op)}
+	}
+	return checkErr(collectiveOp+"all_reduce", C.mg_group_all_reduce(g.h, t.c(), groupOp))
+}
+
+// Broadcast replaces t, contiguous, on every rank by root's t.
+func (g *ProcessGroup) Broadcast(t *Tensor, root int) error {
+	return checkErr(collectiveOp+"broadcast", C.mg_group_broadcast(g.h, t.c(), C.int(root)))
+}
+
+// AllGather stacks every rank's t in rank order: a new tensor of shape
+// (Size, t's shape) on every rank.
+func (g *ProcessGroup) AllGather(t *Tensor) (*Tensor, error) {
+	var out C.mg_tensor
+	if err := checkErr(collectiveOp+"all_gather", C.mg_group_all_gather(g.h, t.c(), &out)); err != nil {
+		return nil, err
+	}
+	return wrap(out), nil
+}
+
+// Barrier returns once every rank has reached it.
+func (g *ProcessGroup) Barrier() error {
+	return checkErr(collectiveOp+"barrier", C.mg_group_barrier(g.h))
+}
+
+// AllReduceSumGrad is the sum over ranks of t as part of the autograd graph:
+// backpropagation through it sums the ranks' gradients (the gradient of the
+// sum of every rank's loss). Every rank must call it, and run its backward
+// pass, in the same order. Unlike the other collectives it sits inside tensor
+// math, so a failure panics with *Error.
+func (g *ProcessGroup) AllReduceSumGrad(t *Tensor) *Tensor {
+	var out C.mg_tensor
+	check(collectiveOp+"all_reduce_sum_autograd", C.mg_group_all_reduce_sum_autograd(g.h, t.c(), &out))
+	return wrap(out)
+}

@@ -1,0 +1,102 @@
+// Package distributed runs micrograph on several processes with
+// torch.distributed's engine (c10d, see torch.ProcessGroup): the torchrun
+// environment, the start of a group from it, and what data-parallel training
+// does with the group (parameters broadcast from rank 0, gradients summed in
+// flat buckets, sums completed across ranks).
+package distributed
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/micrograph/micrograph/torch"
+)
+
+// Env is the torchrun environment of one process.
+type Env struct {
+	Rank       int    // RANK: this process, 0 … WorldSize−1
+	WorldSize  int    // WORLD_SIZE: processes in the job
+	LocalRank  int    // LOCAL_RANK: this process on its machine (its GPU)
+	MasterAddr string // MASTER_ADDR: the host of rank 0's TCPStore
+	MasterPort int    // MASTER_PORT
+}
+
+// Variables of the torchrun environment.
+const (
+	EnvRank       = "RANK"
+	EnvWorldSize  = "WORLD_SIZE"
+	EnvLocalRank  = "LOCAL_RANK"
+	EnvMasterAddr = "MASTER_ADDR"
+	EnvMasterPort = "MASTER_PORT"
+)
+
+// FromEnv reads the torchrun environment. Without WORLD_SIZE (or with
+// WORLD_SIZE=1) the process runs alone: ok is false and no group is needed.
+func FromEnv() (e Env, ok bool, err error) {
+	ws := os.Getenv(EnvWorldSize)
+	if ws == "" {
+		return Env{WorldSize: 1}, false, nil
+	}
+	num := func(name string, def string) int {
+		v := os.Getenv(name)
+		if v == "" {
+			v = def
+		}
+		n, perr := strconv.Atoi(v)
+		if perr != nil && err == nil {
+			err = fmt.Errorf("environment %s=%q: not an integer", name, v)
+		}
+		return n
+	}
+	e = Env{
+		WorldSize:  num(EnvWorldSize, ""),
+		Rank:       num(EnvRank, ""),
+		LocalRank:  num(EnvLocalRank, "0"),
+		MasterAddr: os.Getenv(EnvMasterAddr),
+		MasterPort: num(EnvMasterPort, "29500"),
+	}
+	if err != nil {
+		return Env{}, false, err
+	}
+	switch {
+	case e.WorldSize < 1:
+		return Env{}, false, fmt.Errorf("environment %s=%d: must be positive", EnvWorldSize, e.WorldSize)
+	case e.WorldSize == 1:
+		return e, false, nil
+	case e.Rank < 0 || e.Rank >= e.WorldSize:
+		return Env{}, false, fmt.Errorf("environment %s=%d: outside 0…%d (%s=%d)", EnvRank, e.Rank, e.WorldSize-1, EnvWorldSize, e.WorldSize)
+	case e.MasterAddr == "":
+		return Env{}, false, fmt.Errorf("environment %s is empty: the host of rank 0 is needed when %s=%d", EnvMasterAddr, EnvWorldSize, e.WorldSize)
+	}
+	return e, true, nil
+}
+
+// Vars is e as the environment variables that FromEnv reads, NAME=VALUE.
+func (e Env) Vars() []string {
+	return []string{
+		EnvRank + "=" + strconv.Itoa(e.Rank), EnvWorldSize + "=" + strconv.Itoa(e.WorldSize),
+		EnvLocalRank + "=" + strconv.Itoa(e.LocalRank), EnvMasterAddr + "=" + e.MasterAddr,
+		EnvMasterPort + "=" + strconv.Itoa(e.MasterPort),
+	}
+}
+
+// Backend is the backend for tensors on dev: NCCL for GPUs, Gloo otherwise.
+func Backend(dev torch.Device) string {
+	if dev.IsCUDA() {
+		return torch.NCCL
+	}
+	return torch.Gloo
+}
+
+// Join starts e's process group for tensors on dev, waiting at most
+// timeout for every rank; timeout also bounds each later collective, so a
+// rank that dies makes the others fail within it instead of waiting forever.
+func Join(e Env, dev torch.Device, timeout time.Duration) (*torch.ProcessGroup, error) {
+	g, err := torch.NewProcessGroup(Backend(dev), e.MasterAddr, e.MasterPort, e.Rank, e.WorldSize, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("joining the job (rank %d of %d): %w", e.Rank, e.WorldSize, err)
+	}
+	return g, nil
+}

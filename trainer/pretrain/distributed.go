@@ -1,0 +1,272 @@
+package pretrain
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/micrograph/micrograph/internal/field"
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/distributed"
+)
+
+// DefaultTimeout bounds the rendezvous and each collective of a
+// data-parallel run when Options.Timeout is 0: long enough for rank 0 to
+// write a checkpoint while the others wait, short enough that a hung job
+// ends within minutes.
+const DefaultTimeout = 5 * time.Minute
+
+// rankDevice is cfg with the device this rank runs on: in a job on GPUs
+// ("cuda", or "auto" where CUDA works), GPU LOCAL_RANK, one per process as
+// torchrun expects; otherwise cfg's own.
+func rankDevice(cfg Config, e *distributed.Env) Config {
+	if e != nil && e.WorldSize > 1 && (cfg.Device == "cuda" || cfg.Device == "auto" && torch.CUDAAvailable()) {
+		cfg.Device = "cuda:" + strconv.Itoa(e.LocalRank)
+	}
+	return cfg
+}
+
+// job is this process's place in a data-parallel run; nil when alone.
+type job struct {
+	group *torch.ProcessGroup
+	dev   torch.Device // where the backend's tensors live (NCCL's on the GPU)
+	rank  int
+	size  int
+}
+
+// joinJob starts the process group of opt.Job on dev (nil: alone) and
+// refuses a batch that the processes cannot split evenly.
+func joinJob(cfg Config, opt Options, dev torch.Device) (*job, error) {
+	if opt.Job == nil || opt.Job.WorldSize <= 1 {
+		return nil, nil
+	}
+	w := opt.Job.WorldSize
+	if cfg.BatchSize%w != 0 {
+		return nil, field.Errorf("batch_size", cfg.BatchSize, "is not a multiple of the %d processes: each takes an equal part of the global batch", w)
+	}
+	timeout := opt.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	g, err := distributed.Join(*opt.Job, dev, timeout)
+	if err != nil {
+		return nil, err
+	}
+	at := torch.CPU
+	if distributed.Backend(dev) == torch.NCCL {
+		at = dev
+	}
+	return &job{group: g, dev: at, rank: opt.Job.Rank, size: w}, nil
+}
+
+// Rank is this process's rank (0 alone).
+func (j *job) Rank() int {
+	if j == nil {
+		return 0
+	}
+	return j.rank
+}
+
+// Size is the world size (1 alone).
+func (j *job) Size() int {
+	if j == nil {
+		return 1
+	}
+	return j.size
+}
+
+func (j *job) close() {
+	if j != nil {
+		j.group.Close()
+	}
+}
+
+// rankSeed seeds rank r's generators after the model is initialised: rank 0
+// keeps the run's seed, so that one process draws exactly what it always
+// drew, and rank r > 0 a seed of its own (a golden-ratio step apart), so
+// that the ranks' dropout and subgraph perturbations are independent and
+// reproducible (docs/method.md §3, data-parallel pre-training).
+func rankSeed(seed uint64, rank int) uint64 { return seed + uint64(rank)*0x9E3779B97F4A7C15 }
+
+// attach makes the model balance and normalise over the global batch and
+// starts every rank from rank 0's model and optimiser state; it then seeds
+// this rank's generators.
+func (j *job) attach(m *model.MicroGraph, state []torch.Named, cfg Config) error {
+	m.Across = distributed.SumAcross(j.group)
+	if cfg.SyncBatchNorm {
+		m.Encoder.SumAcross = j.group.AllReduceSumGrad
+	}
+	if err := distributed.BroadcastFrom0(j.group, state); err != nil {
+		return err
+	}
+	if j.rank > 0 {
+		torch.ManualSeed(rankSeed(cfg.Seed, j.rank))
+	}
+	return nil
+}
+
+// rankRNGPrefix names rank r's generator states in a checkpoint's rng.*
+// entries: rank 0's keep their plain names ("cpu", "cuda:0"), as a
+// single-process run saves them; rank r's are "rank<r>/cpu", ….
+func rankRNGPrefix(rank int) string {
+	if rank == 0 {
+		return ""
+	}
+	return "rank" + strconv.Itoa(rank) + "/"
+}
+
+// rngOfRank is the generator states a checkpoint holds for rank, under
+// their plain names.
+func rngOfRank(all []torch.Named, rank int) []torch.Named {
+	prefix := rankRNGPrefix(rank)
+	var out []torch.Named
+	for _, n := range all {
+		name, ok := strings.CutPrefix(n.Name, prefix)
+		if ok && !strings.HasPrefix(name, "rank") {
+			out = append(out, torch.Named{Name: name, Tensor: n.Tensor})
+		}
+	}
+	return out
+}
+
+// gatherRNG collects every rank's generator states on every rank (on the
+// backend's device and back), named for the checkpoint; alone, this
+// process's. The caller frees the tensors.
+func (j *job) gatherRNG() ([]torch.Named, error) {
+	mine, err := torch.RNGStates()
+	if err != nil || j == nil {
+		return mine, err
+	}
+	defer func() {
+		for _, n := range mine {
+			n.Tensor.Free()
+		}
+	}()
+	var out []torch.Named
+	for _, n := range mine {
+		s := torch.NewScope()
+		all, err := j.group.AllGather(n.Tensor.To(j.dev, false))
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("gathering the ranks' %s generator states: %w", n.Name, err)
+		}
+		for r := range j.size {
+			out = append(out, torch.Named{Name: rankRNGPrefix(r) + n.Name, Tensor: all.Narrow(0, int64(r), 1).Squeeze(0).To(torch.CPU, false).Clone().Unscope()})
+		}
+		s.Close()
+	}
+	return out, nil
+}
+
+// params is the model's trainable tensors, in the same order on every rank.
+func (j *job) params(m *model.MicroGraph) []*torch.Tensor {
+	var ps []*torch.Tensor
+	for _, v := range m.Store.Trainable() {
+		if v.Trainable {
+			ps = append(ps, v.Tensor)
+		}
+	}
+	return ps
+}
+
+// globalShares turns this rank's losses, each a mean over its part of the
+// batch, into its shares of the global batch's means: each is weighted by
+// the rank's share of what it averages over (nodes for L_node-mot, live
+// subgraphs for L_mot-sub, molecules for L_reg, molecules with a live
+// subgraph for L_contra), counted across ranks with one all-reduce. Summed
+// over ranks, the shares (and so the gradients) are the means one process
+// would compute over the whole batch, for every loss whose terms are per
+// node, subgraph or molecule; L_contra's negatives stay within the rank
+// (docs/method.md §3). Subgraphs stays this rank's count: summed, it is the
+// batch's. A failed all-reduce panics with its *torch.Error.
+func (j *job) globalShares(m *model.MicroGraph, out model.Output) model.Losses {
+	l := out.Losses
+	dev, dt := l.Total.Device(), l.Total.DType()
+	f64 := torch.Options{DType: torch.Float64, Device: dev}
+	live := out.Subgraphs.Live.ToDType(torch.Float64)
+	molecules := live.Reshape(-1, out.Subgraphs.PerGraph).Size(0)
+	counts := torch.Stack([]*torch.Tensor{
+		torch.Full(nil, float64(out.Q.Size(0)), f64),
+		live.Sum(),
+		torch.Full(nil, float64(molecules), f64),
+		live.Reshape(molecules, out.Subgraphs.PerGraph).Amax(1, false).Sum(),
+	}, 0)
+	global := counts.Clone()
+	if err := j.group.AllReduce(global, torch.ReduceSum); err != nil {
+		panic(err)
+	}
+	share := counts.Div(global.ClampMin(1)).ToDType(dt)
+	part := func(i int64) *torch.Tensor { return share.Narrow(0, i, 1).Reshape() }
+	l.NodeMot = l.NodeMot.Mul(part(0))
+	l.MotSub = l.MotSub.Mul(part(1))
+	l.Reg = l.Reg.Mul(part(2))
+	l.Contra = l.Contra.Mul(part(3))
+	l.Total = m.Objective(l)
+	return l
+}
+
+// sameCheckpoint gives every rank the checkpoint rank 0 resumes from (nil
+// when it starts afresh): rank 0 broadcasts its step, and the other ranks
+// load the run's newest readable checkpoint (the run folder is shared by
+// the job's machines, as torchrun's users arrange) and check that it is the
+// same. Alone, ck is returned as it is.
+func (j *job) sameCheckpoint(run string, ck *Checkpoint) (*Checkpoint, error) {
+	if j == nil {
+		return ck, nil
+	}
+	step := int64(-1)
+	if ck != nil {
+		step = ck.Step
+	}
+	t := torch.Full([]int64{1}, float64(step), torch.Options{DType: torch.Int64, Device: j.dev})
+	defer t.Free()
+	if err := j.group.Broadcast(t, 0); err != nil {
+		if ck != nil {
+			ck.Free()
+		}
+		return nil, fmt.Errorf("learning how rank 0 starts the run: %w", err)
+	}
+	step = t.ItemInt()
+	if j.rank == 0 || step < 0 {
+		return ck, nil
+	}
+	mine, _, err := LatestCheckpoint(run)
+	if err != nil {
+		return nil, fmt.Errorf("rank %d: %w", j.rank, err)
+	}
+	if mine.Step != step {
+		mine.Free()
+		return nil, fmt.Errorf("rank %d: the newest checkpoint it reads, %s, is not rank 0's (step %d): is %s the same folder on every machine?", j.rank, mine.Path, step, run)
+	}
+	return mine, nil
+}
+
+// explain turns a failed collective into the one line a user reads: which
+// rank saw it, and that another rank died or stopped answering, with the
+// backend's own message. Other errors pass unchanged. Run applies it to
+// whatever it returns.
+func (j *job) explain(err error) error {
+	var already *JobError
+	if j == nil || !torch.IsCollectiveError(err) || errors.As(err, &already) {
+		return err
+	}
+	return &JobError{Rank: j.rank, Size: j.size, Err: err}
+}
+
+// JobError is a data-parallel run that cannot go on because a collective
+// failed: another rank died or did not answer within the timeout. The
+// newest checkpoint is intact (rank 0 writes each one atomically).
+type JobError struct {
+	Rank, Size int
+	Err        error
+}
+
+func (e *JobError) Error() string {
+	return fmt.Sprintf("rank %d of %d: another process of the job failed or stopped answering: %v",
+		e.Rank, e.Size, strings.ReplaceAll(e.Err.Error(), "\n", " "))
+}
+
+func (e *JobError) Unwrap() error { return e.Err }
