@@ -1,4 +1,4 @@
-// Package matrixfile writes a float32 matrix row by row, such as one
+// Package matrixfile writes a matrix of numbers row by row, such as one
 // embedding or one prediction per molecule, as a NumPy .npy file or as a CSV
 // file, chosen by the name's extension. Rows stream through a buffer to a
 // temporary file beside the destination, so memory does not grow with the row
@@ -27,13 +27,17 @@ type Columns struct {
 	// Keys name the text columns a CSV file starts with (say "row",
 	// "smiles"); a .npy file holds numbers only and has none.
 	Keys []string
-	// Values name the float32 columns, one per matrix column.
+	// Values name the number columns, one per matrix column.
 	Values []string
+	// Float64 stores values in double precision (.npy dtype <f8, CSV text
+	// that reads back as the same float64); otherwise they are rounded to
+	// float32 (<f4, the shortest text of the float32).
+	Float64 bool
 }
 
 // AddFunc appends one row: its keys (one per Columns.Keys, ignored by a .npy
 // file) and its values (one per Columns.Values; NaN allowed).
-type AddFunc func(keys []string, values []float32) error
+type AddFunc func(keys []string, values []float64) error
 
 // Format is the file format of path by its extension, ".npy" or ".csv"
 // (case ignored); anything else is an error naming path.
@@ -62,7 +66,7 @@ func Write(path string, cols Columns, fill func(add AddFunc) error) error {
 			if !ok {
 				return fmt.Errorf("%s: the temporary file cannot be rewritten in place", path)
 			}
-			return writeNPY(w, at, len(cols.Values), fill)
+			return writeNPY(w, at, len(cols.Values), cols.Float64, fill)
 		}
 		return writeCSV(w, cols, fill)
 	})
@@ -74,12 +78,16 @@ func Write(path string, cols Columns, fill func(add AddFunc) error) error {
 // dimensions and keep the data 64-byte aligned as NumPy's own files are.
 const npyHeaderSize = 128
 
-// npyHeader is the header of a little-endian float32 C-order rows×cols
-// array in .npy format 1.0: magic, version 1.0, the dictionary's length as
+// npyHeader is the header of a little-endian float32 (or float64) C-order
+// rows×cols array in .npy format 1.0: magic, version 1.0, the dictionary's length as
 // uint16, the dictionary padded with spaces to npyHeaderSize and ending in a
 // newline.
-func npyHeader(rows, cols int) []byte {
-	dict := fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", rows, cols)
+func npyHeader(rows, cols int, float64s bool) []byte {
+	descr := "<f4"
+	if float64s {
+		descr = "<f8"
+	}
+	dict := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%d, %d), }", descr, rows, cols)
 	h := make([]byte, 0, npyHeaderSize)
 	h = append(h, "\x93NUMPY\x01\x00"...)
 	h = binary.LittleEndian.AppendUint16(h, npyHeaderSize-10)
@@ -90,20 +98,28 @@ func npyHeader(rows, cols int) []byte {
 	return append(h, '\n')
 }
 
-func writeNPY(w io.Writer, at io.WriterAt, cols int, fill func(add AddFunc) error) error {
+func writeNPY(w io.Writer, at io.WriterAt, cols int, float64s bool, fill func(add AddFunc) error) error {
 	// A provisional header takes the header's room; the real one replaces it at the end.
-	if _, err := w.Write(npyHeader(0, cols)); err != nil {
+	if _, err := w.Write(npyHeader(0, cols, float64s)); err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
 	rows := 0
-	row := make([]byte, 4*cols)
-	err := fill(func(_ []string, values []float32) error {
+	size := 4
+	if float64s {
+		size = 8
+	}
+	row := make([]byte, size*cols)
+	err := fill(func(_ []string, values []float64) error {
 		if len(values) != cols {
 			return fmt.Errorf("row %d has %d values, want %d", rows, len(values), cols)
 		}
 		for j, v := range values {
-			binary.LittleEndian.PutUint32(row[4*j:], math.Float32bits(v))
+			if float64s {
+				binary.LittleEndian.PutUint64(row[8*j:], math.Float64bits(v))
+			} else {
+				binary.LittleEndian.PutUint32(row[4*j:], math.Float32bits(float32(v)))
+			}
 		}
 		rows++
 		_, err := bw.Write(row)
@@ -115,7 +131,7 @@ func writeNPY(w io.Writer, at io.WriterAt, cols int, fill func(add AddFunc) erro
 	if err := bw.Flush(); err != nil {
 		return err
 	}
-	_, err = at.WriteAt(npyHeader(rows, cols), 0)
+	_, err = at.WriteAt(npyHeader(rows, cols, float64s), 0)
 	return err
 }
 
@@ -132,7 +148,11 @@ func writeCSV(w io.Writer, cols Columns, fill func(add AddFunc) error) error {
 		return err
 	}
 	rows := 0
-	err := fill(func(keys []string, values []float32) error {
+	bits := 32
+	if cols.Float64 {
+		bits = 64
+	}
+	err := fill(func(keys []string, values []float64) error {
 		if len(keys) != len(cols.Keys) || len(values) != len(cols.Values) {
 			return fmt.Errorf("row %d has %d keys and %d values, want %d and %d",
 				rows, len(keys), len(values), len(cols.Keys), len(cols.Values))
@@ -145,8 +165,8 @@ func writeCSV(w io.Writer, cols Columns, fill func(add AddFunc) error) error {
 			if j > 0 {
 				line = append(line, ',')
 			}
-			// The shortest text that reads back as the same float32; NaN as "NaN", which pandas and NumPy read.
-			line = strconv.AppendFloat(line, float64(v), 'g', -1, 32)
+			// The shortest text that reads back as the same number; NaN as "NaN", which pandas and NumPy read.
+			line = strconv.AppendFloat(line, v, 'g', -1, bits)
 		}
 		rows++
 		_, err := bw.Write(append(line, '\n'))

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -20,16 +21,17 @@ import (
 // cannot hold exactly, and the extremes of float32.
 var sample = struct {
 	keys   [][]string
-	values [][]float32
+	values [][]float64
 }{
 	keys:   [][]string{{"0", "CCO"}, {"1", `C"1,2`}, {"2", " N"}},
-	values: [][]float32{{1.5, -2}, {nan, nan}, {0.1, math.MaxFloat32}},
+	values: [][]float64{{1.5, -2}, {nan, nan}, {0.1, math.MaxFloat32}},
 }
 
-var nan = float32(math.NaN())
+var nan = math.NaN()
 
-func writeSample(path string) error {
-	return Write(path, Columns{Keys: []string{"row", "smiles"}, Values: []string{"e_0", "e_1"}}, func(add AddFunc) error {
+func writeSample(path string, float64s bool) error {
+	cols := Columns{Keys: []string{"row", "smiles"}, Values: []string{"e_0", "e_1"}, Float64: float64s}
+	return Write(path, cols, func(add AddFunc) error {
 		for i := range sample.values {
 			if err := add(sample.keys[i], sample.values[i]); err != nil {
 				return err
@@ -43,7 +45,7 @@ func writeSample(path string) error {
 // version 1.0, the dictionary's length (118 = 128 - 10) little-endian, the
 // dictionary, spaces, and a final newline.
 func TestNPYHeader(t *testing.T) {
-	h := npyHeader(1128, 300)
+	h := npyHeader(1128, 300, false)
 	if len(h) != 128 {
 		t.Fatalf("header of %d bytes, want 128", len(h))
 	}
@@ -61,79 +63,97 @@ func TestNPYHeader(t *testing.T) {
 		t.Errorf("last byte %q, want a newline", h[127])
 	}
 	// The largest dimensions still fit.
-	if big := npyHeader(math.MaxInt64, math.MaxInt64); len(big) != 128 || big[127] != '\n' {
+	if big := npyHeader(math.MaxInt64, math.MaxInt64, true); len(big) != 128 || big[127] != '\n' {
 		t.Errorf("header for 19-digit dimensions: %d bytes", len(big))
 	}
 }
 
-// NumPy loads the .npy file as a float32 3×2 array holding exactly the
-// values written (compared as float32 bit patterns), NaN row included.
+// NumPy loads the .npy file as a float32 (or float64) 3×2 C-order array
+// holding exactly the values written, compared as bit patterns, NaN row
+// included.
 func TestNumPyLoadsNPY(t *testing.T) {
 	python := testenv.Python(t, "numpy")
-	path := filepath.Join(t.TempDir(), "emb.npy")
-	if err := writeSample(path); err != nil {
-		t.Fatal(err)
-	}
 	const script = `
 import json, sys
 import numpy as np
 a = np.load(sys.argv[1])
+bits = a.view(np.uint32 if a.dtype == np.float32 else np.uint64)
 json.dump({"dtype": str(a.dtype), "shape": list(a.shape), "c": bool(a.flags.c_contiguous),
-           "bits": a.view(np.uint32).ravel().tolist()}, sys.stdout)
+           "bits": [str(b) for b in bits.ravel()]}, sys.stdout)
 `
-	out, err := python.Command("-c", script, path).Output()
-	if err != nil {
-		t.Fatalf("numpy.load: %v\n%s", err, stderrOf(err))
-	}
-	var got struct {
-		Dtype string
-		Shape []int
-		C     bool
-		Bits  []uint32
-	}
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	if got.Dtype != "float32" || len(got.Shape) != 2 || got.Shape[0] != 3 || got.Shape[1] != 2 || !got.C {
-		t.Fatalf("numpy sees dtype %s shape %v C-order %v, want float32 [3 2] true", got.Dtype, got.Shape, got.C)
-	}
-	for i, row := range sample.values {
-		for j, v := range row {
-			if b := got.Bits[2*i+j]; b != math.Float32bits(v) {
-				t.Errorf("[%d,%d] = %g (%#x), want %g", i, j, math.Float32frombits(b), b, v)
+	for _, float64s := range []bool{false, true} {
+		path := filepath.Join(t.TempDir(), "emb.npy")
+		if err := writeSample(path, float64s); err != nil {
+			t.Fatal(err)
+		}
+		out, err := python.Command("-c", script, path).Output()
+		if err != nil {
+			t.Fatalf("numpy.load: %v\n%s", err, stderrOf(err))
+		}
+		var got struct {
+			Dtype string
+			Shape []int
+			C     bool
+			Bits  []string
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		dtype := map[bool]string{false: "float32", true: "float64"}[float64s]
+		if got.Dtype != dtype || len(got.Shape) != 2 || got.Shape[0] != 3 || got.Shape[1] != 2 || !got.C {
+			t.Fatalf("numpy sees dtype %s shape %v C-order %v, want %s [3 2] true", got.Dtype, got.Shape, got.C, dtype)
+		}
+		for i, row := range sample.values {
+			for j, v := range row {
+				want := strconv.FormatUint(uint64(math.Float32bits(float32(v))), 10)
+				if float64s {
+					want = strconv.FormatUint(math.Float64bits(v), 10)
+				}
+				if b := got.Bits[2*i+j]; b != want {
+					t.Errorf("%s [%d,%d]: bits %s, want %s (%g)", dtype, i, j, b, want, v)
+				}
 			}
 		}
 	}
 }
 
 // The CSV file reads back (encoding/csv) with its header, the keys quoted
-// where they must be, and every value parsing to the float32 written.
+// where they must be, and each value as the shortest text of the float32
+// (or float64) written.
 func TestCSVReadsBack(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "emb.csv")
-	if err := writeSample(path); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := [][]string{
-		{"row", "smiles", "e_0", "e_1"},
-		{"0", "CCO", "1.5", "-2"},
-		{"1", `C"1,2`, "NaN", "NaN"},
-		{"2", " N", "0.1", "3.4028235e+38"},
-	}
-	if len(recs) != len(want) {
-		t.Fatalf("%d records, want %d: %q", len(recs), len(want), recs)
-	}
-	for i := range want {
-		if strings.Join(recs[i], "|") != strings.Join(want[i], "|") {
-			t.Errorf("record %d = %q, want %q", i, recs[i], want[i])
+	for _, tc := range []struct {
+		float64s bool
+		last     []string
+	}{
+		{false, []string{"2", " N", "0.1", "3.4028235e+38"}},
+		{true, []string{"2", " N", "0.1", "3.4028234663852886e+38"}},
+	} {
+		path := filepath.Join(t.TempDir(), "emb.csv")
+		if err := writeSample(path, tc.float64s); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := [][]string{
+			{"row", "smiles", "e_0", "e_1"},
+			{"0", "CCO", "1.5", "-2"},
+			{"1", `C"1,2`, "NaN", "NaN"},
+			tc.last,
+		}
+		if len(recs) != len(want) {
+			t.Fatalf("%d records, want %d: %q", len(recs), len(want), recs)
+		}
+		for i := range want {
+			if strings.Join(recs[i], "|") != strings.Join(want[i], "|") {
+				t.Errorf("float64 %v: record %d = %q, want %q", tc.float64s, i, recs[i], want[i])
+			}
 		}
 	}
 }
@@ -143,7 +163,7 @@ func TestCSVReadsBack(t *testing.T) {
 func TestPandasReadsCSV(t *testing.T) {
 	python := testenv.Python(t, "pandas")
 	path := filepath.Join(t.TempDir(), "emb.csv")
-	if err := writeSample(path); err != nil {
+	if err := writeSample(path, false); err != nil {
 		t.Fatal(err)
 	}
 	const script = `
@@ -188,18 +208,18 @@ func TestFailureLeavesNothing(t *testing.T) {
 		wantErr    string
 	}{
 		{"npy wrong width", "m.npy", func(add AddFunc) error {
-			add(nil, []float32{1, 2})
-			return add(nil, []float32{1})
+			add(nil, []float64{1, 2})
+			return add(nil, []float64{1})
 		}, "row 1 has 1 values, want 2"},
 		{"csv wrong keys", "m.csv", func(add AddFunc) error {
-			return add([]string{"0"}, []float32{1, 2})
+			return add([]string{"0"}, []float64{1, 2})
 		}, "row 0 has 1 keys and 2 values, want 2 and 2"},
 		{"npy caller error", "m.npy", func(add AddFunc) error {
-			add(nil, []float32{1, 2})
+			add(nil, []float64{1, 2})
 			return callerErr
 		}, callerErr.Error()},
 		{"csv caller error", "m.csv", func(add AddFunc) error {
-			add([]string{"0", "C"}, []float32{1, 2})
+			add([]string{"0", "C"}, []float64{1, 2})
 			return callerErr
 		}, callerErr.Error()},
 		{"extension", "m.txt", func(add AddFunc) error { return nil }, "m.txt: the extension must be .npy or .csv"},
@@ -241,7 +261,7 @@ func TestEmptyMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(b) != string(npyHeader(0, 3)) {
+	if string(b) != string(npyHeader(0, 3, false)) {
 		t.Errorf("empty .npy is %q", b)
 	}
 	if err := Write(filepath.Join(dir, "e.csv"), Columns{Keys: []string{"row"}, Values: []string{"a", "b"}}, none); err != nil {
