@@ -6,6 +6,7 @@ package torch
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -42,29 +43,54 @@ func (d Device) String() string {
 // IsCUDA reports whether d is a GPU.
 func (d Device) IsCUDA() bool { return d.Type == CUDAType }
 
+// DeviceNames says which device names ParseDevice reads.
+const DeviceNames = "cpu, cuda, cuda:N or auto"
+
+// deviceIndex reads the form of a device name without asking CUDA, so that a
+// typo can be refused before any work: the GPU index (0 for "cuda"), or -1
+// for "cpu" and "auto".
+func deviceIndex(s string) (int, error) {
+	if s == "cpu" || s == "auto" {
+		return -1, nil
+	}
+	rest, ok := strings.CutPrefix(s, "cuda")
+	if !ok {
+		return 0, fmt.Errorf("unknown device %q (want %s)", s, DeviceNames)
+	}
+	if rest == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(rest, ":"))
+	if err != nil || !strings.HasPrefix(rest, ":") || n < 0 {
+		return 0, fmt.Errorf("unknown device %q (want %s)", s, DeviceNames)
+	}
+	return n, nil
+}
+
+// CheckDeviceName checks that s is a device name ParseDevice reads, without
+// asking whether that device exists; its error is the reason alone ("must be
+// cpu, cuda, cuda:N or auto"), for the caller to name where s came from.
+func CheckDeviceName(s string) error {
+	if _, err := deviceIndex(s); err != nil {
+		return errors.New("must be " + DeviceNames)
+	}
+	return nil
+}
+
 // ParseDevice reads "cpu", "cuda" (GPU 0), "cuda:N", or "auto" (GPU 0 when
 // CUDA works, else the CPU). A GPU that is not there is an error.
 func ParseDevice(s string) (Device, error) {
-	switch s {
-	case "cpu":
+	index, err := deviceIndex(s)
+	switch {
+	case err != nil:
+		return CPU, err
+	case s == "cpu":
 		return CPU, nil
-	case "auto":
+	case s == "auto":
 		if CUDAAvailable() {
 			return CUDA(0), nil
 		}
 		return CPU, nil
-	}
-	rest, ok := strings.CutPrefix(s, "cuda")
-	if !ok {
-		return CPU, fmt.Errorf("unknown device %q (want cpu, cuda, cuda:N or auto)", s)
-	}
-	index := 0
-	if rest != "" {
-		n, err := strconv.Atoi(strings.TrimPrefix(rest, ":"))
-		if err != nil || !strings.HasPrefix(rest, ":") || n < 0 {
-			return CPU, fmt.Errorf("unknown device %q (want cpu, cuda, cuda:N or auto)", s)
-		}
-		index = n
 	}
 	if count := CUDADeviceCount(); index >= count {
 		if count == 0 {

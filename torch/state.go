@@ -12,6 +12,13 @@ type Named struct {
 	Tensor *Tensor
 }
 
+// FreeNamed frees every tensor of state.
+func FreeNamed(state []Named) {
+	for _, n := range state {
+		n.Tensor.Free()
+	}
+}
+
 // LoadState copies each tensor of src into the tensor of dst with the same
 // name, in place, converting dtype and device as needed (like PyTorch's
 // load_state_dict). Every name of dst must be in src with the same shape and

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/micrograph/micrograph/data"
-	"github.com/micrograph/micrograph/trainer"
+	"github.com/micrograph/micrograph/trainer/pretrain"
 )
 
 func runBench(args []string) error {
@@ -12,7 +12,7 @@ func runBench(args []string) error {
 		"Times pre-training steps (forward, backward, Adam) on --data after --warmup untimed ones\n"+
 			"and prints one JSON line: molecules_per_s, s_per_step, s_per_epoch, data_wait_fraction,\n"+
 			"peak_memory_bytes (GPU: allocator peak; CPU: peak RSS), device, libtorch.")
-	cfg := trainer.BenchConfig{Pretrain: trainer.DefaultPretrainConfig(), Warmup: 3, Steps: 20}
+	cfg := pretrain.BenchConfig{Pretrain: pretrain.DefaultConfig(), Warmup: 3, Steps: 20}
 	pc := &cfg.Pretrain
 	fs.StringVar(&pc.Data, "data", "", "OGB dataset folder, or CSV file of SMILES")
 	objectiveFlags(fs, &pc.Model)
@@ -39,7 +39,7 @@ func runBench(args []string) error {
 	if pc.Deterministic {
 		cublasDeterminism()
 	}
-	res, err := trainer.Bench(cfg, dataset)
+	res, err := pretrain.Bench(cfg, dataset)
 	if err != nil {
 		return flagError(fs, pc, err)
 	}

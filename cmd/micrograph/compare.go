@@ -8,20 +8,21 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/micrograph/micrograph/trainer"
+	"github.com/micrograph/micrograph/trainer/evaluate"
+	"github.com/micrograph/micrograph/trainer/metrics"
 )
 
 // evaluation is what compare reads of a finetune or linear-eval result file.
 type evaluation struct {
-	Evaluation string                 `json:"evaluation"`
-	Protocol   string                 `json:"protocol"`
-	Dataset    trainer.DatasetSummary `json:"dataset"`
-	Pretrained bool                   `json:"pretrained"`
-	Test       trainer.Stat           `json:"test"`
-	Valid      trainer.Stat           `json:"valid"`
-	Seconds    float64                `json:"seconds"`
+	Evaluation string                  `json:"evaluation"`
+	Protocol   string                  `json:"protocol"`
+	Dataset    evaluate.DatasetSummary `json:"dataset"`
+	Pretrained bool                    `json:"pretrained"`
+	Test       metrics.Stat            `json:"test"`
+	Valid      metrics.Stat            `json:"valid"`
+	Seconds    float64                 `json:"seconds"`
 
-	ByFraction []trainer.FractionStat `json:"by_fraction"` // linear-eval --label-fractions
+	ByFraction []evaluate.FractionStat `json:"by_fraction"` // linear-eval --label-fractions
 }
 
 func runCompare(args []string) error {
@@ -60,7 +61,7 @@ func runCompare(args []string) error {
 
 // pct writes a ROC-AUC summary in %; "—" when undefined (no valid part
 // under cross-validation).
-func pct(s trainer.Stat) string {
+func pct(s metrics.Stat) string {
 	if math.IsNaN(float64(s.Mean)) {
 		return "—"
 	}

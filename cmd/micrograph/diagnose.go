@@ -11,12 +11,13 @@ import (
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/model"
-	"github.com/micrograph/micrograph/trainer"
+	"github.com/micrograph/micrograph/trainer/diagnose"
+	"github.com/micrograph/micrograph/trainer/report"
 	"github.com/spf13/pflag"
 )
 
 func runDiagnose(args []string) error {
-	opt := trainer.DiagnoseOptions{Molecules: 4096, BatchSize: 512, ProbeSeeds: 3, Seed: 1, Device: "auto"}
+	opt := diagnose.Options{Molecules: 4096, BatchSize: 512, ProbeSeeds: 3, Seed: 1, Device: "auto"}
 	random := model.DefaultConfig()
 	var isRandom bool
 	var out, cache string
@@ -88,7 +89,7 @@ func runDiagnose(args []string) error {
 	}
 	opt.Dataset, opt.Progress = dataset, os.Stderr
 
-	r, err := trainer.Diagnose(opt)
+	r, err := diagnose.Run(opt)
 	if err != nil {
 		return err
 	}
@@ -122,7 +123,7 @@ func runDiagnosePlot(args []string) error {
 		return err
 	}
 	var names []string
-	var ds []*trainer.Diagnosis
+	var ds []*diagnose.Diagnosis
 	for _, arg := range fs.Args() {
 		name, path, ok := strings.Cut(arg, "=")
 		if !ok || name == "" {
@@ -132,14 +133,14 @@ func runDiagnosePlot(args []string) error {
 		if err != nil {
 			return err
 		}
-		var d trainer.Diagnosis
+		var d diagnose.Diagnosis
 		if err := json.Unmarshal(b, &d); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		names, ds = append(names, name), append(ds, &d)
 	}
 	var svg bytes.Buffer
-	if err := trainer.WriteDiagnosisPlot(&svg, names, ds, *title); err != nil {
+	if err := report.WriteDiagnosisPlot(&svg, names, ds, *title); err != nil {
 		return err
 	}
 	if err := atomicfile.WriteFile(*out, svg.Bytes(), 0o644); err != nil {

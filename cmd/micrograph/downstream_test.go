@@ -11,7 +11,8 @@ import (
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
-	"github.com/micrograph/micrograph/trainer"
+	"github.com/micrograph/micrograph/trainer/evaluate"
+	"github.com/micrograph/micrograph/trainer/metrics"
 )
 
 // tinyEncoderFlags keep the command tests within seconds.
@@ -36,7 +37,7 @@ func writeEncoder(t *testing.T, alter func([]torch.Named)) string {
 		torch.NoGrad(func() { alter(state) })
 	}
 	path := filepath.Join(t.TempDir(), "encoder.pt")
-	if err := trainer.SaveEncoder(path, arch, state, "test", 0); err != nil {
+	if err := model.SaveEncoder(path, arch, state, "test", 0); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -60,7 +61,7 @@ func TestDownstreamMisuse(t *testing.T) {
 	if err := os.WriteFile(badEncoder, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(trainer.InfoPath(badEncoder), []byte("{not json"), 0o644); err != nil {
+	if err := os.WriteFile(model.EncoderInfoPath(badEncoder), []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	suiteOut := filepath.Join(filepath.Dir(out), "suite")
@@ -140,7 +141,7 @@ func TestDownstreamMisuse(t *testing.T) {
 		{suite("--encoder", badEncoder), 1, "bad.json"},
 		{[]string{"compare"}, 2, "micrograph compare: no result files"},
 		{[]string{"compare", filepath.Join(tmp, "none.json")}, 1, "none.json: no such file"},
-		{[]string{"compare", trainer.InfoPath(encoder)}, 1, "encoder.json is not a finetune or linear-eval result"},
+		{[]string{"compare", model.EncoderInfoPath(encoder)}, 1, "encoder.json is not a finetune or linear-eval result"},
 	}
 	for _, tc := range tests {
 		code, stdoutText, errs := runCLI(t, tc.args...)
@@ -190,8 +191,8 @@ func TestDownstreamCommands(t *testing.T) {
 			TestROCAUC  []float64 `json:"test_roc_auc"`
 			BestEpoch   int       `json:"best_epoch"`
 		} `json:"runs"`
-		Test  trainer.Stat `json:"test"`
-		Valid trainer.Stat `json:"valid"`
+		Test  metrics.Stat `json:"test"`
+		Valid metrics.Stat `json:"valid"`
 	}
 	readJSON(t, out, &ft)
 	if ft.Evaluation != "finetune" || ft.Protocol != "scaffold" || ft.Config.Epochs != 2 || ft.Config.Encoder.Hidden != 16 || ft.Config.Encoder.Dropout != 0.5 ||
@@ -205,7 +206,7 @@ func TestDownstreamCommands(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(stdoutText, "linear-eval ogbg_molbace, scaffold, random encoder (no pre-training): test ROC-AUC 0.") {
 		t.Fatalf("linear-eval: status %d, stdout %q, stderr %q", code, stdoutText, errs)
 	}
-	var lin trainer.LinearEvalResult
+	var lin evaluate.LinearEvalResult
 	readJSON(t, out, &lin)
 	if lin.Evaluation != "linear" || lin.Protocol != "scaffold" || len(lin.Runs) != 2 || lin.Test.N != 2 || len(lin.Runs[1].ValidByL2) != 7 || lin.Config.Steps != 50 {
 		t.Errorf("linear-eval result: %+v", lin)
@@ -232,7 +233,7 @@ func TestDownstreamCommands(t *testing.T) {
 		!strings.Contains(stdoutText, "over 3 runs (chosen on the fold-averaged test ROC-AUC: optimistic)") {
 		t.Fatalf("linear-eval --protocol cv3: status %d, stdout %q, stderr %q", code, stdoutText, errs)
 	}
-	var cv trainer.LinearEvalResult
+	var cv evaluate.LinearEvalResult
 	readJSON(t, cvOut, &cv)
 	if cv.Protocol != "cv3" || cv.Folds != 3 || cv.Dataset.Split != "cv3" || len(cv.Runs) != 3 || len(cv.Selected) != 1 ||
 		cv.Runs[2].Split != "cv3-fold2" || len(cv.Runs[2].TestByL2) != 7 || cv.Runs[2].L2[0] != cv.Selected[0].L2 {
@@ -250,7 +251,7 @@ func TestDownstreamCommands(t *testing.T) {
 	if err != nil || !strings.HasPrefix(stdoutText, string(table)) {
 		t.Errorf("suite.md (%v) is not the table printed:\n%s", err, table)
 	}
-	var suite trainer.SuiteResult
+	var suite evaluate.SuiteResult
 	readJSON(t, filepath.Join(dir, "suite.json"), &suite)
 	if len(suite.Entries) != 4 || suite.Entries[0].Linear == nil || !suite.Entries[0].Pretrained || suite.Entries[1].Pretrained ||
 		suite.Entries[2].Protocol != "cv3" || len(suite.Entries[2].RunTests) != 6 {

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
-	"github.com/micrograph/micrograph/trainer"
+	"github.com/micrograph/micrograph/trainer/pretrain"
 )
 
 func runExport(args []string) error {
@@ -27,12 +28,12 @@ func runExport(args []string) error {
 	if err := checkOutFolder(*out); err != nil {
 		return err
 	}
-	var ck *trainer.Checkpoint
+	var ck *pretrain.Checkpoint
 	var err error
 	if *run != "" {
-		ck, _, err = trainer.LatestCheckpoint(*run)
+		ck, _, err = pretrain.LatestCheckpoint(*run)
 	} else {
-		ck, err = trainer.LoadCheckpoint(*checkpoint)
+		ck, err = pretrain.LoadCheckpoint(*checkpoint)
 	}
 	if err != nil {
 		return err
@@ -44,9 +45,9 @@ func runExport(args []string) error {
 			state = append(state, torch.Named{Name: name, Tensor: n.Tensor})
 		}
 	}
-	if err := trainer.SaveEncoder(*out, ck.Config.Model.Encoder, state, ck.Path, ck.Step); err != nil {
+	if err := model.SaveEncoder(*out, ck.Config.Model.Encoder, state, ck.Path, ck.Step); err != nil {
 		return err
 	}
-	printf("encoder of %s (step %d): %d tensors in %s, architecture in %s", ck.Path, ck.Step, len(state), *out, trainer.InfoPath(*out))
+	printf("encoder of %s (step %d): %d tensors in %s, architecture in %s", ck.Path, ck.Step, len(state), *out, model.EncoderInfoPath(*out))
 	return nil
 }

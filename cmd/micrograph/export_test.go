@@ -14,7 +14,6 @@ import (
 	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/nn"
-	"github.com/micrograph/micrograph/trainer"
 )
 
 // readmeSnippet is the PyTorch code of the README, between its markers.
@@ -40,7 +39,7 @@ func goEmbeddings(t *testing.T, path string, b *data.Batch) [][]float64 {
 	t.Helper()
 	s := torch.NewScope()
 	defer s.Close()
-	info, state, err := trainer.LoadEncoder(path)
+	info, state, err := model.LoadEncoder(path)
 	if err != nil {
 		t.Fatal(err)
 	}

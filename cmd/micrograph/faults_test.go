@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
-	"github.com/micrograph/micrograph/trainer"
 )
 
 // writeNaNEncoder exports a tiny encoder whose floating-point weights are
@@ -152,7 +152,7 @@ func TestExportChecksShapes(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, forged+": the tensors contradict the configuration (hidden 16, layers 1") || strings.Count(errs, "\n") != 1 {
 		t.Errorf("status %d, stderr %q", code, errs)
 	}
-	for _, p := range []string{out, trainer.InfoPath(out)} {
+	for _, p := range []string{out, model.EncoderInfoPath(out)} {
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("%s was written", p)
 		}

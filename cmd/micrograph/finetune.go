@@ -10,14 +10,14 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/atomicfile"
-	"github.com/micrograph/micrograph/trainer"
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/spf13/pflag"
 )
 
 func runFinetune(args []string) error {
-	cfg := trainer.DefaultFinetuneConfig()
+	cfg := evaluate.DefaultFinetuneConfig()
 	cfg.Encoder.Dropout = cfg.Dropout // --dropout is the fine-tuning dropout
-	var out, cache string
 	fs := newFlags("finetune", "--data DIR|CSV --out FILE [--encoder encoder.pt] [flags]",
 		"Fine-tunes an encoder with a graph-property head on a labelled dataset (docs/method.md §7):\n"+
 			"BCE with logits on the labelled entries, Adam; after every epoch ROC-AUC (OGB's rules) on the\n"+
@@ -27,43 +27,25 @@ func runFinetune(args []string) error {
 			"is best; choosing on test makes that figure optimistic. Without --encoder the encoder is randomly initialised\n"+
 			"(the Non-Pretrain baseline) with the architecture flags below; with it, the architecture\n"+
 			"is the encoder's. Writes every epoch's figures, per task, to --out (JSON).")
-	fs.StringVar(&cfg.Data, "data", "", "OGB dataset folder, or CSV file of SMILES and labels (featurised once and cached; scaffold split)")
-	fs.StringVar(&cfg.EncoderPath, "encoder", "", "pre-trained encoder (.pt from micrograph export, with its .json); none: random initialisation")
-	fs.StringVar(&out, "out", "", "result file (JSON), written atomically once every run is done; its folder must exist")
-	fs.IntVar(&cfg.Seeds, "seeds", cfg.Seeds, "runs per split, seeded --seed, --seed+1, …")
-	fs.StringVar(&cfg.Protocol, "protocol", cfg.Protocol, "scaffold: OGB's scaffold split, epoch chosen on valid; cv10: the paper's 10-fold cross-validation over the whole dataset (folds drawn per seed), reporting the epoch with the best test ROC-AUC averaged over the folds, which is optimistic (cvK: K folds)")
+	var ev evaluationFlags
+	ev.register(fs, &cfg.Common, "random initialisation", "", "epoch")
 	fs.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "epochs per run")
 	fs.IntVar(&cfg.BatchSize, "batch-size", cfg.BatchSize, "molecules per training batch")
 	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "Adam learning rate")
-	encoderFlags(fs, &cfg.Encoder)
-	runtimeFlags(fs, &cfg.Device, &cfg.Threads, &cfg.Workers, &cfg.Seed)
-	fs.StringVar(&cache, "cache", "", cacheFlagHelp)
-	var limits data.Limits
-	limitFlags(fs, &limits)
+	ev.registerRuntime(fs, &cfg.Common)
 	if err := parseFlags(fs, args, "data", "out"); err != nil {
 		return err
 	}
 	cfg.Dropout = cfg.Encoder.Dropout
-	if err := rejectArchitectureFlags(fs, cfg.EncoderPath); err != nil {
+	if err := ev.check(fs, &cfg.Common, &cfg); err != nil {
 		return err
 	}
-	if err := cfg.Validate(); err != nil {
-		return flagError(fs, &cfg, err)
-	}
-	dataset, err := datasetOptions(fs, cache, limits)
-	if err != nil {
-		return err
-	}
-	if err := checkResultFile("--out", out); err != nil {
-		return err
-	}
-	cfg.Dataset, cfg.Progress = dataset, os.Stderr
 
-	res, err := trainer.Finetune(cfg)
+	res, err := evaluate.Finetune(cfg)
 	if err != nil {
 		return flagError(fs, &cfg, err)
 	}
-	if err := writeResultJSON(out, res); err != nil {
+	if err := writeResultJSON(ev.out, res); err != nil {
 		return err
 	}
 	selection := fmt.Sprintf("best valid %.4f ± %.4f", res.Valid.Mean, res.Valid.Std)
@@ -71,11 +53,59 @@ func runFinetune(args []string) error {
 		selection = optimisticSelection
 	}
 	printf("finetune %s, %s, %s: test ROC-AUC %.4f ± %.4f over %d runs (%s), %.1fs; result in %s",
-		res.Dataset.Name, res.Protocol, encoderKind(res.Pretrained), res.Test.Mean, res.Test.Std, res.Test.N, selection, res.Seconds, out)
+		res.Dataset.Name, res.Protocol, encoderKind(res.Pretrained), res.Test.Mean, res.Test.Std, res.Test.N, selection, res.Seconds, ev.out)
 	return nil
 }
 
 // The shared helpers of finetune, linear-eval and suite follow.
+
+// evaluationFlags are the flags finetune and linear-eval share: the settings
+// of evaluate.Common, the encoder's architecture and the run's place, the
+// result file and the dataset cache.
+type evaluationFlags struct {
+	out, cache string
+	limits     data.Limits
+}
+
+// register adds the shared flags that say what is measured; none says what runs without
+// --encoder, seedsAlso what else the seeds fix, selected what the protocol
+// chooses (epoch or λ).
+func (e *evaluationFlags) register(fs *pflag.FlagSet, c *evaluate.Common, none, seedsAlso, selected string) {
+	fs.StringVar(&c.Data, "data", "", "OGB dataset folder, or CSV file of SMILES and labels (featurised once and cached; scaffold split)")
+	fs.StringVar(&c.EncoderPath, "encoder", "", "pre-trained encoder (.pt from micrograph export, with its .json); none: "+none)
+	fs.StringVar(&e.out, "out", "", "result file (JSON), written atomically once every run is done; its folder must exist")
+	fs.IntVar(&c.Seeds, "seeds", c.Seeds, "runs per split, seeded --seed, --seed+1, …"+seedsAlso)
+	fs.StringVar(&c.Protocol, "protocol", c.Protocol, "scaffold: OGB's scaffold split, "+selected+" chosen on valid; cv10: the paper's 10-fold cross-validation over the whole dataset (folds drawn per seed), reporting the "+selected+" with the best test ROC-AUC averaged over the folds, which is optimistic (cvK: K folds)")
+}
+
+// registerRuntime adds, after the command's own flags, the shared flags of
+// the encoder's architecture, the place of the run and the dataset cache.
+func (e *evaluationFlags) registerRuntime(fs *pflag.FlagSet, c *evaluate.Common) {
+	encoderFlags(fs, &c.Encoder)
+	runtimeFlags(fs, &c.Device, &c.Threads, &c.Workers, &c.Seed)
+	fs.StringVar(&e.cache, "cache", "", cacheFlagHelp)
+	limitFlags(fs, &e.limits)
+}
+
+// check refuses, after parsing, what cannot run (cfg is the whole
+// configuration, validated and named in errors by flag) and completes c.
+func (e *evaluationFlags) check(fs *pflag.FlagSet, c *evaluate.Common, cfg interface{ Validate() error }) error {
+	if err := rejectArchitectureFlags(fs, c.EncoderPath); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return flagError(fs, cfg, err)
+	}
+	dataset, err := datasetOptions(fs, e.cache, e.limits)
+	if err != nil {
+		return err
+	}
+	if err := checkResultFile("--out", e.out); err != nil {
+		return err
+	}
+	c.Dataset, c.Progress = dataset, os.Stderr
+	return nil
+}
 
 // architectureFlags are encoderFlags' flags that shape the encoder, which
 // an encoder file fixes.
@@ -89,7 +119,7 @@ func rejectArchitectureFlags(fs *pflag.FlagSet, encoderPath string) error {
 	}
 	for _, name := range architectureFlags {
 		if fs.Changed(name) {
-			return usageError{fmt.Errorf("--%s: the architecture comes from --encoder (%s), not from flags", name, trainer.InfoPath(encoderPath))}
+			return usageError{fmt.Errorf("--%s: the architecture comes from --encoder (%s), not from flags", name, model.EncoderInfoPath(encoderPath))}
 		}
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/model"
-	"github.com/micrograph/micrograph/trainer"
 	"github.com/spf13/pflag"
 )
 
@@ -75,9 +74,9 @@ func limitFlags(fs *pflag.FlagSet, l *data.Limits) {
 // datasetOptions are how every command opens --data: featurised CSVs and
 // caches under cache, rows beyond limits rejected, and the count of rejected
 // rows with where they are listed said on stderr.
-func datasetOptions(fs *pflag.FlagSet, cache string, limits data.Limits) (trainer.DatasetOptions, error) {
+func datasetOptions(fs *pflag.FlagSet, cache string, limits data.Limits) (data.OpenOptions, error) {
 	if err := limits.Validate(); err != nil {
-		return trainer.DatasetOptions{}, flagError(fs, &limits, err)
+		return data.OpenOptions{}, flagError(fs, &limits, err)
 	}
-	return trainer.DatasetOptions{CacheDir: cache, Limits: limits, Report: notes}, nil
+	return data.OpenOptions{CacheDir: cache, Limits: limits, Report: notes}, nil
 }

@@ -3,18 +3,15 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 
-	"github.com/micrograph/micrograph/data"
-	"github.com/micrograph/micrograph/trainer"
+	"github.com/micrograph/micrograph/trainer/evaluate"
 )
 
 // errDropoutFrozen answers --dropout given to linear-eval.
 var errDropoutFrozen = errors.New("--dropout: the frozen encoder runs in evaluation mode, without dropout")
 
 func runLinearEval(args []string) error {
-	cfg := trainer.DefaultLinearEvalConfig()
-	var out, cache string
+	cfg := evaluate.DefaultLinearEvalConfig()
 	fs := newFlags("linear-eval", "--data DIR|CSV --out FILE [--encoder encoder.pt] [flags]",
 		"Linear evaluation (\"feature extraction\", docs/method.md §7): embeds every molecule\n"+
 			"with the frozen encoder (evaluation mode, mean pooling), fits one L2-regularised logistic\n"+
@@ -28,52 +25,34 @@ func runLinearEval(args []string) error {
 			"With --label-fractions every run is repeated on shares of the train labels (the\n"+
 			"label-scarce regime): nested subsets of the train part drawn from the run's seed, so that\n"+
 			"every encoder evaluated with the same --seed fits on the same molecules.")
-	fs.StringVar(&cfg.Data, "data", "", "OGB dataset folder, or CSV file of SMILES and labels (featurised once and cached; scaffold split)")
-	fs.StringVar(&cfg.EncoderPath, "encoder", "", "pre-trained encoder (.pt from micrograph export, with its .json); none: a random encoder, the baseline")
-	fs.StringVar(&out, "out", "", "result file (JSON), written atomically once every run is done; its folder must exist")
-	fs.IntVar(&cfg.Seeds, "seeds", cfg.Seeds, "runs per split, seeded --seed, --seed+1, … (the classifiers' initialisation; a random encoder's too)")
-	fs.StringVar(&cfg.Protocol, "protocol", cfg.Protocol, "scaffold: OGB's scaffold split, λ chosen on valid; cv10: the paper's 10-fold cross-validation over the whole dataset (folds drawn per seed), reporting the λ with the best test ROC-AUC averaged over the folds, which is optimistic (cvK: K folds)")
+	var ev evaluationFlags
+	ev.register(fs, &cfg.Common, "a random encoder, the baseline", " (the classifiers' initialisation; a random encoder's too)", "λ")
 	l2GridFlag(fs, &cfg.L2Grid, "l2-grid", "L2 strengths λ tried: each task minimises mean BCE + λ/2·‖w‖²")
 	fs.Float64SliceVar(&cfg.LabelFractions, "label-fractions", nil,
 		"shares of the train labels to fit on, each in (0, 1], e.g. 0.01,0.05,0.2,1; valid and test unchanged")
 	fs.Lookup("label-fractions").DefValue = "all"
 	fs.IntVar(&cfg.Steps, "steps", cfg.Steps, "full-batch Adam steps per fit")
 	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "Adam learning rate of the classifiers")
-	encoderFlags(fs, &cfg.Encoder)
+	ev.registerRuntime(fs, &cfg.Common)
 	// The encoder runs in evaluation mode, where dropout does nothing.
 	if err := fs.MarkHidden("dropout"); err != nil {
 		return err
 	}
-	runtimeFlags(fs, &cfg.Device, &cfg.Threads, &cfg.Workers, &cfg.Seed)
-	fs.StringVar(&cache, "cache", "", cacheFlagHelp)
-	var limits data.Limits
-	limitFlags(fs, &limits)
 	if err := parseFlags(fs, args, "data", "out"); err != nil {
 		return err
 	}
 	if fs.Changed("dropout") {
 		return usageError{errDropoutFrozen}
 	}
-	if err := rejectArchitectureFlags(fs, cfg.EncoderPath); err != nil {
+	if err := ev.check(fs, &cfg.Common, &cfg); err != nil {
 		return err
 	}
-	if err := cfg.Validate(); err != nil {
-		return flagError(fs, &cfg, err)
-	}
-	dataset, err := datasetOptions(fs, cache, limits)
-	if err != nil {
-		return err
-	}
-	if err := checkResultFile("--out", out); err != nil {
-		return err
-	}
-	cfg.Dataset, cfg.Progress = dataset, os.Stderr
 
-	res, err := trainer.LinearEval(cfg)
+	res, err := evaluate.LinearEval(cfg)
 	if err != nil {
 		return flagError(fs, &cfg, err)
 	}
-	if err := writeResultJSON(out, res); err != nil {
+	if err := writeResultJSON(ev.out, res); err != nil {
 		return err
 	}
 	selection := fmt.Sprintf("valid %.4f ± %.4f", res.Valid.Mean, res.Valid.Std)
@@ -89,6 +68,6 @@ func runLinearEval(args []string) error {
 		byFraction += fmt.Sprintf("%s %.4g %% %.4f ± %.4f", sep, 100*f.Fraction, f.Test.Mean, f.Test.Std)
 	}
 	printf("linear-eval %s, %s, %s: test ROC-AUC %.4f ± %.4f over %d runs (%s)%s, %.1fs; result in %s",
-		res.Dataset.Name, res.Protocol, encoderKind(res.Pretrained), res.Test.Mean, res.Test.Std, res.Test.N, selection, byFraction, res.Seconds, out)
+		res.Dataset.Name, res.Protocol, encoderKind(res.Pretrained), res.Test.Mean, res.Test.Std, res.Test.N, selection, byFraction, res.Seconds, ev.out)
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/rdkit"
 	"github.com/micrograph/micrograph/internal/atomicfile"
-	"github.com/micrograph/micrograph/trainer"
+	"github.com/micrograph/micrograph/trainer/report"
 )
 
 func runMotifs(args []string) error {
@@ -21,7 +21,7 @@ func runMotifs(args []string) error {
 			"and the NMI between motifs and groups, after pre-training and for the model the run\n"+
 			"started from (its seed, no step taken). The model runs in evaluation mode, without the\n"+
 			"subgraph perturbation.")
-	opt := trainer.MotifReportOptions{Molecules: 2000, PerMotif: 6, Device: "auto"}
+	opt := report.MotifReportOptions{Molecules: 2000, PerMotif: 6, Device: "auto"}
 	var cache, out string
 	fs.StringVar(&opt.Run, "run", "", "run folder: its newest readable checkpoint")
 	fs.StringVar(&opt.Data, "data", "", "OGB dataset folder or CSV file of SMILES (default: the run's own dataset)")
@@ -54,7 +54,7 @@ func runMotifs(args []string) error {
 		return err
 	}
 
-	r, err := trainer.BuildMotifReport(opt)
+	r, err := report.BuildMotifReport(opt)
 	if err != nil {
 		return flagError(fs, &opt, err)
 	}

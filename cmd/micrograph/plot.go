@@ -8,7 +8,8 @@ import (
 	"strings"
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
-	"github.com/micrograph/micrograph/trainer"
+	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/report"
 )
 
 func runPlot(args []string) error {
@@ -28,19 +29,19 @@ func runPlot(args []string) error {
 	if err := checkOutFolder(*out); err != nil {
 		return err
 	}
-	records, err := trainer.ReadLog(*run)
+	records, err := pretrain.ReadLog(*run)
 	if err != nil {
 		return err
 	}
 	if len(records) == 0 {
-		return fmt.Errorf("%s has no records yet", trainer.LogPath(*run))
+		return fmt.Errorf("%s has no records yet", pretrain.LogPath(*run))
 	}
 	title := "micrograph pre-training: " + *run
 	if *perEpoch {
-		records, title = trainer.EpochMeans(records), title+" (epoch means)"
+		records, title = report.EpochMeans(records), title+" (epoch means)"
 	}
 	var svg bytes.Buffer
-	if err := trainer.WriteLossPlot(&svg, records, title); err != nil {
+	if err := report.WriteLossPlot(&svg, records, title); err != nil {
 		return err
 	}
 	if err := atomicfile.WriteFile(*out, svg.Bytes(), 0o644); err != nil {

@@ -7,12 +7,12 @@ import (
 	"syscall"
 
 	"github.com/micrograph/micrograph/data"
-	"github.com/micrograph/micrograph/trainer"
+	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/spf13/pflag"
 )
 
 // pretrainFlags registers pretrain's flags into cfg.
-func pretrainFlags(cfg *trainer.PretrainConfig, run *string, resume *bool, cache *string, limits *data.Limits) *pflag.FlagSet {
+func pretrainFlags(cfg *pretrain.Config, run *string, resume *bool, cache *string, limits *data.Limits) *pflag.FlagSet {
 	fs := newFlags("pretrain", "--data DIR|CSV --run RUNDIR [flags]",
 		"Pre-trains a DeeperGCN encoder with MICRO-Graph (docs/method.md) and writes\n"+
 			"RUNDIR/config.json, RUNDIR/log.jsonl (one line per logged step) and checkpoints in\n"+
@@ -41,7 +41,7 @@ func pretrainFlags(cfg *trainer.PretrainConfig, run *string, resume *bool, cache
 }
 
 func runPretrain(args []string) error {
-	cfg := trainer.DefaultPretrainConfig()
+	cfg := pretrain.DefaultConfig()
 	var run, cache string
 	var resume bool
 	var limits data.Limits
@@ -51,7 +51,7 @@ func runPretrain(args []string) error {
 	}
 	if resume {
 		// The run's own settings, overridden by the flags given.
-		saved, err := trainer.ReadConfig(run)
+		saved, err := pretrain.ReadConfig(run)
 		if err != nil {
 			return err
 		}
@@ -87,7 +87,7 @@ func runPretrain(args []string) error {
 		os.Exit(130)
 	}()
 
-	res, err := trainer.Pretrain(run, cfg, trainer.PretrainOptions{
+	res, err := pretrain.Run(run, cfg, pretrain.Options{
 		Resume: resume, Progress: os.Stderr, Stop: stop, Dataset: dataset,
 	})
 	if err != nil {
@@ -96,14 +96,14 @@ func runPretrain(args []string) error {
 	if res.Stopped {
 		logf("stopped at step %d; checkpoint %s; continue with: micrograph pretrain --run %s --resume", res.Steps, res.Checkpoint, run)
 	} else {
-		printf("pre-trained %d steps: checkpoint %s, log %s", res.Steps, res.Checkpoint, trainer.LogPath(run))
+		printf("pre-trained %d steps: checkpoint %s, log %s", res.Steps, res.Checkpoint, pretrain.LogPath(run))
 	}
 	return nil
 }
 
 // validatePretrain judges every setting of a pre-training run before
 // anything is written; fs's flags were registered into cfg.
-func validatePretrain(fs *pflag.FlagSet, cfg *trainer.PretrainConfig, run string) error {
+func validatePretrain(fs *pflag.FlagSet, cfg *pretrain.Config, run string) error {
 	if err := cfg.Validate(); err != nil {
 		return flagError(fs, cfg, err)
 	}

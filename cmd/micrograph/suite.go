@@ -9,18 +9,18 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/atomicfile"
-	"github.com/micrograph/micrograph/trainer"
+	"github.com/micrograph/micrograph/trainer/evaluate"
 )
 
 func runSuite(args []string) error {
-	cfg := trainer.SuiteConfig{Finetune: trainer.DefaultFinetuneConfig(), Linear: trainer.DefaultLinearEvalConfig()}
-	cfg.Evaluations = []string{trainer.EvaluationFinetune, trainer.EvaluationLinear}
-	cfg.Protocols = []string{trainer.ProtocolScaffold, trainer.ProtocolCV10}
+	cfg := evaluate.SuiteConfig{Finetune: evaluate.DefaultFinetuneConfig(), Linear: evaluate.DefaultLinearEvalConfig()}
+	cfg.Evaluations = []string{evaluate.EvaluationFinetune, evaluate.EvaluationLinear}
+	cfg.Protocols = []string{evaluate.ProtocolScaffold, evaluate.ProtocolCV10}
 	ft, lin := &cfg.Finetune, &cfg.Linear
 	var out, cache string
 	fs := newFlags("suite", "--encoder a.pt[,b.pt,…] --datasets PATH... --out DIR [flags]",
 		"Runs the paper's downstream evaluation (docs/method.md §7) on the benchmarks given\n"+
-			"("+strings.Join(trainer.Benchmarks, ", ")+"; OGB folders such as ogbg_molbace or MoleculeNet\n"+
+			"("+strings.Join(evaluate.Benchmarks, ", ")+"; OGB folders such as ogbg_molbace or MoleculeNet\n"+
 			"CSVs such as BBBP.csv, told apart by name): every evaluation under every protocol with each\n"+
 			"pre-trained encoder and without pre-training (the same architecture randomly initialised).\n"+
 			"Protocols: scaffold (OGB's split, epoch or λ chosen on valid) and cv10 (the paper's 10-fold\n"+
@@ -70,7 +70,7 @@ func runSuite(args []string) error {
 	}
 	cfg.Progress = os.Stderr
 
-	res, runErr := trainer.Suite(cfg)
+	res, runErr := evaluate.Suite(cfg)
 	if res == nil {
 		return runErr
 	}

@@ -50,6 +50,15 @@ func Within(prefix string, err error) error {
 	return &Error{Name: prefix + "." + fe.Name, Value: fe.Value, Reason: fe.Reason}
 }
 
+// Check names the field of a value whose check failed with err, err's
+// message being the reason; a nil err passes.
+func Check(name string, value any, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{Name: name, Value: value, Reason: err.Error()}
+}
+
 // Finite is an error for a float field holding NaN or ±Inf, which no
 // setting accepts.
 func Finite(name string, v float64) error {

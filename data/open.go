@@ -1,0 +1,155 @@
+package data
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// DatasetOptions say where OpenDataset may keep what it derives.
+type OpenOptions struct {
+	// CacheDir holds featurised CSVs (featurized/) and the binary caches of
+	// dataset folders (datasets/), which are only read; empty means
+	// DefaultCacheDir().
+	CacheDir string
+	// SmilesCol names a CSV's SMILES column; empty tries "smiles", then "mol"
+	// (MoleculeNet's bace).
+	SmilesCol string
+	// Limits bound the CSV rows given to RDKit (DefaultLimits where
+	// zero); rows beyond them are rejected.
+	Limits Limits
+	// BinaryLabels refuses a label other than 0, 1 or missing, naming its
+	// file and line, as the downstream protocols need.
+	BinaryLabels bool
+	// Report receives one line saying how many rows a featurisation
+	// rejected and where they are listed; nil is silent.
+	Report io.Writer
+}
+
+func (o OpenOptions) cacheDir() (string, error) {
+	if o.CacheDir != "" {
+		return o.CacheDir, nil
+	}
+	return DefaultCacheDir()
+}
+
+// OpenDataset loads an OGB dataset folder, or a CSV file of SMILES and labels
+// (gzip-compressed or not), which it featurises once with OGB's rules and a
+// scaffold split and keeps under the cache folder, keyed by the file's content.
+func Open(path string, opt OpenOptions) (*Dataset, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("dataset %s: %w", path, err)
+	}
+	cache, err := opt.cacheDir()
+	if err != nil {
+		return nil, err
+	}
+	dir := path
+	if !st.IsDir() {
+		if dir, err = featurized(path, opt, filepath.Join(cache, "featurized")); err != nil {
+			return nil, err
+		}
+	}
+	ds, _, err := Load(dir, LoadOptions{CacheDir: cache})
+	if err != nil {
+		return nil, err
+	}
+	if opt.BinaryLabels && st.IsDir() {
+		if err := ds.CheckBinaryLabels(dir); err != nil {
+			return nil, err
+		}
+	}
+	rejected, err := CountRejections(dir)
+	if err != nil {
+		return nil, err
+	}
+	if rejected > 0 && opt.Report != nil {
+		fmt.Fprintf(opt.Report, "micrograph: %s: %d rows rejected, left out (listed in %s)\n", path, rejected, filepath.Join(dir, RejectFile))
+	}
+	return ds, nil
+}
+
+// featurized is the folder holding csv featurised, made if missing.
+func featurized(csv string, opt OpenOptions, cache string) (string, error) {
+	limits := opt.Limits
+	if limits == (Limits{}) {
+		limits = DefaultLimits()
+	}
+	if err := limits.Validate(); err != nil {
+		return "", err
+	}
+	sum, err := fileSHA256(csv)
+	if err != nil {
+		return "", err
+	}
+	name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(csv), ".gz"), ".csv")
+	key := fmt.Sprintf("%s-%s-%s", name, opt.SmilesCol, sum[:16])
+	if limits != DefaultLimits() {
+		key += fmt.Sprintf("-atoms%d-bytes%d", limits.MaxAtoms, limits.MaxSMILESBytes) // other rows rejected
+	}
+	dir := filepath.Join(cache, key)
+	_, statErr := os.Stat(dir)
+	if statErr == nil && !opt.BinaryLabels {
+		return dir, nil
+	}
+	cols := []string{opt.SmilesCol}
+	if opt.SmilesCol == "" {
+		cols = []string{"smiles", "mol"}
+	}
+	var table *Table
+	var noColumn error // about the first name tried
+	for _, col := range cols {
+		if table, err = ReadTable(csv, col, nil); !errors.Is(err, ErrNoSMILESColumn) {
+			break // read, or an error about the file itself
+		}
+		noColumn = cmp.Or(noColumn, err)
+	}
+	if errors.Is(err, ErrNoSMILESColumn) {
+		return "", noColumn
+	}
+	if err != nil {
+		return "", err
+	}
+	if opt.BinaryLabels {
+		if err := table.CheckBinaryLabels(); err != nil {
+			return "", err
+		}
+	}
+	if statErr == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", fmt.Errorf("featurisation of %s: %w", csv, err)
+	}
+	if _, err := Featurize(table, dir, FeaturizeOptions{Split: "scaffold", Limits: limits}); err != nil {
+		if _, statErr := os.Stat(dir); statErr == nil && errors.Is(err, os.ErrExist) {
+			return dir, nil // another process finished it first
+		}
+		return "", err
+	}
+	return dir, nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,125 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/micrograph/micrograph/internal/atomicfile"
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/nn"
+)
+
+// EncoderFormat names the layout of exported encoders.
+const EncoderFormat = "micrograph-encoder/1"
+
+// EncoderInfo is encoder.json, written next to an exported encoder.pt: what a
+// reader needs to rebuild the DeeperGCN (docs/method.md §2) and load the weights.
+type EncoderInfo struct {
+	Format          string        `json:"format"`
+	Architecture    string        `json:"architecture"`
+	Encoder         EncoderConfig `json:"encoder"`
+	AtomFeatureDims []int64       `json:"atom_feature_dims"`
+	BondFeatureDims []int64       `json:"bond_feature_dims"`
+	Pool            string        `json:"pool"`
+	Keys            []string      `json:"keys"`
+	Source          string        `json:"source,omitempty"` // checkpoint it came from
+	Step            int64         `json:"step,omitempty"`
+}
+
+// InfoPath is the encoder.json belonging to an encoder .pt file.
+func EncoderInfoPath(encoderPath string) string {
+	return strings.TrimSuffix(encoderPath, ".pt") + ".json"
+}
+
+// SaveEncoder writes an encoder's tensors (named without "encoder.") to path
+// and its description to InfoPath(path), both atomically.
+func SaveEncoder(path string, cfg EncoderConfig, state []torch.Named, source string, step int64) error {
+	if err := checkEncoderState(cfg, state); err != nil {
+		return fmt.Errorf("%s: %w", source, err)
+	}
+	info := EncoderInfo{
+		Format:          EncoderFormat,
+		Architecture:    "DeeperGCN res+ with GENConv softmax aggregation (docs/method.md §2)",
+		Encoder:         cfg,
+		AtomFeatureDims: AtomFeatureDims,
+		BondFeatureDims: BondFeatureDims,
+		Pool:            "mean",
+		Source:          source,
+		Step:            step,
+	}
+	for _, n := range state {
+		info.Keys = append(info.Keys, n.Name)
+	}
+	b, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := torch.Save(path, state, nil); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(EncoderInfoPath(path), append(b, '\n'), 0o644)
+}
+
+// LoadEncoder reads an exported encoder and its description; the tensors are
+// on the CPU and belong to the caller.
+func LoadEncoder(path string) (EncoderInfo, []torch.Named, error) {
+	var info EncoderInfo
+	b, err := os.ReadFile(EncoderInfoPath(path))
+	if err != nil {
+		return info, nil, fmt.Errorf("encoder %s: its description: %w", path, err)
+	}
+	if err := json.Unmarshal(b, &info); err != nil {
+		return info, nil, fmt.Errorf("%s: %w", EncoderInfoPath(path), err)
+	}
+	if info.Format != EncoderFormat {
+		return info, nil, fmt.Errorf("%s: format %q, want %q", EncoderInfoPath(path), info.Format, EncoderFormat)
+	}
+	if err := info.Encoder.Validate(); err != nil {
+		return info, nil, fmt.Errorf("%s: %w", EncoderInfoPath(path), err)
+	}
+	state, _, err := torch.Load(path, torch.CPU)
+	if err != nil {
+		return info, nil, err
+	}
+	return info, state, nil
+}
+
+// checkEncoderState makes sure that state holds exactly the tensors, with
+// their shapes, of the encoder cfg describes, so that no encoder file
+// contradicts its description.
+func checkEncoderState(cfg EncoderConfig, state []torch.Named) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("the encoder's configuration: %w", err)
+	}
+	store := nn.NewStore(torch.CPU, torch.Float32)
+	defer store.Free()
+	enc := NewDeeperGCN(store.Root(), cfg)
+	defer enc.Free()
+	want := map[string][]int64{}
+	for _, n := range store.State() {
+		want[n.Name] = n.Tensor.Shape()
+	}
+	var differ []string
+	for _, n := range state {
+		shape, ok := want[n.Name]
+		switch {
+		case !ok:
+			differ = append(differ, fmt.Sprintf("%s is not the encoder's", n.Name))
+		case !slices.Equal(shape, n.Tensor.Shape()):
+			differ = append(differ, fmt.Sprintf("%s is %v, the configuration's %v", n.Name, n.Tensor.Shape(), shape))
+		}
+		delete(want, n.Name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		differ = append(differ, name+" is missing")
+	}
+	if len(differ) > 0 {
+		return fmt.Errorf("the tensors contradict the configuration (hidden %d, layers %d, mlp_layers %d, learn_t %v, bond_per_layer %v): %d differ, first %s",
+			cfg.Hidden, cfg.Layers, cfg.MLPLayers, cfg.LearnT, cfg.BondPerLayer, len(differ), differ[0])
+	}
+	return nil
+}

@@ -1,0 +1,403 @@
+package evaluate
+
+// What fine-tuning (finetune.go), linear evaluation (linear.go) and the
+// benchmark suite (suite.go) share: the masked loss, the splits they evaluate
+// on, batched passes over a split, and summaries over runs (docs/method.md §7).
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/field"
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/trainer/metrics"
+)
+
+// evalBatchSize is the number of molecules per forward pass when nothing is
+// learned (evaluation, embedding). In evaluation mode batch norm uses its
+// running statistics and dropout is off, so the values do not depend on it.
+const evalBatchSize = 256
+
+// cvStream separates the stream of the cross-validation permutation from any
+// other use of the same seed.
+const cvStream = 0x6376 // "cv"
+
+// MaskedBCEWithLogits is binary cross-entropy on logits (B×T) against labels
+// (B×T, 0 or 1) averaged over the labelled entries only (mask B×T bool), as
+// docs/method.md §7 and OGB's examples compute it. Each entry is
+// max(x,0) − x·y + log(1 + e^−|x|), which never overflows. A batch without
+// labels has loss 0.
+func MaskedBCEWithLogits(logits, labels, mask *torch.Tensor) *torch.Tensor {
+	m := mask.ToDType(logits.DType())
+	return bceWithLogits(logits, labels).Mul(m).Sum().Div(m.Sum().ClampMin(1))
+}
+
+// bceWithLogits is the elementwise binary cross-entropy of logits x against
+// targets y.
+func bceWithLogits(x, y *torch.Tensor) *torch.Tensor {
+	return x.Relu().Sub(x.Mul(y)).Add(x.Abs().Neg().Exp().AddScalar(1).Log())
+}
+
+// The evaluation protocols: how a dataset is split and how the reported
+// epoch (fine-tuning) or λ (linear evaluation) is chosen.
+const (
+	// ProtocolScaffold is OGB's: the dataset's scaffold split, the epoch or
+	// λ chosen on the valid part, the test ROC-AUC reported.
+	ProtocolScaffold = "scaffold"
+	// ProtocolCV10 is the paper's: 10-fold cross-validation over the whole
+	// dataset, reporting the epoch or λ with the best test ROC-AUC averaged
+	// over the folds. Choosing on test is optimistic: the figure is the
+	// best of a curve measured on the data it reports, not a held-out one.
+	ProtocolCV10 = "cv10"
+)
+
+// protocolWant says what a protocol may be, after its name.
+var protocolWant = fmt.Sprintf("must be %s or %s (cvK: K-fold cross-validation, K ≥ 2)", ProtocolScaffold, ProtocolCV10)
+
+// ProtocolFolds is the number of cross-validation folds of a protocol:
+// 0 for ProtocolScaffold, K for "cvK" (K ≥ 2; ProtocolCV10 is the paper's).
+func ProtocolFolds(protocol string) (int, error) {
+	if protocol == ProtocolScaffold {
+		return 0, nil
+	}
+	if k, ok := strings.CutPrefix(protocol, "cv"); ok {
+		if n, err := strconv.Atoi(k); err == nil && n >= 2 && strconv.Itoa(n) == k {
+			return n, nil
+		}
+	}
+	return 0, field.Errorf("protocol", protocol, "%s", protocolWant)
+}
+
+// CrossValidationSplits is K-fold cross-validation over n molecules (the
+// paper's protocol, docs/method.md §7): a permutation drawn from seed cut into K
+// folds whose sizes differ by at most one (the first n mod K folds hold one
+// more); split i tests on fold i and trains on the others, with no valid
+// part (the paper's selection is on the test folds). Every molecule is
+// tested exactly once. Each part is sorted. The folds are plain, not
+// stratified: most benchmarks have several tasks with missing labels, so
+// there is no one class to stratify on, and one rule serves all seven.
+func CrossValidationSplits(n, k int, seed uint64) ([]*data.Split, error) {
+	if k < 2 || k > n {
+		return nil, field.Errorf("protocol", fmt.Sprintf("cv%d", k), "must have between 2 and %d folds, the number of molecules", n)
+	}
+	perm := rand.New(rand.NewPCG(seed, cvStream)).Perm(n)
+	folds := make([][]int32, k)
+	start := 0
+	for i := range folds {
+		size := n / k
+		if i < n%k {
+			size++
+		}
+		for _, g := range perm[start : start+size] {
+			folds[i] = append(folds[i], int32(g))
+		}
+		slices.Sort(folds[i])
+		start += size
+	}
+	splits := make([]*data.Split, k)
+	for i := range splits {
+		s := &data.Split{Name: fmt.Sprintf("cv%d-fold%d", k, i), Test: folds[i]}
+		for j, f := range folds {
+			if j != i {
+				s.Train = append(s.Train, f...)
+			}
+		}
+		slices.Sort(s.Train)
+		splits[i] = s
+	}
+	return splits, nil
+}
+
+// SelectOnFoldMean is the paper protocol's selection: curves[f][i] is fold
+// f's test ROC-AUC at candidate i (an epoch, or a λ of the grid); it returns
+// the candidate whose mean over the folds is highest (the earliest on ties;
+// means with a NaN are never chosen unless all are) and that mean.
+func SelectOnFoldMean[V ~float64](curves [][]V) (int, float64) {
+	best, bestMean := 0, math.NaN()
+	if len(curves) == 0 {
+		return best, bestMean
+	}
+	for i := range curves[0] {
+		var sum float64
+		for _, c := range curves {
+			sum += float64(c[i])
+		}
+		mean := sum / float64(len(curves))
+		if mean > bestMean || (math.IsNaN(bestMean) && !math.IsNaN(mean)) {
+			best, bestMean = i, mean
+		}
+	}
+	return best, bestMean
+}
+
+// evaluationSplits are the splits a protocol runs on: the dataset's own
+// (scaffold) split, or K-fold cross-validation when cvFolds > 0, its folds
+// drawn from seed. Each must leave molecules to train on and, in its valid
+// (when it has one) and test parts, a task with both classes, or ROC-AUC
+// (and with it model selection) is undefined. name is the dataset's in
+// messages.
+func evaluationSplits(name string, ds *data.Dataset, cvFolds int, seed uint64) ([]*data.Split, error) {
+	var splits []*data.Split
+	if cvFolds > 0 {
+		var err error
+		if splits, err = CrossValidationSplits(ds.NumGraphs(), cvFolds, seed); err != nil {
+			return nil, err
+		}
+	} else {
+		if ds.Split == nil {
+			return nil, fmt.Errorf("dataset %s has no split: use --protocol %s (cross-validation)", name, ProtocolCV10)
+		}
+		splits = []*data.Split{ds.Split}
+	}
+	for _, s := range splits {
+		if len(s.Train) == 0 {
+			return nil, fmt.Errorf("%s split of %s: no molecule to train on", s.Name, name)
+		}
+		for _, part := range []struct {
+			name string
+			idx  []int32
+		}{{"valid", s.Valid}, {"test", s.Test}} {
+			if part.name == "valid" && cvFolds > 0 {
+				continue
+			}
+			if !hasBothClasses(splitLabels(ds, part.idx), ds.NumTasks()) {
+				return nil, fmt.Errorf("%s split of %s: the %s part (%d molecules) has no task with both classes, so ROC-AUC is undefined",
+					s.Name, name, part.name, len(part.idx))
+			}
+		}
+	}
+	return splits, nil
+}
+
+// splitLabels is the label matrix (len(idx)×T, NaN where missing) of the
+// molecules idx, in that order.
+func splitLabels(ds *data.Dataset, idx []int32) []float32 {
+	t := ds.NumTasks()
+	out := make([]float32, 0, len(idx)*t)
+	for _, g := range idx {
+		out = append(out, ds.Labels[int(g)*t:int(g+1)*t]...)
+	}
+	return out
+}
+
+// hasBothClasses reports whether some task has a positive and a negative label.
+func hasBothClasses(labels []float32, tasks int) bool {
+	for t := range tasks {
+		var pos, neg bool
+		for i := t; i < len(labels); i += tasks {
+			switch labels[i] {
+			case 1:
+				pos = true
+			case 0:
+				neg = true
+			}
+		}
+		if pos && neg {
+			return true
+		}
+	}
+	return false
+}
+
+// batchPrepare is the loader's Prepare for dev: pinned staging on a GPU.
+func batchPrepare(dev torch.Device) func(*data.Batch) error {
+	if dev.IsCUDA() {
+		return data.PinMemory
+	}
+	return nil
+}
+
+// forEachBatch calls fn on the molecules idx of ds, in order, evalBatchSize
+// at a time, each call inside its own scope (passed to fn, to Keep what must
+// outlive it) and without autograd.
+func forEachBatch(ds *data.Dataset, idx []int32, workers int, dev torch.Device, fn func(b *data.Batch, s *torch.Scope)) error {
+	loader, err := data.NewLoader(data.LoaderConfig{
+		Dataset: ds, Indices: idx, BatchSize: evalBatchSize, Epochs: 1, Workers: workers, Prepare: batchPrepare(dev),
+	})
+	if err != nil {
+		return err
+	}
+	defer loader.Close()
+	for {
+		b, err := loader.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		func() {
+			s := torch.NewScope()
+			defer s.Close()
+			defer loader.Release(b)
+			torch.NoGrad(func() { fn(b, s) })
+		}()
+	}
+}
+
+// downstreamEncoder is the architecture a protocol runs and, when path is
+// not empty, the pre-trained weights to load into it (CPU tensors the caller
+// frees with freeNamed). Without a file the architecture is arch, randomly
+// initialised: the "Non-Pretrain" baseline of docs/method.md §7.
+func downstreamEncoder(path string, arch model.EncoderConfig) (model.EncoderConfig, []torch.Named, error) {
+	if path == "" {
+		return arch, nil, arch.Validate()
+	}
+	info, state, err := model.LoadEncoder(path)
+	if err != nil {
+		return arch, nil, err
+	}
+	return info.Encoder, state, nil
+}
+
+// DatasetSummary identifies the data a result was computed on.
+type DatasetSummary struct {
+	Name      string   `json:"name"` // base name of the path: folder or CSV file
+	Path      string   `json:"path"`
+	Molecules int      `json:"molecules"`
+	Tasks     []string `json:"tasks"`
+	Split     string   `json:"split"` // "scaffold" or "cvK"
+}
+
+func summarizeDataset(path string, ds *data.Dataset, cvFolds int) DatasetSummary {
+	split := fmt.Sprintf("cv%d", cvFolds)
+	if cvFolds == 0 {
+		split = ds.Split.Name
+	}
+	return DatasetSummary{Name: filepath.Base(path), Path: path, Molecules: ds.NumGraphs(), Tasks: ds.Tasks, Split: split}
+}
+
+// TaskStat is one task's test ROC-AUC over runs.
+type TaskStat struct {
+	Task string `json:"task"`
+	metrics.Stat
+}
+
+// perTaskStats summarises, task by task, the per-task values of every run.
+func perTaskStats(tasks []string, runs [][]metrics.Value) []TaskStat {
+	out := make([]TaskStat, len(tasks))
+	for t, name := range tasks {
+		xs := make([]float64, len(runs))
+		for r, run := range runs {
+			xs[r] = float64(run[t])
+		}
+		out[t] = TaskStat{Task: name, Stat: metrics.StatOf(xs)}
+	}
+	return out
+}
+
+// toValues converts float64s to JSON-safe Values.
+func toValues(xs []float64) []metrics.Value {
+	out := make([]metrics.Value, len(xs))
+	for i, x := range xs {
+		out[i] = metrics.Value(x)
+	}
+	return out
+}
+
+// downstreamSetup is what both protocols do first: the device, the libtorch
+// thread count, and the dataset.
+func downstreamSetup(device string, threads int, dataPath string, opt data.OpenOptions) (torch.Device, *data.Dataset, error) {
+	dev, err := torch.ParseDevice(device)
+	if err != nil {
+		return dev, nil, err
+	}
+	if threads > 0 {
+		torch.SetNumThreads(threads)
+	}
+	opt.BinaryLabels = true // both protocols fit binary classifiers
+	ds, err := data.Open(dataPath, opt)
+	if err != nil {
+		return dev, nil, err
+	}
+	if ds.NumTasks() == 0 {
+		return dev, nil, fmt.Errorf("dataset %s: no label column to evaluate on", dataPath)
+	}
+	return dev, ds, nil
+}
+
+// Common are the settings every evaluation shares: which encoder is measured
+// on which data, with how many seeds under which split protocol, and where.
+type Common struct {
+	Data        string `json:"data"`                   // OGB dataset folder or CSV of SMILES and labels
+	EncoderPath string `json:"encoder_path,omitempty"` // exported encoder (.pt); empty: random initialisation
+	// Encoder is the architecture used without EncoderPath; with it the
+	// file's architecture is used. Results record the one used.
+	Encoder model.EncoderConfig `json:"encoder"`
+
+	// Seeds runs per split; run i is seeded with Seed+i, which fixes the
+	// model's initialisation and draws its cross-validation folds.
+	Seeds    int    `json:"seeds"`
+	Seed     uint64 `json:"seed"`
+	Protocol string `json:"protocol"` // ProtocolScaffold or ProtocolCV10 (any "cvK")
+
+	Device  string `json:"device"`  // cpu, cuda, cuda:N or auto
+	Threads int    `json:"threads"` // libtorch intra-op threads; 0: libtorch's default
+	Workers int    `json:"workers"` // goroutines collating batches
+
+	Dataset  data.OpenOptions `json:"-"` // where a CSV's featurisation is cached
+	Progress io.Writer        `json:"-"` // one line per epoch or run; nil is silent
+}
+
+// defaultCommon is docs/method.md §7's protocol: 10 seeds on the scaffold
+// split, with §1's encoder architecture for runs without a pre-trained one.
+func defaultCommon() Common {
+	return Common{Encoder: model.DefaultEncoderConfig(), Seeds: 10, Protocol: ProtocolScaffold, Device: "auto", Workers: 2}
+}
+
+// validate checks the shared settings, naming their fields.
+func (c Common) validate() error {
+	switch {
+	case c.Data == "":
+		return field.Errorf("data", c.Data, "must name a dataset folder or CSV file")
+	case c.Seeds < 1:
+		return field.Errorf("seeds", c.Seeds, "must be positive")
+	case c.Threads < 0:
+		return field.Errorf("threads", c.Threads, "must not be negative")
+	case c.Workers < 1:
+		return field.Errorf("workers", c.Workers, "must be positive")
+	}
+	if _, err := ProtocolFolds(c.Protocol); err != nil {
+		return err
+	}
+	return field.Check("device", c.Device, torch.CheckDeviceName(c.Device))
+}
+
+// session is what an evaluation opens before its runs: the encoder's
+// architecture and weights (nil without EncoderPath), the device, the
+// dataset and the number of cross-validation folds (0: scaffold split).
+type session struct {
+	arch  model.EncoderConfig
+	state []torch.Named
+	dev   torch.Device
+	ds    *data.Dataset
+	folds int
+}
+
+// open loads c's encoder and dataset and sets libtorch's threads. The
+// caller, which has validated c, locks its OS thread (libtorch keeps grad
+// mode and scopes per thread) and closes the session.
+func (c Common) open() (*session, error) {
+	arch, state, err := downstreamEncoder(c.EncoderPath, c.Encoder)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{arch: arch, state: state}
+	if s.dev, s.ds, err = downstreamSetup(c.Device, c.Threads, c.Data, c.Dataset); err != nil {
+		s.close()
+		return nil, err
+	}
+	s.folds, _ = ProtocolFolds(c.Protocol) // checked by validate
+	return s, nil
+}
+
+func (s *session) close() { torch.FreeNamed(s.state) }

@@ -1,0 +1,513 @@
+package evaluate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/field"
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/ops"
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/nn"
+	"github.com/micrograph/micrograph/torch/optim"
+	"github.com/micrograph/micrograph/trainer/metrics"
+)
+
+// LinearEvalConfig is a linear evaluation ("feature extraction", docs/method.md
+// §7): a frozen encoder's mean-pooled graph embeddings, and on them one
+// L2-regularised logistic regression per task.
+//
+// The classifier is fitted with libtorch: features are standardised with the
+// train part's mean and std; for every L2 strength λ of L2Grid at once, a
+// weight vector w_t and bias per task t minimise, full batch, with Adam for
+// Steps steps at rate LR,
+//
+//	mean over the train molecules labelled for t of BCE(x·w_t + b_t, y_t) + λ/2·‖w_t‖²
+//
+// (scikit-learn's LogisticRegression with C = 1/(λ·n_t)). Tasks and grid
+// values share nothing, so this is T·|L2Grid| separate fits. On the scaffold
+// split each task then keeps the λ with the highest valid ROC-AUC (the first
+// in grid order on ties; the best λ on mean valid ROC-AUC for a task whose
+// valid labels hold one class), and its test ROC-AUC is reported. With
+// cross-validation (the paper's protocol) there is no valid part: each seed
+// keeps the one λ, for every task, whose mean test ROC-AUC averaged over the
+// seed's folds is highest, which is optimistic (see ProtocolCV10).
+type LinearEvalConfig struct {
+	// Common is what is measured on which data; without EncoderPath a
+	// random encoder of the Encoder architecture (the baseline), drawn anew
+	// for each seed. Dropout does not matter: the encoder runs in evaluation
+	// mode.
+	Common
+
+	L2Grid []float64 `json:"l2_grid"` // λ values tried
+	Steps  int       `json:"steps"`   // full-batch Adam steps per fit
+	LR     float64   `json:"lr"`      // Adam's rate for the classifier
+
+	// LabelFractions, when not empty, fit every run once per fraction on
+	// that share of its split's train molecules (LabelSubsets, drawn from
+	// the run's seed: the same molecules for every encoder), valid and test
+	// unchanged: the label-scarce regime. Empty: every train label.
+	LabelFractions []float64 `json:"label_fractions,omitempty"`
+}
+
+// DefaultLinearEvalConfig is 10 seeds on the scaffold split (docs/method.md §7),
+// λ from 10 down to 1e-5 by decades, 500 Adam steps at rate 0.01, and §1's
+// encoder architecture for the random baseline.
+func DefaultLinearEvalConfig() LinearEvalConfig {
+	return LinearEvalConfig{
+		Common: defaultCommon(),
+		L2Grid: []float64{10, 1, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5},
+		Steps:  500,
+		LR:     0.01,
+	}
+}
+
+// Validate reports the first setting that cannot work, naming its field.
+func (c LinearEvalConfig) Validate() error {
+	if err := c.Common.validate(); err != nil {
+		return err
+	}
+	if c.EncoderPath == "" {
+		arch := c.Encoder
+		arch.Dropout = 0 // evaluation mode
+		if err := arch.Validate(); err != nil {
+			return field.Within("encoder", err)
+		}
+	}
+	if len(c.L2Grid) == 0 {
+		return field.Errorf("l2_grid", "", "must hold at least one value")
+	}
+	for _, l := range c.L2Grid {
+		if !(l >= 0) || math.IsInf(l, 0) {
+			return field.Errorf("l2_grid", l, "must hold finite values, not negative")
+		}
+	}
+	if err := field.Finite("lr", c.LR); err != nil {
+		return err
+	}
+	switch {
+	case c.Steps < 1:
+		return field.Errorf("steps", c.Steps, "must be positive")
+	case !(c.LR > 0):
+		return field.Errorf("lr", c.LR, "must be positive")
+	}
+	return ValidateLabelFractions(c.LabelFractions)
+}
+
+// LinearEvalResult is a linear evaluation's outcome, written as JSON.
+type LinearEvalResult struct {
+	Evaluation   string           `json:"evaluation"` // "linear"
+	Protocol     string           `json:"protocol"`   // as Config.Protocol
+	Folds        int              `json:"folds"`      // cross-validation folds; 0 on the scaffold split
+	Config       LinearEvalConfig `json:"config"`     // as run: Encoder is the architecture used
+	Device       string           `json:"device"`
+	Dataset      DatasetSummary   `json:"dataset"`
+	Pretrained   bool             `json:"pretrained"` // weights loaded from Config.EncoderPath
+	EmbeddingDim int              `json:"embedding_dim"`
+
+	// Seed by seed, fold by fold within a seed, and within a fold by label
+	// fraction in Config.LabelFractions' order.
+	Runs []LinearEvalRun `json:"runs"`
+
+	// Selected is, with cross-validation, each seed's λ chosen on the test
+	// ROC-AUC averaged over its folds (optimistic: see ProtocolCV10), for
+	// each label fraction.
+	Selected []SelectedL2 `json:"selected,omitempty"`
+
+	// Test, Valid and TestPerTask are over the runs of the largest label
+	// fraction (every run without Config.LabelFractions).
+	Test         metrics.Stat `json:"test"`  // test ROC-AUC at the chosen λ, over runs
+	Valid        metrics.Stat `json:"valid"` // valid ROC-AUC at the chosen λ; undefined with cross-validation
+	TestPerTask  []TaskStat   `json:"test_per_task"`
+	EmbedSeconds float64      `json:"embed_seconds"` // computing embeddings, in all
+	Seconds      float64      `json:"seconds"`
+
+	// ByFraction summarises the runs of each label fraction, in
+	// Config.LabelFractions' order; empty without them.
+	ByFraction []FractionStat `json:"by_fraction,omitempty"`
+}
+
+// SelectedL2 is the λ a seed's folds report under cross-validation.
+type SelectedL2 struct {
+	Seed          uint64        `json:"seed"`
+	LabelFraction float64       `json:"label_fraction"` // share of the train labels the folds fitted on
+	L2            float64       `json:"l2"`
+	FoldMean      metrics.Value `json:"fold_mean"` // mean test ROC-AUC at L2 averaged over the folds
+}
+
+// FractionStat is linear evaluation with one share of the train labels.
+type FractionStat struct {
+	Fraction float64      `json:"fraction"`
+	Train    []int        `json:"train"` // labelled molecules fitted on, per split in order
+	Test     metrics.Stat `json:"test"`
+	Valid    metrics.Stat `json:"valid"`
+}
+
+// LinearEvalRun is one seed on one split with one share of its train labels.
+type LinearEvalRun struct {
+	Seed  uint64 `json:"seed"`
+	Split string `json:"split"`
+	Train int    `json:"train"` // molecules fitted on: LabelSubsets of the split's train part
+	Valid int    `json:"valid"`
+	Test  int    `json:"test"`
+
+	LabelFraction float64 `json:"label_fraction"` // share of the train part fitted on
+	TrainPart     int     `json:"train_part"`     // molecules in the split's train part
+
+	// Per λ of the grid, in its order: mean valid ROC-AUC over tasks (null
+	// without a valid part), mean test ROC-AUC over tasks, and the final
+	// training BCE (mean over tasks, without the penalty), which shows
+	// whether the fits converged.
+	ValidByL2     []metrics.Value `json:"valid_by_l2"`
+	TestByL2      []metrics.Value `json:"test_by_l2"`
+	TrainLossByL2 []metrics.Value `json:"train_loss_by_l2"`
+
+	L2          []float64       `json:"l2"` // λ chosen for each task
+	ValidROCAUC metrics.Value   `json:"valid_roc_auc"`
+	TestROCAUC  metrics.Value   `json:"test_roc_auc"`
+	TestPerTask []metrics.Value `json:"test_per_task"` // null for a task lacking a class in the test part
+	Seconds     float64         `json:"seconds"`
+
+	testPerTaskByL2 [][]float64 // [λ][task], for the selection across folds
+}
+
+// LinearEval embeds every molecule with the frozen encoder (evaluation mode:
+// running batch-norm statistics, no dropout; mean pooling as in
+// pre-training) and fits the per-task logistic regressions described at
+// LinearEvalConfig on every split and seed. A pre-trained encoder's
+// embeddings are computed once; the random baseline draws a new encoder per
+// seed, so that its spread includes the encoder's.
+func LinearEval(cfg LinearEvalConfig) (*LinearEvalResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	se, err := cfg.Common.open()
+	if err != nil {
+		return nil, err
+	}
+	defer se.close()
+	arch, state, dev, ds, folds := se.arch, se.state, se.dev, se.ds, se.folds
+	res := &LinearEvalResult{Evaluation: "linear", Protocol: cfg.Protocol, Folds: folds, Config: cfg, Device: dev.String(),
+		Dataset: summarizeDataset(cfg.Data, ds, folds), Pretrained: state != nil, EmbeddingDim: arch.Hidden}
+	res.Config.Encoder = arch
+
+	fractions := cfg.LabelFractions
+	if len(fractions) == 0 {
+		fractions = []float64{1}
+	}
+	var embeddings *torch.Tensor // n×d, of every molecule
+	defer func() { embeddings.Free() }()
+	for i := range cfg.Seeds {
+		seed := cfg.Seed + uint64(i)
+		splits, err := evaluationSplits(filepath.Base(cfg.Data), ds, folds, seed)
+		if err != nil {
+			return nil, err
+		}
+		if embeddings == nil || state == nil {
+			embeddings.Free()
+			embedStart := time.Now()
+			var embedErr error
+			if err := torch.Catch(func() { embeddings, embedErr = embedMolecules(ds, arch, state, seed, dev, cfg.Workers) }); err != nil || embedErr != nil {
+				return nil, fmt.Errorf("encoder %s on %s: %w", encoderName(cfg.EncoderPath), cfg.Data, errors.Join(err, embedErr))
+			}
+			res.EmbedSeconds += time.Since(embedStart).Seconds()
+		}
+		seedRuns := make([]LinearEvalRun, 0, len(splits))
+		for _, split := range splits {
+			subsets, err := LabelSubsets(split.Train, splitLabels(ds, split.Train), ds.NumTasks(), fractions, seed)
+			if err != nil {
+				return nil, err
+			}
+			for k, fraction := range fractions {
+				labelled := *split
+				labelled.Train = subsets[k]
+				name := split.Name + " split"
+				if len(cfg.LabelFractions) > 0 {
+					name += fmt.Sprintf(", %.4g %% of train labels (%d molecules)", 100*fraction, len(labelled.Train))
+				}
+				var run LinearEvalRun
+				var runErr error
+				if err := torch.Catch(func() { run, runErr = FitLinear(&res.Config, ds, &labelled, embeddings, seed) }); err != nil || runErr != nil {
+					return nil, fmt.Errorf("seed %d, %s: %w", seed, name, errors.Join(err, runErr))
+				}
+				run.LabelFraction, run.TrainPart = fraction, len(split.Train)
+				seedRuns = append(seedRuns, run)
+			}
+		}
+		if folds > 0 {
+			// The paper's selection, made for each label fraction on its own folds.
+			for _, fraction := range fractions {
+				var idx []int
+				var runs []LinearEvalRun
+				for j, r := range seedRuns {
+					if r.LabelFraction == fraction {
+						idx, runs = append(idx, j), append(runs, r)
+					}
+				}
+				sel := selectL2OnFolds(seed, cfg.L2Grid, runs)
+				sel.LabelFraction = fraction
+				res.Selected = append(res.Selected, sel)
+				for k, j := range idx {
+					seedRuns[j] = runs[k]
+				}
+			}
+		}
+		if cfg.Progress != nil {
+			for _, run := range seedRuns {
+				valid := fmt.Sprintf("valid ROC-AUC %.4f", run.ValidROCAUC)
+				if folds > 0 {
+					valid = fmt.Sprintf("λ %g chosen on the fold-averaged test", run.L2[0])
+				}
+				share := ""
+				if len(cfg.LabelFractions) > 0 {
+					share = fmt.Sprintf(", %.4g %% of train labels", 100*run.LabelFraction)
+				}
+				fmt.Fprintf(cfg.Progress, "linear-eval %s: seed %d, %s split%s: %s, test ROC-AUC %.4f (%.1fs)\n",
+					res.Dataset.Name, seed, run.Split, share, valid, run.TestROCAUC, run.Seconds)
+			}
+		}
+		res.Runs = append(res.Runs, seedRuns...)
+	}
+
+	res.Test, res.Valid, res.TestPerTask = summarizeLinearRuns(res.Runs, slices.Max(fractions), ds.Tasks)
+	for _, fraction := range cfg.LabelFractions {
+		s := FractionStat{Fraction: fraction}
+		s.Test, s.Valid, _ = summarizeLinearRuns(res.Runs, fraction, ds.Tasks)
+		for _, r := range res.Runs[:len(res.Runs)/cfg.Seeds] { // the first seed's runs
+			if r.LabelFraction == fraction {
+				s.Train = append(s.Train, r.Train)
+			}
+		}
+		res.ByFraction = append(res.ByFraction, s)
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// selectL2OnFolds applies the paper's selection to one seed's fold runs:
+// each run reports, for every task, the λ of grid with the best mean test
+// ROC-AUC averaged over the folds.
+func selectL2OnFolds(seed uint64, grid []float64, runs []LinearEvalRun) SelectedL2 {
+	curves := make([][]metrics.Value, len(runs))
+	for f, r := range runs {
+		curves[f] = r.TestByL2
+	}
+	best, mean := SelectOnFoldMean(curves)
+	for f := range runs {
+		r := &runs[f]
+		r.L2 = slices.Repeat([]float64{grid[best]}, len(r.testPerTaskByL2[best]))
+		r.TestROCAUC, r.TestPerTask = r.TestByL2[best], toValues(r.testPerTaskByL2[best])
+	}
+	return SelectedL2{Seed: seed, L2: grid[best], FoldMean: metrics.Value(mean)}
+}
+
+// summarizeLinearRuns summarises the runs of one label fraction: test and
+// valid ROC-AUC, and test per task.
+func summarizeLinearRuns(runs []LinearEvalRun, fraction float64, tasks []string) (test, valid metrics.Stat, perTask []TaskStat) {
+	var tests, valids []float64
+	var byTask [][]metrics.Value
+	for _, r := range runs {
+		if r.LabelFraction == fraction {
+			tests, valids, byTask = append(tests, float64(r.TestROCAUC)), append(valids, float64(r.ValidROCAUC)), append(byTask, r.TestPerTask)
+		}
+	}
+	return metrics.StatOf(tests), metrics.StatOf(valids), perTaskStats(tasks, byTask)
+}
+
+// embedMolecules is the mean-pooled embedding (n×d, on dev, owned by the
+// caller) of every molecule of ds by the encoder arch in evaluation mode,
+// with the weights of state, or randomly initialised from seed without them.
+func embedMolecules(ds *data.Dataset, arch model.EncoderConfig, state []torch.Named, seed uint64, dev torch.Device, workers int) (*torch.Tensor, error) {
+	torch.ManualSeed(seed)
+	store := nn.NewStore(dev, torch.Float32)
+	defer store.Free()
+	// At the store's root the tensors are named as in an exported encoder.
+	enc := model.NewDeeperGCN(store.Root(), arch)
+	defer enc.Free()
+	if state != nil {
+		if err := torch.LoadState(store.State(), state); err != nil {
+			return nil, fmt.Errorf("encoder: %w", err)
+		}
+	}
+	s := torch.NewScope()
+	defer s.Close()
+	chunks := make([]*torch.Tensor, 0, ds.NumGraphs()/evalBatchSize+1)
+	err := forEachBatch(ds, ds.All(), workers, dev, func(b *data.Batch, batch *torch.Scope) {
+		g := b.Graph(dev)
+		chunks = append(chunks, batch.Keep(ops.GraphPool(enc.Forward(g, false), g, ops.MeanPool)))
+	})
+	if err != nil {
+		return nil, err
+	}
+	all := torch.Cat(chunks, 0)
+	// A damaged encoder gives NaN or Inf, which no classifier can use.
+	if bad := int(all.IsFinite().LogicalNot().ToDType(torch.Float32).SumDim(1, false).GtScalar(0).ToDType(torch.Float32).Sum().Item()); bad > 0 {
+		return nil, fmt.Errorf("%w: %d of the %d molecules have NaN or infinite embeddings", errNonFiniteEmbedding, bad, ds.NumGraphs())
+	}
+	return all.Unscope(), nil
+}
+
+// errNonFiniteEmbedding marks an encoder whose output cannot be used.
+var errNonFiniteEmbedding = errors.New("the encoder's weights give non-finite embeddings")
+
+// FitLinear fits the logistic regressions of every task and grid value on
+// split's train part and evaluates them (see LinearEvalConfig).
+func FitLinear(cfg *LinearEvalConfig, ds *data.Dataset, split *data.Split, embeddings *torch.Tensor, seed uint64) (LinearEvalRun, error) {
+	start := time.Now()
+	run := LinearEvalRun{Seed: seed, Split: split.Name, Train: len(split.Train), Valid: len(split.Valid), Test: len(split.Test)}
+	s := torch.NewScope()
+	defer s.Close()
+	dev := embeddings.Device()
+	tasks, grid := ds.NumTasks(), len(cfg.L2Grid)
+	rows := func(idx []int32) *torch.Tensor {
+		i := make([]int64, len(idx))
+		for k, g := range idx {
+			i[k] = int64(g)
+		}
+		return embeddings.IndexSelect(0, torch.FromSlice(i).To(dev, false))
+	}
+
+	// Standardise on the train part's statistics; a constant feature stays 0.
+	train := rows(split.Train)
+	mean := train.MeanDim(0, true)
+	std := train.Sub(mean).PowScalar(2).MeanDim(0, true).Sqrt()
+	std = std.MaskedFill(std.LtScalar(1e-6), 1)
+	standardise := func(x *torch.Tensor) *torch.Tensor { return x.Sub(mean).Div(std) }
+	xTrain := standardise(train)
+
+	trainLabels := splitLabels(ds, split.Train)
+	mask := make([]float32, len(trainLabels))
+	for i, y := range trainLabels {
+		if y == y {
+			mask[i] = 1
+		} else {
+			trainLabels[i] = 0
+		}
+	}
+	n := int64(len(split.Train))
+	y := torch.FromSlice(trainLabels, n, int64(tasks)).To(dev, false)
+	m := torch.FromSlice(mask, n, int64(tasks)).To(dev, false)
+	labelled := m.SumDim(0, false).ClampMin(1) // per task
+	lambda := make([]float32, grid)
+	for g, l := range cfg.L2Grid {
+		lambda[g] = float32(l)
+	}
+	penalty := torch.FromSlice(lambda, int64(grid), 1).To(dev, false) // G×1, against G×T
+
+	// One weight matrix per grid value: G×d×T, biases G×1×T, initialised as
+	// PyTorch's Linear(d, T) from the run's seed.
+	torch.ManualSeed(seed)
+	d := embeddings.Size(1)
+	store := nn.NewStore(dev, torch.Float32)
+	defer store.Free()
+	bound := 1 / math.Sqrt(float64(d))
+	w := store.Root().Param("weight", torch.Empty([]int64{int64(grid), d, int64(tasks)}, store.Root().Options()))
+	b := store.Root().Param("bias", torch.Empty([]int64{int64(grid), 1, int64(tasks)}, store.Root().Options()))
+	nn.Uniform(w, -bound, bound)
+	nn.Uniform(b, -bound, bound)
+	adam := optim.NewAdam(store.Trainable(), cfg.LR)
+	defer adam.Free()
+
+	var bce *torch.Tensor // G×T training BCE of the last step
+	for range cfg.Steps {
+		func() {
+			step := torch.NewScope()
+			defer step.Close()
+			// (n×d)·(G×d×T) broadcasts to G×n×T.
+			perTask := bceWithLogits(xTrain.MatMul(w).Add(b), y).Mul(m).SumDim(1, false).Div(labelled)
+			loss := perTask.Add(w.Mul(w).SumDim(1, false).Mul(penalty).MulScalar(0.5)).Sum()
+			adam.ZeroGrad()
+			loss.Backward()
+			adam.Step()
+			bce.Free()
+			bce = step.Keep(perTask.Detach())
+		}()
+	}
+	run.TrainLossByL2 = toValues(torch.ToSlice[float64](bce.MeanDim(1, false).ToDType(torch.Float64)))
+
+	// Scores of every grid value on a part: G×len(idx)×T, row-major.
+	var validScores, testScores []float32
+	torch.NoGrad(func() {
+		if len(split.Valid) > 0 {
+			validScores = torch.ToSlice[float32](standardise(rows(split.Valid)).MatMul(w).Add(b))
+		}
+		testScores = torch.ToSlice[float32](standardise(rows(split.Test)).MatMul(w).Add(b))
+	})
+	validLabels, testLabels := splitLabels(ds, split.Valid), splitLabels(ds, split.Test)
+	for g := range grid {
+		perTask, mean, err := metrics.ROCAUC(testLabels, testScores[g*len(testLabels):(g+1)*len(testLabels)], tasks)
+		if err != nil {
+			return run, fmt.Errorf("test, λ=%g: %w", cfg.L2Grid[g], err)
+		}
+		run.testPerTaskByL2 = append(run.testPerTaskByL2, perTask)
+		run.TestByL2 = append(run.TestByL2, metrics.Value(mean))
+	}
+	if len(split.Valid) == 0 {
+		// Cross-validation: the λ is chosen across folds (selectL2OnFolds).
+		run.ValidROCAUC, run.TestROCAUC = metrics.Value(math.NaN()), metrics.Value(math.NaN())
+		run.Seconds = time.Since(start).Seconds()
+		return run, nil
+	}
+	perPart := len(validLabels)
+	validByTask := make([][]float64, grid) // [g][t]
+	for g := range grid {
+		perTask, mean, err := metrics.ROCAUC(validLabels, validScores[g*perPart:(g+1)*perPart], tasks)
+		if err != nil {
+			return run, fmt.Errorf("valid, λ=%g: %w", cfg.L2Grid[g], err)
+		}
+		validByTask[g] = perTask
+		run.ValidByL2 = append(run.ValidByL2, metrics.Value(mean))
+	}
+
+	// Each task keeps its best λ on valid.
+	overall := 0
+	for g := range grid {
+		if run.ValidByL2[g] > run.ValidByL2[overall] {
+			overall = g
+		}
+	}
+	chosen := make([]int, tasks)
+	for t := range tasks {
+		best := -1
+		for g := range grid {
+			if v := validByTask[g][t]; !math.IsNaN(v) && (best < 0 || v > validByTask[best][t]) {
+				best = g
+			}
+		}
+		if best < 0 {
+			best = overall
+		}
+		chosen[t] = best
+		run.L2 = append(run.L2, cfg.L2Grid[chosen[t]])
+	}
+	pick := func(scores []float32, n int) []float32 {
+		out := make([]float32, n*tasks)
+		for i := range n {
+			for t, g := range chosen {
+				out[i*tasks+t] = scores[(g*n+i)*tasks+t]
+			}
+		}
+		return out
+	}
+	_, valid, err := metrics.ROCAUC(validLabels, pick(validScores, len(split.Valid)), tasks)
+	if err != nil {
+		return run, fmt.Errorf("valid: %w", err)
+	}
+	testPerTask, test, err := metrics.ROCAUC(testLabels, pick(testScores, len(split.Test)), tasks)
+	if err != nil {
+		return run, fmt.Errorf("test: %w", err)
+	}
+	run.ValidROCAUC, run.TestROCAUC, run.TestPerTask = metrics.Value(valid), metrics.Value(test), toValues(testPerTask)
+	run.Seconds = time.Since(start).Seconds()
+	return run, nil
+}

@@ -1,0 +1,31 @@
+package pretrain
+
+import (
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/torch"
+)
+
+// AtomMotifs runs the model in evaluation mode over the molecules graphs, in
+// batches of batchSize, and returns each of their atoms' motif (docs/method.md §3:
+// the argmax of the Sinkhorn-balanced assignment, balanced within each batch),
+// in the order of the molecules and their atoms.
+func AtomMotifs(m *model.MicroGraph, ds *data.Dataset, graphs []int32, batchSize int, dev torch.Device) ([]int, error) {
+	var motifs []int
+	var b data.Batch
+	for lo := 0; lo < len(graphs); lo += batchSize {
+		if err := data.Collate(ds, graphs[lo:min(lo+batchSize, len(graphs))], &b); err != nil {
+			return nil, err
+		}
+		func() {
+			s := torch.NewScope()
+			defer s.Close()
+			var a model.Assignment
+			torch.NoGrad(func() { a = m.Assign(b.Graph(dev), false) })
+			for _, k := range torch.ToSlice[int64](a.Motif) {
+				motifs = append(motifs, int(k))
+			}
+		}()
+	}
+	return motifs, nil
+}

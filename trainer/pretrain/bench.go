@@ -1,0 +1,181 @@
+package pretrain
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/field"
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/optim"
+)
+
+// BenchConfig is a throughput measurement of pre-training steps.
+type BenchConfig struct {
+	Pretrain Config // model, batch size, device, threads, workers, seed
+	Warmup   int    // untimed steps first
+	Steps    int    // timed steps (ignored with Epoch)
+	Epoch    bool   // time one whole epoch instead
+}
+
+// BenchResult is what `micrograph bench` prints, one JSON line.
+type BenchResult struct {
+	MoleculesPerS    float64 `json:"molecules_per_s"`
+	SPerStep         float64 `json:"s_per_step"`
+	SPerEpoch        float64 `json:"s_per_epoch"`        // measured with Epoch, else s_per_step × steps per epoch
+	DataWaitFraction float64 `json:"data_wait_fraction"` // of the timed wall time spent waiting for batches
+	PeakMemoryBytes  int64   `json:"peak_memory_bytes"`  // GPU: allocator peak in the timed steps; CPU: peak RSS
+	Device           string  `json:"device"`
+	Libtorch         string  `json:"libtorch"`
+	Steps            int     `json:"steps"`
+	BatchSize        int     `json:"batch_size"`
+	StepsPerEpoch    int     `json:"steps_per_epoch"`
+	Threads          int     `json:"threads"`
+}
+
+// Bench times pre-training steps (forward, backward, Adam; the losses read
+// one step late as Run does) after Warmup untimed ones.
+func Bench(cfg BenchConfig, opt data.OpenOptions) (*BenchResult, error) {
+	pc := cfg.Pretrain
+	pc.Epochs = max(pc.Epochs, 1)
+	if err := pc.Validate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.Warmup < 0:
+		return nil, field.Errorf("warmup", cfg.Warmup, "must not be negative")
+	case !cfg.Epoch && cfg.Steps < 1:
+		return nil, field.Errorf("steps", cfg.Steps, "must be positive")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	dev, err := torch.ParseDevice(pc.Device)
+	if err != nil {
+		return nil, err
+	}
+	if pc.Threads > 0 {
+		torch.SetNumThreads(pc.Threads)
+	}
+	if pc.Deterministic {
+		if err := torch.SetDeterministic(true); err != nil {
+			return nil, err
+		}
+	}
+	torch.ManualSeed(pc.Seed)
+	ds, err := data.Open(pc.Data, opt)
+	if err != nil {
+		return nil, err
+	}
+	indices, filter := data.PretrainFilter(ds, ds.All(), pc.Model.Eta)
+	if err := checkPretrainData(pc, filter); err != nil {
+		return nil, err
+	}
+	m, err := model.New(pc.Model, dev, torch.Float32)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Free()
+	adam := optim.NewAdam(m.Store.Trainable(), pc.LR)
+	defer adam.Free()
+	prepare := func(*data.Batch) error { return nil }
+	if dev.IsCUDA() {
+		prepare = data.PinMemory
+	}
+	loader, err := data.NewLoader(data.LoaderConfig{
+		Dataset: ds, Indices: indices, BatchSize: pc.BatchSize, Shuffle: true, Seed: pc.Seed,
+		DropLast: true, Workers: pc.Workers, Prepare: prepare,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer loader.Close()
+	perEpoch := loader.BatchesPerEpoch()
+	steps := cfg.Steps
+	if cfg.Epoch {
+		steps = perEpoch
+	}
+	if steps < 1 || perEpoch < 1 {
+		return nil, fmt.Errorf("nothing to time: %d steps, %d batches per epoch", steps, perEpoch)
+	}
+
+	t := &pretrainer{cfg: pc, dev: dev, model: m, adam: adam}
+	var wait time.Duration
+	run := func(n int, timed bool) error {
+		for range n {
+			began := time.Now()
+			b, err := loader.Next()
+			if err != nil {
+				return err
+			}
+			if timed {
+				wait += time.Since(began)
+			}
+			values, _ := t.step(b)
+			loader.Release(b)
+			if t.pending != nil {
+				torch.ToSlice[float64](t.pending.values) // what logging waits for
+				t.pending.values.Free()
+			}
+			t.pending = &pendingStep{values: values}
+		}
+		return nil
+	}
+	if err := run(cfg.Warmup, false); err != nil {
+		return nil, err
+	}
+	if err := torch.Synchronize(dev); err != nil {
+		return nil, err
+	}
+	if dev.IsCUDA() {
+		if _, err := torch.PeakMemory(dev, true); err != nil {
+			return nil, err
+		}
+	}
+	start := time.Now()
+	if err := run(steps, true); err != nil {
+		return nil, err
+	}
+	torch.ToSlice[float64](t.pending.values)
+	t.pending.values.Free()
+	if err := torch.Synchronize(dev); err != nil {
+		return nil, err
+	}
+	elapsed := time.Since(start).Seconds()
+
+	res := &BenchResult{
+		SPerStep: elapsed / float64(steps), DataWaitFraction: wait.Seconds() / elapsed,
+		Device: dev.String(), Libtorch: torch.Version(), Steps: steps, BatchSize: pc.BatchSize,
+		StepsPerEpoch: perEpoch, Threads: torch.NumThreads(),
+	}
+	res.MoleculesPerS = float64(steps*pc.BatchSize) / elapsed
+	res.SPerEpoch = res.SPerStep * float64(perEpoch)
+	if cfg.Epoch {
+		res.SPerEpoch = elapsed
+	}
+	if dev.IsCUDA() {
+		res.PeakMemoryBytes, err = torch.PeakMemory(dev, false)
+	} else {
+		res.PeakMemoryBytes, err = peakRSS()
+	}
+	return res, err
+}
+
+// peakRSS is the process's peak resident set size (VmHWM).
+func peakRSS() (int64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/self/status")
+}

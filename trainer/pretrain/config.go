@@ -1,0 +1,166 @@
+package pretrain
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+
+	"github.com/micrograph/micrograph/internal/atomicfile"
+	"github.com/micrograph/micrograph/internal/field"
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/torch"
+)
+
+// Config is a pre-training run, saved as RUNDIR/config.json and in
+// every checkpoint. Defaults are docs/method.md §1's.
+type Config struct {
+	Data  string       `json:"data"`  // OGB folder or CSV of SMILES
+	Model model.Config `json:"model"` //
+
+	BatchSize    int     `json:"batch_size"`
+	LR           float64 `json:"lr"`
+	ClipGradNorm float64 `json:"clip_grad_norm"` // 0: no clipping
+	Epochs       int     `json:"epochs"`
+	MaxSteps     int     `json:"max_steps"` // 0: no limit beyond Epochs
+	Seed         uint64  `json:"seed"`
+
+	Device          string `json:"device"`
+	Threads         int    `json:"threads"` // 0: libtorch's default
+	Workers         int    `json:"workers"`
+	CheckpointEvery int    `json:"checkpoint_every"` // steps
+	Keep            int    `json:"keep"`             // checkpoints kept
+	LogEvery        int    `json:"log_every"`        // steps per log.jsonl line
+	SkipNonFinite   bool   `json:"skip_nonfinite"`   // skip batches whose loss is NaN or Inf
+	Deterministic   bool   `json:"deterministic"`    // deterministic algorithms only (bit-identical GPU runs)
+}
+
+// DefaultConfig is §1's pre-training on ogbg-molhiv.
+func DefaultConfig() Config {
+	return Config{
+		Model:           model.DefaultConfig(),
+		BatchSize:       512,
+		LR:              1e-3,
+		Epochs:          100,
+		Device:          "auto",
+		Workers:         2,
+		CheckpointEvery: 500,
+		Keep:            3,
+		LogEvery:        1,
+	}
+}
+
+// Validate reports the first setting that cannot work, naming its field.
+func (c Config) Validate() error {
+	if err := c.Model.Validate(); err != nil {
+		return field.Within("model", err)
+	}
+	if err := field.First(field.Finite("lr", c.LR), field.Finite("clip_grad_norm", c.ClipGradNorm), field.Check("device", c.Device, torch.CheckDeviceName(c.Device))); err != nil {
+		return err
+	}
+	switch {
+	case c.Data == "":
+		return field.Errorf("data", c.Data, "must name a dataset folder or CSV file")
+	case c.BatchSize < 1:
+		return field.Errorf("batch_size", c.BatchSize, "must be positive")
+	case !(c.LR > 0):
+		return field.Errorf("lr", c.LR, "must be positive")
+	case c.ClipGradNorm < 0:
+		return field.Errorf("clip_grad_norm", c.ClipGradNorm, "must not be negative")
+	case c.Epochs < 1:
+		return field.Errorf("epochs", c.Epochs, "must be positive")
+	case c.MaxSteps < 0:
+		return field.Errorf("max_steps", c.MaxSteps, "must not be negative")
+	case c.Threads < 0:
+		return field.Errorf("threads", c.Threads, "must not be negative")
+	case c.Workers < 1:
+		return field.Errorf("workers", c.Workers, "must be positive")
+	case c.CheckpointEvery < 1:
+		return field.Errorf("checkpoint_every", c.CheckpointEvery, "must be positive")
+	case c.Keep < 1:
+		return field.Errorf("keep", c.Keep, "must be positive")
+	case c.LogEvery < 1:
+		return field.Errorf("log_every", c.LogEvery, "must be positive")
+	}
+	return nil
+}
+
+// resumable lists the settings a resumed run may change: how long it runs and
+// where, not what it learns.
+var resumable = map[string]bool{
+	"epochs": true, "max_steps": true, "device": true, "threads": true, "workers": true,
+	"checkpoint_every": true, "keep": true, "log_every": true, "skip_nonfinite": true, "deterministic": true,
+}
+
+// CheckResume reports the first difference between a run's saved
+// configuration and the one asked for on resume that the run cannot take:
+// anything but its length and where and how it runs. Model shape changes get
+// their own message, since the checkpoint could not even be loaded.
+func CheckResume(saved, asked Config) error {
+	shape := func(c Config) [6]any {
+		e := c.Model.Encoder
+		return [6]any{e.Hidden, e.Layers, e.MLPLayers, e.LearnT, e.BondPerLayer, c.Model.Motifs}
+	}
+	if shape(saved) != shape(asked) {
+		return fmt.Errorf("the model's shape differs from the run's (hidden, layers, mlp-layers, learn-t, bond-per-layer, motifs: run %v, asked %v)",
+			shape(saved), shape(asked))
+	}
+	a, b := flatten(saved), flatten(asked)
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		if !resumable[k] && !reflect.DeepEqual(a[k], b[k]) {
+			return fmt.Errorf("%s is %v in the run but %v was asked; only the run's length and where it runs can change on resume", k, a[k], b[k])
+		}
+	}
+	return nil
+}
+
+// flatten is a config as dotted JSON keys, for naming differences.
+func flatten(c Config) map[string]any {
+	var m map[string]any
+	b, _ := json.Marshal(c)
+	json.Unmarshal(b, &m)
+	out := map[string]any{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if sub, ok := v.(map[string]any); ok {
+			for k, x := range sub {
+				if prefix != "" {
+					k = prefix + "." + k
+				}
+				walk(k, x)
+			}
+			return
+		}
+		out[prefix] = v
+	}
+	walk("", m)
+	return out
+}
+
+// ConfigPath is RUNDIR/config.json.
+func ConfigPath(run string) string { return filepath.Join(run, "config.json") }
+
+// WriteConfig saves c as RUNDIR/config.json, atomically.
+func WriteConfig(run string, c Config) error {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(ConfigPath(run), append(b, '\n'), 0o644)
+}
+
+// ReadConfig loads RUNDIR/config.json.
+func ReadConfig(run string) (Config, error) {
+	var c Config
+	b, err := os.ReadFile(ConfigPath(run))
+	if err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, fmt.Errorf("%s: %w", ConfigPath(run), err)
+	}
+	return c, nil
+}

@@ -1,0 +1,142 @@
+package pretrain_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/micrograph/micrograph/internal/field"
+	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/report"
+)
+
+// Every setting that cannot work is refused by Validate with the field's
+// JSON name, NaN and infinities included (they used to pass the range
+// checks and fail later, writing "json: unsupported value: NaN").
+func TestPretrainConfigValidateNamesTheField(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	tests := []struct {
+		name  string
+		edit  func(c *pretrain.Config)
+		field string
+	}{
+		{"alpha NaN", func(c *pretrain.Config) { c.Model.Alpha = nan }, "model.alpha"},
+		{"tau Inf", func(c *pretrain.Config) { c.Model.Tau = inf }, "model.tau"},
+		{"lr NaN", func(c *pretrain.Config) { c.LR = nan }, "lr"},
+		{"dropout 2", func(c *pretrain.Config) { c.Model.Encoder.Dropout = 2 }, "model.encoder.dropout"},
+		{"hidden 0", func(c *pretrain.Config) { c.Model.Encoder.Hidden = 0 }, "model.encoder.hidden"},
+		{"p_drop 1.5", func(c *pretrain.Config) { c.Model.PDrop = 1.5 }, "model.p_drop"},
+		{"lambda_sub -1", func(c *pretrain.Config) { c.Model.LambdaSub = -1 }, "model.lambda_sub"},
+		{"sinkhorn_lambda Inf", func(c *pretrain.Config) { c.Model.SinkhornLambda = inf }, "model.sinkhorn_lambda"},
+		{"clip NaN", func(c *pretrain.Config) { c.ClipGradNorm = nan }, "clip_grad_norm"},
+		{"device tpu", func(c *pretrain.Config) { c.Device = "tpu" }, "device"},
+		{"device cuda:x", func(c *pretrain.Config) { c.Device = "cuda:x" }, "device"},
+		{"threads -1", func(c *pretrain.Config) { c.Threads = -1 }, "threads"},
+	}
+	for _, tc := range tests {
+		c := pretrain.DefaultConfig()
+		c.Data = "x"
+		tc.edit(&c)
+		var fe *field.Error
+		if err := c.Validate(); !errors.As(err, &fe) || fe.Name != tc.field {
+			t.Errorf("%s: %v, want an error about field %s", tc.name, err, tc.field)
+		}
+	}
+	ok := pretrain.DefaultConfig()
+	ok.Data, ok.Device = "x", "cuda:1"
+	if err := ok.Validate(); err != nil {
+		t.Errorf("the defaults on cuda:1: %v", err)
+	}
+}
+
+// A new run that fails before its first checkpoint leaves nothing behind,
+// so that the corrected command can start it in the same folder (it used to
+// leave config.json and refuse the rerun: "already holds a run"); a folder
+// the user made stays, empty.
+func TestFailedNewRunLeavesNothing(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.Epochs = 1
+	dir := t.TempDir()
+	given := filepath.Join(dir, "given")
+	if err := os.Mkdir(given, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	noBatch := cfg
+	noBatch.Model.Eta = 1000
+	tooBig := cfg
+	tooBig.BatchSize = 301
+	diverging := cfg
+	diverging.LR, diverging.CheckpointEvery = 1e30, 100 // NaN at step 2, before any checkpoint
+	tests := []struct {
+		name string
+		cfg  pretrain.Config
+		want string
+	}{
+		{"eta 1000", noBatch, "model.eta 1000 leaves none of the 300 molecules"},
+		{"batch 301", tooBig, "batch_size 301 is more than the"},
+		{"diverging", diverging, "the loss is NaN"},
+	}
+	for _, tc := range tests {
+		for _, run := range []string{filepath.Join(dir, "new"), given} {
+			_, err := pretrain.Run(run, tc.cfg, pretrain.Options{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s in %s: error %v, want %q", tc.name, run, err, tc.want)
+			}
+			left, statErr := os.ReadDir(run)
+			switch {
+			case run == given && (statErr != nil || len(left) > 0):
+				t.Errorf("%s: the given folder holds %v (%v) afterwards", tc.name, left, statErr)
+			case run != given && statErr == nil:
+				t.Errorf("%s: %s was left behind", tc.name, run)
+			}
+		}
+	}
+	if _, err := pretrain.Run(given, cfg, pretrain.Options{}); err != nil {
+		t.Errorf("the corrected run: %v", err)
+	}
+}
+
+// A run folder is locked while a process works on it: a second process,
+// resuming or starting anew, fails naming the holder's pid, and once the
+// holder is killed (SIGKILL: no cleanup) the run resumes.
+func TestRunLock(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.Epochs = 1000 // runs until killed
+	run := filepath.Join(t.TempDir(), "run")
+	holder := child(t, run, cfg, false)
+	waitForSteps(t, run, 2, holder)
+	want := fmt.Sprintf("run folder %s is in use by process %d", run, holder.Process.Pid)
+	for _, resume := range []bool{true, false} {
+		if _, err := pretrain.Run(run, cfg, pretrain.Options{Resume: resume}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("resume %v while another process runs: %v, want %q", resume, err, want)
+		}
+	}
+	holder.Process.Signal(syscall.SIGKILL)
+	holder.Wait()
+	if _, err := os.Stat(run); err != nil {
+		t.Fatalf("the refused runs removed the holder's folder: %v", err)
+	}
+	cfg.MaxSteps = 12
+	if res, err := pretrain.Run(run, cfg, pretrain.Options{Resume: true}); err != nil || res.Steps != 12 {
+		t.Fatalf("resume after the holder was killed: %v, %+v", err, res)
+	}
+}
+
+// The loss curves of a diverged run, huge values a few ulps apart, are drawn
+// (the tick loop used to spin forever: beyond 2⁵³ a float counter stops).
+func TestWriteLossPlotHugeValues(t *testing.T) {
+	records := []pretrain.LogRecord{
+		{Step: 1, Epoch: 1, Loss: 1e20, NodeMot: 1, MotSub: 1, Reg: 1, Contra: 1e20},
+		{Step: 2, Epoch: 1, Loss: 1e20 + 32768, NodeMot: 2, MotSub: 1, Reg: 1, Contra: 1e20 + 16384},
+	}
+	var buf bytes.Buffer
+	if err := report.WriteLossPlot(&buf, records, "diverged"); err != nil || !strings.Contains(buf.String(), "</svg>") {
+		t.Errorf("error %v, %d bytes", err, buf.Len())
+	}
+}

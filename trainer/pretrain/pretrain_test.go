@@ -1,0 +1,316 @@
+package pretrain_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/failpoint"
+	"github.com/micrograph/micrograph/internal/testenv"
+	"github.com/micrograph/micrograph/trainer/pretrain"
+)
+
+// childEnv makes the test binary a pre-training process (see TestMain), so
+// that tests can kill real runs.
+const childEnv = "MICROGRAPH_TEST_PRETRAIN"
+
+type childJob struct {
+	Run    string          `json:"run"`
+	Config pretrain.Config `json:"config"`
+	Resume bool            `json:"resume"`
+}
+
+func TestMain(m *testing.M) {
+	if job := os.Getenv(childEnv); job != "" {
+		os.Exit(runChild(job))
+	}
+	os.Exit(testenv.RunWithPrivateUserCache(m))
+}
+
+// runChild pre-trains as `micrograph pretrain` does: SIGTERM and SIGINT stop
+// the run after a checkpoint.
+func runChild(job string) int {
+	var j childJob
+	if err := json.Unmarshal([]byte(job), &j); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	stop := make(chan struct{})
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	go func() { <-signals; close(stop) }()
+	_, err := pretrain.Run(j.Run, j.Config, pretrain.Options{Resume: j.Resume, Stop: stop})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+var synth struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// synthData is a small synthetic dataset shared by the tests of this binary.
+func synthData(t *testing.T) string {
+	t.Helper()
+	synth.once.Do(func() {
+		dir, err := os.MkdirTemp("", "micrograph-trainer-")
+		if err != nil {
+			synth.err = err
+			return
+		}
+		synth.dir = filepath.Join(dir, "synth")
+		_, synth.err = data.WriteSynthetic(synth.dir, data.SynthOptions{Molecules: 300, Seed: 1})
+	})
+	if synth.err != nil {
+		t.Fatal(synth.err)
+	}
+	return synth.dir
+}
+
+// smallConfig is a run of a couple of seconds: 2 epochs of 9 steps.
+func smallConfig(t *testing.T) pretrain.Config {
+	c := pretrain.DefaultConfig()
+	c.Data = synthData(t)
+	c.Model.Encoder.Hidden, c.Model.Encoder.Layers, c.Model.Motifs = 32, 2, 8
+	c.BatchSize, c.Epochs, c.CheckpointEvery, c.Keep = 32, 2, 4, 2
+	c.Device, c.Threads, c.Workers, c.Seed = "cpu", 1, 2, 7
+	return c
+}
+
+// child starts a pre-training process; env adds variables.
+func child(t *testing.T, run string, cfg pretrain.Config, resume bool, env ...string) *exec.Cmd {
+	t.Helper()
+	job, _ := json.Marshal(childJob{Run: run, Config: cfg, Resume: resume})
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), childEnv+"="+string(job)), env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	t.Cleanup(func() {
+		if t.Failed() && stderr.Len() > 0 {
+			t.Logf("child stderr:\n%s", stderr.String())
+		}
+	})
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+func finish(t *testing.T, run string, cfg pretrain.Config, resume bool) {
+	t.Helper()
+	if err := child(t, run, cfg, resume).Wait(); err != nil {
+		t.Fatalf("pre-training %s: %v", run, err)
+	}
+}
+
+// waitForSteps polls the run's log until it holds n records.
+func waitForSteps(t *testing.T, run string, n int, cmd *exec.Cmd) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if records, err := pretrain.ReadLog(run); err == nil && len(records) >= n {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	t.Fatalf("%s never logged %d steps", run, n)
+}
+
+// sameLosses compares logs field by field, except throughput.
+func sameLosses(t *testing.T, name string, got, want []pretrain.LogRecord) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d log records, want %d", name, len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		g.MoleculesPerS, w.MoleculesPerS = 0, 0
+		if g != w {
+			t.Fatalf("%s: record %d\n got %+v\nwant %+v", name, i, g, w)
+		}
+	}
+}
+
+// everyCheckpointReads loads every checkpoint file of a run.
+func everyCheckpointReads(t *testing.T, run string) []string {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(run, "checkpoints", "step-*.pt"))
+	for _, p := range paths {
+		ck, err := pretrain.LoadCheckpoint(p)
+		if err != nil {
+			t.Fatalf("unreadable checkpoint: %v", err)
+		}
+		ck.Free()
+	}
+	return paths
+}
+
+func killedBySIGKILL(err error) bool {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return false
+	}
+	ws, ok := exit.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+// A run killed mid-epoch, and another killed while writing a checkpoint,
+// resume to log exactly the losses of an uninterrupted run; no checkpoint is
+// ever unreadable.
+func TestResumeAfterCrashesMatchesUninterruptedRun(t *testing.T) {
+	cfg := smallConfig(t)
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "uninterrupted")
+	finish(t, ref, cfg, false)
+	want, err := pretrain.ReadLog(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 18 {
+		t.Fatalf("the uninterrupted run logged %d steps, want 18", len(want))
+	}
+
+	// SIGKILL in the middle of the first epoch.
+	killed := filepath.Join(dir, "killed")
+	cmd := child(t, killed, cfg, false)
+	waitForSteps(t, killed, 6, cmd)
+	cmd.Process.Kill()
+	cmd.Wait()
+	if n := len(everyCheckpointReads(t, killed)); n == 0 {
+		t.Fatal("no checkpoint before the kill")
+	}
+	finish(t, killed, cfg, true)
+	got, _ := pretrain.ReadLog(killed)
+	sameLosses(t, "killed mid-epoch", got, want)
+
+	// SIGKILL after the step-8 checkpoint is written but before it is renamed
+	// into place.
+	torn := filepath.Join(dir, "torn")
+	err = child(t, torn, cfg, false, failpoint.Env+"=before rename step-000000008.pt").Wait()
+	if !killedBySIGKILL(err) {
+		t.Fatalf("the failpoint did not kill the run: %v", err)
+	}
+	paths := everyCheckpointReads(t, torn)
+	if len(paths) != 1 || !strings.HasSuffix(paths[0], "step-000000004.pt") {
+		t.Fatalf("after the torn write the checkpoints are %v, want step 4 only", paths)
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(torn, "checkpoints", ".step-000000008.pt.tmp-*")); len(tmp) != 1 {
+		t.Fatalf("the interrupted write left %v", tmp)
+	}
+	finish(t, torn, cfg, true)
+	got, _ = pretrain.ReadLog(torn)
+	sameLosses(t, "killed while checkpointing", got, want)
+	if tmp, _ := filepath.Glob(filepath.Join(torn, "checkpoints", ".step-*")); len(tmp) != 0 {
+		t.Errorf("stale temporary files remain: %v", tmp)
+	}
+	if paths := everyCheckpointReads(t, torn); len(paths) != cfg.Keep {
+		t.Errorf("%d checkpoints kept, want %d", len(paths), cfg.Keep)
+	}
+}
+
+// SIGTERM finishes the step, checkpoints and exits 0; resuming completes the
+// run with the uninterrupted losses.
+func TestSignalStopsWithCheckpoint(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.CheckpointEvery = 100 // only the stop writes one
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "uninterrupted")
+	finish(t, ref, cfg, false)
+	want, _ := pretrain.ReadLog(ref)
+
+	run := filepath.Join(dir, "stopped")
+	cmd := child(t, run, cfg, false)
+	waitForSteps(t, run, 3, cmd)
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("a stopped run exited with %v", err)
+	}
+	records, _ := pretrain.ReadLog(run)
+	paths := everyCheckpointReads(t, run)
+	last := fmt.Sprintf("step-%09d.pt", records[len(records)-1].Step)
+	if len(paths) != 1 || !strings.HasSuffix(paths[0], last) || len(records) == len(want) {
+		t.Fatalf("stopped after %d steps with checkpoints %v", len(records), paths)
+	}
+	finish(t, run, cfg, true)
+	got, _ := pretrain.ReadLog(run)
+	sameLosses(t, "stopped and resumed", got, want)
+}
+
+// A non-finite loss stops the run with a message naming the last good
+// checkpoint, which stays readable; --skip-nonfinite skips such batches.
+func TestNonFiniteLoss(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.LR, cfg.CheckpointEvery, cfg.Epochs = 1e30, 1, 1 // the weights explode at step 2
+	run := filepath.Join(t.TempDir(), "exploding")
+	_, err := pretrain.Run(run, cfg, pretrain.Options{})
+	if err == nil || !strings.Contains(err.Error(), "the loss is NaN") || !strings.Contains(err.Error(), "step-000000001.pt") {
+		t.Fatalf("error %v does not report the NaN and the last good checkpoint", err)
+	}
+	if paths := everyCheckpointReads(t, run); len(paths) != 1 {
+		t.Errorf("checkpoints after the stop: %v", paths)
+	}
+	cfg.SkipNonFinite = true
+	res, err := pretrain.Run(filepath.Join(t.TempDir(), "skipping"), cfg, pretrain.Options{})
+	if err != nil || res.Steps != 9 {
+		t.Fatalf("with skipping: %v after %v steps", err, res)
+	}
+}
+
+func TestRunFolderChecks(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.Epochs = 1
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, nil, 0o644)
+	run := filepath.Join(dir, "run")
+	if _, err := pretrain.Run(run, cfg, pretrain.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	bigger := cfg
+	bigger.Model.Encoder.Hidden = 64
+	otherLR := cfg
+	otherLR.LR = 0.01
+	longer := cfg
+	longer.Epochs = 2
+	tests := []struct {
+		name   string
+		run    string
+		cfg    pretrain.Config
+		resume bool
+		want   string // part of the error; "" for success
+	}{
+		{"a file", file, cfg, false, "is a file"},
+		{"an existing run", run, cfg, false, "already holds a run"},
+		{"resume of nothing", filepath.Join(dir, "absent"), cfg, true, "holds no run"},
+		{"another shape", run, bigger, true, "shape differs"},
+		{"another learning rate", run, otherLR, true, "lr is 0.001 in the run but 0.01 was asked"},
+		{"more epochs", run, longer, true, ""},
+	}
+	for _, tc := range tests {
+		_, err := pretrain.Run(tc.run, tc.cfg, pretrain.Options{Resume: tc.resume})
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.want)
+		}
+	}
+	if records, _ := pretrain.ReadLog(run); len(records) != 18 {
+		t.Errorf("the lengthened run logged %d steps, want 18", len(records))
+	}
+}

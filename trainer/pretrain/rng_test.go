@@ -1,0 +1,423 @@
+package pretrain
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/optim"
+)
+
+// stepDevice is where the step tests run: $MICROGRAPH_TEST_DEVICE (e.g.
+// "cuda" on a GPU machine), else the CPU.
+func stepDevice(t *testing.T) torch.Device {
+	s := os.Getenv("MICROGRAPH_TEST_DEVICE")
+	if s == "" {
+		return torch.CPU
+	}
+	d, err := torch.ParseDevice(s)
+	if err != nil {
+		t.Fatalf("MICROGRAPH_TEST_DEVICE: %v", err)
+	}
+	return d
+}
+
+var stepData struct {
+	once sync.Once
+	ds   *data.Dataset
+	err  error
+}
+
+// stepDataset is a small synthetic dataset, made once per test binary.
+func stepDataset(t *testing.T) *data.Dataset {
+	t.Helper()
+	stepData.once.Do(func() {
+		dir, err := os.MkdirTemp("", "micrograph-rng-")
+		if err != nil {
+			stepData.err = err
+			return
+		}
+		path := filepath.Join(dir, "synth")
+		if _, err := data.WriteSynthetic(path, data.SynthOptions{Molecules: 200, Seed: 3}); err != nil {
+			stepData.err = err
+			return
+		}
+		stepData.ds, stepData.err = data.Open(path, data.OpenOptions{CacheDir: filepath.Join(dir, "cache")})
+	})
+	if stepData.err != nil {
+		t.Fatal(stepData.err)
+	}
+	return stepData.ds
+}
+
+// stepRun is a pre-training run's state in memory: model, optimiser and
+// data stream, driven by the trainer's own step.
+type stepRun struct {
+	*pretrainer
+	indices []int32
+}
+
+// newStepRun builds the model and optimiser of cfg as Run does (seeded,
+// then initialised); its batches start at start.
+func newStepRun(t *testing.T, cfg Config, dev torch.Device, start data.Position) *stepRun {
+	t.Helper()
+	ds := stepDataset(t)
+	torch.ManualSeed(cfg.Seed)
+	m, err := model.New(cfg.Model, dev, torch.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adam := optim.NewAdam(m.Store.Trainable(), cfg.LR)
+	indices, _ := data.PretrainFilter(ds, ds.All(), cfg.Model.Eta)
+	loader, err := data.NewLoader(data.LoaderConfig{
+		Dataset: ds, Indices: indices, BatchSize: cfg.BatchSize, Shuffle: true, Seed: cfg.Seed,
+		DropLast: true, Start: start, Workers: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &stepRun{pretrainer: &pretrainer{cfg: cfg, dev: dev, model: m, adam: adam, loader: loader}, indices: indices}
+	t.Cleanup(func() {
+		loader.Close()
+		adam.Free()
+		m.Free()
+	})
+	return r
+}
+
+// outcome is everything a step leaves behind, as bits: its losses, every
+// parameter's gradient, and the model's state after the update (parameters
+// and batch-norm statistics).
+type outcome []namedBits
+
+type namedBits struct {
+	name string
+	bits []uint64
+}
+
+// run takes the next batch and does one pre-training step.
+func (r *stepRun) run(t *testing.T) outcome {
+	t.Helper()
+	b, err := r.loader.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	values, _ := r.step(b)
+	r.loader.Release(b)
+	s := torch.NewScope()
+	defer s.Close()
+	var out outcome
+	add := func(name string, x *torch.Tensor) {
+		var bits []uint64
+		if x != nil {
+			for _, v := range torch.ToSlice[float64](x.ToDType(torch.Float64).To(torch.CPU, false)) {
+				bits = append(bits, math.Float64bits(v))
+			}
+		}
+		out = append(out, namedBits{name, bits})
+	}
+	add("losses", values)
+	values.Free()
+	for _, v := range r.model.Store.Trainable() {
+		add("grad "+v.Name, v.Tensor.Grad())
+	}
+	for _, n := range r.model.Store.State() {
+		add(n.Name, n.Tensor)
+	}
+	return out
+}
+
+// diff names the first entry in which two outcomes differ ("" if none).
+func (o outcome) diff(p outcome) string {
+	for i := range o {
+		if o[i].name != p[i].name || !slices.Equal(o[i].bits, p[i].bits) {
+			return o[i].name
+		}
+	}
+	return ""
+}
+
+// stepConfigs exercise every random draw a pre-training step can make:
+// dropout, the motif sampler's perturbations, and the two ablation samplers.
+func stepConfigs() []struct {
+	name string
+	set  func(*model.Config)
+} {
+	return []struct {
+		name string
+		set  func(*model.Config)
+	}{
+		{"dropout only", func(c *model.Config) { c.Encoder.Dropout, c.PDrop, c.PAdd = 0.3, 0, 0 }},
+		{"motif perturbations only", func(c *model.Config) { c.Encoder.Dropout, c.PDrop, c.PAdd = 0, 0.2, 0.2 }},
+		{"random-walk sampler", func(c *model.Config) {
+			c.Encoder.Dropout, c.Sampler, c.SubgraphsPerGraph = 0, model.SamplerRandomWalk, 2
+		}},
+		{"k-hop sampler", func(c *model.Config) { c.Encoder.Dropout, c.Sampler, c.SubgraphsPerGraph = 0, model.SamplerKHop, 2 }},
+	}
+}
+
+// smallStepConfig is a pre-training configuration of a few milliseconds a
+// step.
+func smallStepConfig(dev torch.Device) Config {
+	cfg := DefaultConfig()
+	cfg.Model.Encoder.Hidden, cfg.Model.Encoder.Layers, cfg.Model.Motifs = 16, 2, 4
+	cfg.Data, cfg.BatchSize, cfg.Seed, cfg.Device = "synth", 16, 11, dev.String() // Data: a name only; stepDataset is the data
+	return cfg
+}
+
+// deterministicOnGPU asks libtorch for deterministic algorithms when the
+// step runs on a GPU, where scatter-adds otherwise sum in a varying order:
+// the generator states alone cannot make two GPU steps bit-identical.
+func deterministicOnGPU(t *testing.T, dev torch.Device) {
+	if !dev.IsCUDA() {
+		return
+	}
+	if os.Getenv("CUBLAS_WORKSPACE_CONFIG") == "" {
+		t.Setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+	}
+	if err := torch.SetDeterministic(true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { torch.SetDeterministic(false) })
+}
+
+// A checkpoint carries every generator a pre-training step draws from: a
+// step run after saving one, and the same step run after resuming from it
+// in a new model, give bit-identical losses, gradients and parameters, for
+// every random part of the method. Advancing any one generator the step
+// draws from changes the step, so each one matters and is restored; and a
+// stateful source of randomness the checkpoint missed would make the replay
+// differ.
+func TestCheckpointReplaysEveryRandomDrawOfAStep(t *testing.T) {
+	dev := stepDevice(t)
+	deterministicOnGPU(t, dev)
+	for _, tc := range stepConfigs() {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := smallStepConfig(dev)
+			tc.set(&cfg.Model)
+			if err := cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			r := newStepRun(t, cfg, dev, data.Position{})
+			r.run(t) // Adam's moments and the generators move off their start
+			path, err := saveCheckpoint(dir, 1, r.loader.Position(), cfg, r.model, r.adam)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := r.run(t)
+
+			// resume builds a new run from the checkpoint as Run does.
+			resume := func() *stepRun {
+				ck, err := LoadCheckpoint(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ck.Free()
+				var names []string
+				for _, n := range ck.RNG {
+					names = append(names, n.Name)
+				}
+				var generators []string
+				for _, d := range torch.Generators() {
+					generators = append(generators, d.String())
+				}
+				if !slices.Equal(names, generators) {
+					t.Fatalf("the checkpoint holds generators %v, want %v", names, generators)
+				}
+				s := newStepRun(t, cfg, dev, ck.Position)
+				missing, err := restore(ck, s.model, s.adam, dev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(missing) > 0 {
+					t.Fatalf("restore found no state for %v", missing)
+				}
+				return s
+			}
+			if d := resume().run(t).diff(want); d != "" {
+				t.Fatalf("the resumed step differs in %s", d)
+			}
+
+			drawnFrom := 0
+			for _, g := range torch.Generators() {
+				s := resume()
+				torch.Rand([]int64{1}, torch.Options{DType: torch.Float32, Device: g}).Free()
+				d := s.run(t).diff(want)
+				if d != "" {
+					drawnFrom++
+				}
+				switch {
+				case g == dev && d == "":
+					t.Errorf("advancing the %s generator left the step unchanged: its draws come from elsewhere", g)
+				case g != dev && d != "":
+					t.Logf("the step also draws from the %s generator (%s changed)", g, d)
+				}
+			}
+			if drawnFrom == 0 {
+				t.Error("the step draws from no generator")
+			}
+		})
+	}
+}
+
+// Checkpoints from other machines or older versions resume: states of GPUs
+// this process lacks are skipped, and generators the checkpoint has no state
+// for are reported (they continue from --seed); a malformed state is an
+// error naming the file and the generator.
+func TestRestoreToleratesForeignAndMissingGenerators(t *testing.T) {
+	dev := stepDevice(t)
+	cfg := smallStepConfig(dev)
+	r := newStepRun(t, cfg, dev, data.Position{})
+	path, err := saveCheckpoint(t.TempDir(), 0, r.loader.Position(), cfg, r.model, r.adam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	absentGPU := fmt.Sprintf("cuda:%d", torch.CUDADeviceCount()+3)
+	stepGenerators := []string{"cpu"}
+	if dev.IsCUDA() {
+		stepGenerators = append(stepGenerators, dev.String())
+	}
+	tests := []struct {
+		name        string
+		edit        func(states []torch.Named) []torch.Named
+		wantMissing []string
+		wantErr     string
+	}{
+		{"as saved", func(s []torch.Named) []torch.Named { return s }, nil, ""},
+		{"no generator states", func([]torch.Named) []torch.Named { return nil }, stepGenerators, ""},
+		{"a GPU this process lacks", func(s []torch.Named) []torch.Named {
+			return append(s, torch.Named{Name: absentGPU, Tensor: s[0].Tensor})
+		}, nil, ""},
+		{"a malformed state", func(s []torch.Named) []torch.Named {
+			return append([]torch.Named{{Name: "cpu", Tensor: torch.Zeros([]int64{3}, torch.Options{DType: torch.Uint8})}}, s[1:]...)
+		}, nil, "generator cpu"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			scope := torch.NewScope()
+			defer scope.Close()
+			ck, err := LoadCheckpoint(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ck.Free()
+			saved := ck.RNG
+			ck.RNG = tc.edit(slices.Clone(saved))
+			defer func() { ck.RNG = saved }() // Free releases the loaded tensors
+			s := newStepRun(t, cfg, dev, ck.Position)
+			missing, err := restore(ck, s.model, s.adam, dev)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), path) {
+					t.Fatalf("error %v, want one naming %s and %q", err, path, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(missing, tc.wantMissing) {
+				t.Errorf("missing %v, want %v", missing, tc.wantMissing)
+			}
+		})
+	}
+}
+
+// randomSources are the places in the code that draw random numbers, each
+// with why the checkpoint replays it. Adding one fails
+// TestEveryRandomSourceIsCaptured until it is listed here, after checking
+// that what it draws from is in the checkpoint (torch.RNGStates, or the data
+// position).
+var randomSources = map[string]string{
+	// Go packages of math/rand or crypto/rand, by file.
+	"data/loader.go":                 "each epoch's shuffle is a function of --seed and the epoch; the checkpoint's data position replays it",
+	"data/split.go":                  "dataset splits, made once from a seed; not in a pre-training step",
+	"data/synth.go":                  "the synthetic dataset, made once from a seed; not in a pre-training step",
+	"trainer/evaluate/labels.go":     "linear evaluation's label subsets, drawn from the run's seed; not in a pre-training step",
+	"trainer/diagnose/diagnose.go":   "the diagnosis's molecule sample, drawn once from --seed; not in a pre-training step",
+	"trainer/evaluate/downstream.go": "cross-validation folds, made once from a seed; not in a pre-training step",
+
+	// libtorch random ops and generator calls in the shims, by file and call.
+	"torch/shim/fused.cpp: defaultGenerator(": "the CPU dropout kernel's seed, drawn from the CPU generator (rng.cpu)",
+	"torch/shim/fused.cpp: check_generator<":  "the same draw",
+	"torch/shim/fused.cpp: random64(":         "the same draw",
+	"torch/shim/fused.cpp: at::dropout":       "dropout elsewhere (GPU: the GPU's Philox state, rng.cuda:N)",
+	"torch/shim/tensor.cpp: at::rand":         "torch.Rand, on its device's generator",
+	"torch/shim/tensor.cpp: at::randn":        "torch.Randn, on its device's generator",
+	"torch/shim/tensor.cpp: at::randperm":     "torch.Randperm, on its device's generator",
+	"torch/shim/tensor.cpp: .uniform_(":       "FillUniform (initialisation), on its device's generator",
+	"torch/shim/tensor.cpp: .normal_(":        "FillNormal (initialisation), on its device's generator",
+	"torch/shim/train.cpp: defaultGenerator(": "reading and setting the default generators' states",
+	"torch/shim/train.cpp: at::bernoulli":     "torch.Bernoulli (the motif sampler's perturbations), on its device's generator",
+}
+
+// shimDraw matches libtorch random ops and generator calls in C++ and CUDA.
+var shimDraw = regexp.MustCompile(`\b(defaultGenerator\(|getDefaultCUDAGenerator\(|check_generator<|random64\(|mt19937\w*|minstd_rand\w*|random_device|curand\w*|[Pp]hilox\w*|s?rand\(|at::(rand|randn|randint|randperm|bernoulli|dropout|native_dropout|multinomial|normal|poisson|rrelu)\b)|\.(uniform_|normal_|bernoulli_|random_|exponential_|geometric_|cauchy_|log_normal_)\(`)
+
+// Every place in the code that draws random numbers is one the checkpoint
+// replays: Go files importing a random package, and shim calls into
+// libtorch's generators or generators of their own, are listed in
+// randomSources with the reason, and nothing else draws.
+func TestEveryRandomSourceIsCaptured(t *testing.T) {
+	root := "../.." // go test runs in the package folder
+	if _, err := os.Stat(filepath.Join(root, "trainer", "pretrain", "rng_test.go")); err != nil {
+		t.Skipf("the source tree is not at %s (a test binary run elsewhere): %v", root, err)
+	}
+	found := map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			if name := d.Name(); rel != "." && (strings.HasPrefix(name, ".") || name == "third_party" || name == "build") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		switch ext := filepath.Ext(path); {
+		case ext == ".go" && !strings.HasSuffix(path, "_test.go"):
+			for _, pkg := range []string{`"math/rand"`, `"math/rand/v2"`, `"crypto/rand"`} {
+				if strings.Contains(string(src), pkg) {
+					found[filepath.ToSlash(rel)] = true
+				}
+			}
+		case strings.Contains(filepath.ToSlash(rel), "/shim/") && slices.Contains([]string{".cpp", ".cu", ".h", ".cuh"}, ext):
+			for _, line := range strings.Split(string(src), "\n") {
+				if code, _, _ := strings.Cut(line, "//"); code != "" {
+					for _, m := range shimDraw.FindAllString(code, -1) {
+						found[fmt.Sprintf("%s: %s", filepath.ToSlash(rel), m)] = true
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range slices.Sorted(maps.Keys(found)) {
+		if _, ok := randomSources[s]; !ok {
+			t.Errorf("new random source %q: make sure its state is in the checkpoint (torch.RNGStates or the data position), then list it in randomSources", s)
+		}
+	}
+	for s := range randomSources {
+		if !found[s] {
+			t.Errorf("randomSources lists %q, which is no longer in the code: remove it", s)
+		}
+	}
+}
