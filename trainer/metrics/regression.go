@@ -1,6 +1,3 @@
-// Package metrics scores predictions against labels: for regression tasks
-// the RMSE and MAE per task, and the label standardisation the regression
-// heads are trained in.
 package metrics
 
 import (
