@@ -52,12 +52,13 @@ func (t *TaskType) UnmarshalText(b []byte) error {
 // labels are 0 or 1 (missing allowed), regression otherwise, unless override
 // names the task (by name) with another type. An override naming no task of
 // d, or asking classification of a task with a label other than 0 or 1, is an
-// error naming the task (and, for the label, the molecule).
+// error naming the task (and, for the label, the molecule and its SMILES);
+// the caller names the dataset.
 func (d *Dataset) TaskTypes(override map[string]TaskType) ([]TaskType, error) {
 	nt := d.NumTasks()
 	for name := range override {
 		if !slices.Contains(d.Tasks, name) {
-			return nil, fmt.Errorf("dataset %s has no task %q (its tasks: %s)", d.Name, name, strings.Join(d.Tasks, ", "))
+			return nil, fmt.Errorf("no task %q (the tasks: %s)", name, strings.Join(d.Tasks, ", "))
 		}
 	}
 	types := make([]TaskType, nt)
@@ -76,8 +77,12 @@ func (d *Dataset) TaskTypes(override map[string]TaskType) ([]TaskType, error) {
 		case !set:
 			t = Classification
 		case t == Classification && firstReal >= 0:
-			return nil, fmt.Errorf("dataset %s task %q: molecule %d has label %g, not 0 or 1, so the task cannot be classification",
-				d.Name, name, firstReal, d.Labels[firstReal*nt+j])
+			smiles := ""
+			if d.SMILES != nil {
+				smiles = fmt.Sprintf(" (%s)", d.SMILES[firstReal])
+			}
+			return nil, fmt.Errorf("task %q: molecule %d%s has label %g, not 0 or 1, so the task cannot be classification",
+				name, firstReal, smiles, d.Labels[firstReal*nt+j])
 		}
 		types[j] = t
 	}

@@ -19,6 +19,7 @@ func labelsOnly(tasks []string, rows ...[]float32) *Dataset {
 	d := &Dataset{Name: "t", Tasks: tasks, NodePtr: make([]int64, len(rows)+1)}
 	for _, r := range rows {
 		d.Labels = append(d.Labels, r...)
+		d.SMILES = append(d.SMILES, strings.Repeat("C", len(d.SMILES)+1))
 	}
 	return d
 }
@@ -44,9 +45,9 @@ func TestTaskTypes(t *testing.T) {
 		{"0/1 as regression", map[string]TaskType{"binary": R}, []TaskType{R, R, C, R}, ""},
 		{"same as inferred", map[string]TaskType{"real": R, "unlabelled": C}, []TaskType{C, R, C, R}, ""},
 		{"real as classification", map[string]TaskType{"integer": C}, nil,
-			`dataset t task "integer": molecule 0 has label 2, not 0 or 1, so the task cannot be classification`},
+			`task "integer": molecule 0 (C) has label 2, not 0 or 1, so the task cannot be classification`},
 		{"unknown task", map[string]TaskType{"Binary": R}, nil,
-			`dataset t has no task "Binary" (its tasks: binary, real, unlabelled, integer)`},
+			`no task "Binary" (the tasks: binary, real, unlabelled, integer)`},
 	}
 	for _, tc := range tests {
 		got, err := d.TaskTypes(tc.override)
