@@ -80,7 +80,7 @@ func (s *scoreFlags) report(what string, rep *infer.Report) {
 		if len(smiles) > 80 {
 			smiles = smiles[:80] + "..."
 		}
-		logf("%s:%d (row %d) %q: %s", s.data, r.Line, r.Row, smiles, r.Reason)
+		fmt.Fprintf(notes, "micrograph: %s:%d (row %d) %q: %s\n", s.data, r.Line, r.Row, smiles, r.Reason)
 	}
 	invalid := "written as NaN rows"
 	if s.skipInvalid {
