@@ -372,3 +372,61 @@ func rocAUC64(labels []float32, scores map[int]float64) float64 {
 	}
 	return right / float64(pairs)
 }
+
+// embed and predict: --help succeeds; every misuse fails with one line on
+// stderr (status 2 for the command line, 1 for what it names) and writes no
+// output, not even a temporary file.
+func TestScoreCommandsMisuse(t *testing.T) {
+	tmp := t.TempDir()
+	in := filepath.Join(tmp, "in.csv")
+	if err := os.WriteFile(in, []byte(scoreInput), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noSMILES := filepath.Join(tmp, "no-smiles.csv")
+	os.WriteFile(noSMILES, []byte("name,structure\na,CCO\n"), 0o644)
+	encoder := writeTinyEncoder(t)
+	outDir := filepath.Join(tmp, "out") // stays empty
+	if err := os.Mkdir(outDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	npy, csvOut := filepath.Join(outDir, "e.npy"), filepath.Join(outDir, "e.csv")
+	emb := func(extra ...string) []string {
+		return append([]string{"embed", "--encoder", encoder, "--data", in}, extra...)
+	}
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"embed", "--help"}, 0, ""},
+		{[]string{"predict", "--help"}, 0, ""},
+		{[]string{"embed", "--data", in, "--out", npy}, 2, "micrograph embed: missing --encoder (see micrograph embed --help)"},
+		{[]string{"predict", "--data", in}, 2, "micrograph predict: missing --model, --out"},
+		{emb("--out", filepath.Join(outDir, "e.txt")), 2, "--out " + filepath.Join(outDir, "e.txt") + ": want a .npy or .csv file"},
+		{emb("--out", npy, "--skip-invalid"), 2, "--skip-invalid needs a .csv --out"},
+		{emb("--out", npy, "--batch-size", "0"), 2, "--batch-size 0 must be positive"},
+		{emb("--out", npy, "--max-atoms", "0"), 2, "--max-atoms 0 must be positive"},
+		{emb("--out", npy, "--device", "tpu"), 2, `--device "tpu"`},
+		{emb("--out", filepath.Join(tmp, "missing", "e.npy")), 2, "folder " + filepath.Join(tmp, "missing") + " does not exist"},
+		{emb("--out", npy, "extra"), 2, `unexpected argument "extra"`},
+		{[]string{"embed", "--encoder", filepath.Join(tmp, "none.pt"), "--data", in, "--out", npy}, 1, "none.json"},
+		{[]string{"embed", "--encoder", encoder, "--data", filepath.Join(tmp, "none.csv"), "--out", csvOut}, 1, "data " + filepath.Join(tmp, "none.csv") + ": no such file or directory"},
+		{[]string{"embed", "--encoder", encoder, "--data", noSMILES, "--out", csvOut}, 1, `no-smiles.csv:1: no SMILES column "smiles"`},
+		{[]string{"predict", "--model", tmp, "--data", in, "--out", csvOut}, 1, "model " + tmp + ": open " + filepath.Join(tmp, "model.json")},
+	}
+	for _, tc := range tests {
+		code, out, errs := runCLI(t, tc.args...)
+		if tc.code == 0 {
+			if code != 0 || !strings.HasPrefix(out, "usage: micrograph "+tc.args[0]) || !strings.Contains(out, "--data") {
+				t.Errorf("%q: status %d, stdout %q", tc.args, code, out)
+			}
+			continue
+		}
+		if code != tc.code || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%q: status %d, stderr %q; want status %d and one line with %q", tc.args, code, errs, tc.code, tc.want)
+		}
+		if entries, _ := os.ReadDir(outDir); len(entries) != 0 {
+			t.Fatalf("%q left %v behind", tc.args, entries)
+		}
+	}
+}
