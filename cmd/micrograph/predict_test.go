@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -301,6 +302,28 @@ func TestFinetuneSavePredictRoundTrip(t *testing.T) {
 			if float64(res.Saved.Valid) != bestValid {
 				t.Errorf("saved valid %v, best over runs %v", res.Saved.Valid, bestValid)
 			}
+			// Each run's epoch is its best valid one: the lowest RMSE on regression tasks.
+			for _, r := range res.Runs {
+				valid, test := r.ValidROCAUC, r.TestROCAUC
+				if tc.regression {
+					valid, test = r.ValidRMSE, r.TestRMSE
+					if len(r.TestMAE) != len(test) || r.TestMAEAtBest != r.TestMAE[r.BestEpoch-1] || !(r.TestMAEAtBest <= r.TestAtBest) {
+						t.Errorf("seed %d: MAE %v at best, curve %v (RMSE %v)", r.Seed, r.TestMAEAtBest, r.TestMAE, r.TestAtBest)
+					}
+				}
+				best := 0
+				for e := range valid {
+					if evaluateBetter(tc.regression, float64(valid[e]), float64(valid[best])) {
+						best = e
+					}
+				}
+				if r.BestEpoch != best+1 || r.BestValid != valid[best] || r.TestAtBest != test[best] {
+					t.Errorf("seed %d: best epoch %d (valid %v, test %v); the valid curve %v says %d", r.Seed, r.BestEpoch, r.BestValid, r.TestAtBest, valid, best+1)
+				}
+			}
+			if want := map[bool]string{false: evaluate.MetricROCAUC, true: evaluate.MetricRMSE}[tc.regression]; res.Metric != want {
+				t.Errorf("metric %q, want %q", res.Metric, want)
+			}
 
 			ds, _, err := data.Load(tc.data, data.LoadOptions{CacheDir: dir})
 			if err != nil {
@@ -428,5 +451,51 @@ func TestScoreCommandsMisuse(t *testing.T) {
 		if entries, _ := os.ReadDir(outDir); len(entries) != 0 {
 			t.Fatalf("%q left %v behind", tc.args, entries)
 		}
+	}
+}
+
+// linear-eval on a regression task fits ridge regressions: each run keeps
+// the λ of lowest valid RMSE and reports that λ's test RMSE, with MAE, and
+// compare shows RMSE, refusing to mix it with ROC-AUC results.
+func TestLinearEvalRegression(t *testing.T) {
+	dir := t.TempDir()
+	esol := filepath.Join(dir, "esol")
+	if code, out, errs := runCLI(t, "featurize", "--csv", filepath.Join(testenv.SharedData(t, "moleculenet"), "esol.csv"),
+		"--label-cols", "measured log solubility in mols per litre", "--out", esol); code != 0 {
+		t.Fatalf("featurize: %s %s", out, errs)
+	}
+	result := filepath.Join(dir, "lin.json")
+	args := append([]string{"linear-eval", "--data", esol, "--out", result, "--seeds", "2", "--cache", dir}, tinyEncoderFlags...)
+	code, out, errs := runCLI(t, args...)
+	if code != 0 || !strings.Contains(out, "test RMSE") {
+		t.Fatalf("linear-eval: status %d\n%s\n%s", code, out, errs)
+	}
+	var res evaluate.LinearEvalResult
+	b, _ := os.ReadFile(result)
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Metric != evaluate.MetricRMSE || res.TestMAE == nil || res.Test.N != 2 {
+		t.Fatalf("metric %q, MAE %v, %d runs", res.Metric, res.TestMAE, res.Test.N)
+	}
+	for _, r := range res.Runs {
+		best := 0
+		for g := range r.ValidByL2 {
+			if r.ValidByL2[g] < r.ValidByL2[best] {
+				best = g
+			}
+		}
+		if r.L2[0] != res.Config.L2Grid[best] || r.ValidRMSE != r.ValidByL2[best] || r.TestRMSE != r.TestByL2[best] || !(r.TestMAE > 0 && r.TestMAE <= r.TestRMSE) {
+			t.Errorf("seed %d: λ %v, valid %v, test %v, MAE %v; by λ valid %v test %v", r.Seed, r.L2, r.ValidRMSE, r.TestRMSE, r.TestMAE, r.ValidByL2, r.TestByL2)
+		}
+	}
+	code, out, errs = runCLI(t, "compare", result)
+	if code != 0 || !strings.Contains(out, "| test RMSE | valid RMSE |") || !strings.Contains(out, fmt.Sprintf("%.3f ± %.3f", res.Test.Mean, res.Test.Std)) {
+		t.Errorf("compare: status %d\n%s\n%s", code, out, errs)
+	}
+	classification := filepath.Join(dir, "auc.json")
+	os.WriteFile(classification, []byte(`{"evaluation": "linear", "metric": "roc_auc", "protocol": "scaffold", "dataset": {"name": "x"}}`), 0o644)
+	if code, _, errs := runCLI(t, "compare", result, classification); code != 1 || !strings.Contains(errs, "compare results of one metric") {
+		t.Errorf("compare of RMSE and ROC-AUC: status %d, %s", code, errs)
 	}
 }
