@@ -461,6 +461,8 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 
 // snapshot is a CPU copy of every tensor of the classifier, with its name.
 func snapshot(clf *model.Classifier) []torch.Named {
+	s := torch.NewScope() // the intermediate tensors
+	defer s.Close()
 	state := clf.Store.State()
 	out := make([]torch.Named, len(state))
 	for i, n := range state {
