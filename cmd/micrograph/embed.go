@@ -28,7 +28,7 @@ func (s *scoreFlags) register(fs *pflag.FlagSet) {
 		"instead of writing them as NaN rows")
 	fs.StringVar(&s.smilesCol, "smiles-col", "", `SMILES column of the CSV (case ignored; default: "smiles", else "mol")`)
 	fs.IntVar(&s.batchSize, "batch-size", 256, "molecules per forward pass (the outputs do not depend on it)")
-	fs.StringVar(&s.device, "device", "cpu", "cpu, cuda, cuda:N, or auto (CUDA when available)")
+	fs.StringVar(&s.device, "device", "auto", "cpu, cuda, cuda:N, or auto (CUDA when available)")
 	fs.IntVar(&s.threads, "threads", 0, "libtorch intra-op threads (0: libtorch's default, one per core)")
 	fs.IntVar(&s.workers, "workers", 0, "parallel RDKit calls (0: one per core)")
 	fs.StringVar(&s.cache, "cache", "", cacheFlagHelp)
