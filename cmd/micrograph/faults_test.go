@@ -27,7 +27,9 @@ func writeNaNEncoder(t *testing.T) string {
 
 // A diverged model (NaN weights, or a learning rate that blows the weights
 // up) ends linear-eval and finetune with one line naming the encoder or the
-// epoch; they used to spin forever in the ROC-AUC's tie loop.
+// epoch (they used to spin forever in the ROC-AUC's tie loop), and
+// pre-training with one line naming the last good checkpoint and the flags
+// that resume or skip.
 func TestDivergedModelsFailNamingTheCause(t *testing.T) {
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
@@ -47,6 +49,9 @@ func TestDivergedModelsFailNamingTheCause(t *testing.T) {
 			"epoch 1: the training loss is NaN: the model diverged (is the learning rate 0.001 too high, or the encoder " + nanEncoder + " damaged?)"},
 		{append([]string{"finetune", "--lr", "1e30", "--epochs", "2", "--hidden", "16", "--layers", "2"}, quick...),
 			"epoch 1: the training loss is NaN: the model diverged (is the learning rate 1e+30 too high, or the encoder (random) damaged?)"},
+		{[]string{"pretrain", "--data", synth, "--run", filepath.Join(dir, "run"), "--lr", "1e30", "--checkpoint-every", "1", "--epochs", "1",
+			"--batch-size", "32", "--hidden", "16", "--layers", "2", "--device", "cpu", "--threads", "1", "--cache", filepath.Join(dir, "cache")},
+			"step-000000001.pt; --resume continues from the last good checkpoint, and --skip-nonfinite skips such batches"},
 	}
 	for _, tc := range tests {
 		code, stdoutText, errs := runCLI(t, tc.args...)

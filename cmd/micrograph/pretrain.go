@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -90,6 +91,14 @@ func runPretrain(args []string) error {
 	res, err := pretrain.Run(run, cfg, pretrain.Options{
 		Resume: resume, Progress: os.Stderr, Stop: stop, Dataset: dataset,
 	})
+	var nonFinite *pretrain.NonFiniteLossError
+	if errors.As(err, &nonFinite) {
+		hint := "--skip-nonfinite skips such batches"
+		if nonFinite.LastCheckpoint != "" {
+			hint = "--resume continues from the last good checkpoint, and " + hint
+		}
+		return fmt.Errorf("%w; %s", err, hint)
+	}
 	if err != nil {
 		return flagError(fs, &cfg, err)
 	}

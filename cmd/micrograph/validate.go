@@ -61,24 +61,34 @@ func flagFor(fs *pflag.FlagSet, cfg any, path string) string {
 var flagNames = map[string]string{"encoder_path": "encoder", "encoder_paths": "encoder"}
 
 // fieldAddr is the address of the field reached from v (a pointer to a
-// struct) through the JSON names of path.
+// struct) through the JSON names of path; fields of embedded structs count
+// as their parent's, as in encoding/json.
 func fieldAddr(v reflect.Value, path []string) (uintptr, bool) {
 	for _, name := range path {
 		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 			return 0, false
 		}
-		s := v.Elem()
-		found := false
-		for i := range s.NumField() {
-			tag, _, _ := strings.Cut(s.Type().Field(i).Tag.Get("json"), ",")
-			if tag == name {
-				v, found = s.Field(i).Addr(), true
-				break
-			}
-		}
-		if !found {
+		var ok bool
+		if v, ok = jsonField(v.Elem(), name); !ok {
 			return 0, false
 		}
 	}
 	return v.Pointer(), true
+}
+
+// jsonField is a pointer to the field of struct s whose JSON name is name.
+func jsonField(s reflect.Value, name string) (reflect.Value, bool) {
+	for i := range s.NumField() {
+		f := s.Type().Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == name {
+			return s.Field(i).Addr(), true
+		}
+		if f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
+			if v, ok := jsonField(s.Field(i), name); ok {
+				return v, true
+			}
+		}
+	}
+	return reflect.Value{}, false
 }

@@ -221,7 +221,7 @@ func Run(opt Options) (*Diagnosis, error) {
 	defer runtime.UnlockOSThread()
 	dev, err := torch.ParseDevice(opt.Device)
 	if err != nil {
-		return nil, fmt.Errorf("--device: %w", err)
+		return nil, err
 	}
 	if opt.Threads > 0 {
 		torch.SetNumThreads(opt.Threads)
@@ -234,14 +234,14 @@ func Run(opt Options) (*Diagnosis, error) {
 	defer dm.free()
 	ds, err := data.Open(opt.Data, opt.Dataset)
 	if err != nil {
-		return nil, fmt.Errorf("--data %s: %w", opt.Data, err)
+		return nil, err
 	}
 	r.Data, r.Seed, r.BatchSize = opt.Data, opt.Seed, opt.BatchSize
 	usable, _ := data.PretrainFilter(ds, ds.All(), dm.cfg.Eta)
 	rand.New(rand.NewPCG(opt.Seed, diagnoseStream)).Shuffle(len(usable), func(i, j int) { usable[i], usable[j] = usable[j], usable[i] })
 	sample := usable[:min(opt.Molecules, len(usable))]
 	if len(sample) < 2 {
-		return nil, fmt.Errorf("--data %s: fewer than 2 molecules of at least η=%d atoms with bonds", opt.Data, dm.cfg.Eta)
+		return nil, fmt.Errorf("dataset %s: fewer than 2 molecules of at least η=%d atoms with bonds", opt.Data, dm.cfg.Eta)
 	}
 	r.Molecules = len(sample)
 	sizes := make([]float64, len(sample))

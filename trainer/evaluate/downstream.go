@@ -11,6 +11,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -163,7 +164,7 @@ func evaluationSplits(name string, ds *data.Dataset, regression bool, cvFolds in
 		}
 	} else {
 		if ds.Split == nil {
-			return nil, fmt.Errorf("dataset %s has no split: use --protocol %s (cross-validation)", name, ProtocolCV10)
+			return nil, field.Errorf("protocol", ProtocolScaffold, "needs a split, and dataset %s has none: use %s (cross-validation)", name, ProtocolCV10)
 		}
 		splits = []*data.Split{ds.Split}
 	}
@@ -414,12 +415,18 @@ type session struct {
 	folds      int
 }
 
-// open loads c's encoder and dataset and sets libtorch's threads. The
-// caller, which has validated c, locks its OS thread (libtorch keeps grad
-// mode and scopes per thread) and closes the session.
-func (c Common) open() (*session, error) {
+// open validates the whole configuration (whose Common c is), locks the
+// goroutine to its OS thread (libtorch keeps grad mode and scopes per
+// thread) until close, loads c's encoder and dataset and sets libtorch's
+// threads.
+func (c Common) open(whole interface{ Validate() error }) (*session, error) {
+	if err := whole.Validate(); err != nil {
+		return nil, err
+	}
+	runtime.LockOSThread()
 	arch, state, err := downstreamEncoder(c.EncoderPath, c.Encoder)
 	if err != nil {
+		runtime.UnlockOSThread()
 		return nil, err
 	}
 	s := &session{arch: arch, state: state}
@@ -432,4 +439,8 @@ func (c Common) open() (*session, error) {
 	return s, nil
 }
 
-func (s *session) close() { torch.FreeNamed(s.state) }
+// close frees the encoder's weights and unlocks the OS thread.
+func (s *session) close() {
+	torch.FreeNamed(s.state)
+	runtime.UnlockOSThread()
+}

@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"time"
 
@@ -193,25 +192,18 @@ func (r *FinetuneRun) testCurve() []metrics.Value {
 // logits over labelled entries only; training batches are reshuffled every
 // epoch from the run's seed; evaluation covers every molecule of a part.
 func Finetune(cfg FinetuneConfig) (*FinetuneResult, error) {
-	if err := cfg.Validate(); err != nil {
+	start := time.Now()
+	se, err := cfg.Common.open(cfg)
+	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	// libtorch keeps grad mode and scopes per OS thread: drive it from one.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-
+	defer se.close()
 	if cfg.Save != "" {
 		// Refused now rather than after the training.
 		if _, err := os.Stat(cfg.Save); err == nil {
 			return nil, fmt.Errorf("save %s: already exists", cfg.Save)
 		}
 	}
-	se, err := cfg.Common.open()
-	if err != nil {
-		return nil, err
-	}
-	defer se.close()
 	arch, state, dev, ds, folds := se.arch, se.state, se.dev, se.ds, se.folds
 	arch.Dropout = cfg.Dropout
 	name := filepath.Base(cfg.Data)

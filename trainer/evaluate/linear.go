@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"time"
 
@@ -202,14 +201,8 @@ func (r *LinearEvalRun) figures(regression bool) (valid, test metrics.Value) {
 // embeddings are computed once; the random baseline draws a new encoder per
 // seed, so that its spread includes the encoder's.
 func LinearEval(cfg LinearEvalConfig) (*LinearEvalResult, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
 	start := time.Now()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-
-	se, err := cfg.Common.open()
+	se, err := cfg.Common.open(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -211,8 +211,8 @@ func Suite(cfg SuiteConfig) (*SuiteResult, error) {
 		if i == 0 {
 			arch = info.Encoder
 		} else if info.Encoder != arch {
-			return nil, fmt.Errorf("--encoder: %s has architecture %+v, %s has %+v; the random baseline needs one",
-				path, info.Encoder, cfg.EncoderPaths[0], arch)
+			return nil, field.Errorf("encoder_paths", path, "has architecture %+v, but %s has %+v; the random baseline needs one",
+				info.Encoder, cfg.EncoderPaths[0], arch)
 		}
 	}
 	res := &SuiteResult{Config: cfg}
@@ -549,7 +549,7 @@ func (r *SuiteResult) Markdown() string {
 	sb.WriteString("Δ: pre-trained − no pre-training, in points; p: two-sided paired t-test, pairs by " +
 		strings.Join(slices.Sorted(maps.Keys(pairedBy)), ", ") + "; † p < 0.05. Average Δ: mean over the benchmarks [95 % t interval over the pairs].\n")
 	if !pairedBy["encoder"] && len(pairedBy) > 0 {
-		sb.WriteString("One pre-trained encoder: its p-values count the evaluation's variance, not pre-training's; pass several (--encoder a.pt,b.pt,c.pt).\n")
+		sb.WriteString("One pre-trained encoder: its p-values count the evaluation's variance, not pre-training's; evaluate several, from pre-training runs with different seeds.\n")
 	}
 	sb.WriteString("Paper rows: the paper's Tables 1 and 2; it reports no Non-Pretrain feature extraction, and its stated feature-extraction average (69.73) is not the mean of its seven figures (69.89).\n")
 	if star != "" {

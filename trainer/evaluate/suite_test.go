@@ -69,7 +69,7 @@ func TestSuiteMarkdown(t *testing.T) {
 Test ROC-AUC (%), mean ± std over 2 runs (encoders × seeds × folds). No pre-training: the same architecture randomly initialised, fine-tuned from scratch or frozen.
 scaffold: OGB's scaffold split, epoch or λ chosen on valid. cvK: K-fold cross-validation (the paper's cv10), epoch or λ chosen on the test ROC-AUC averaged over the folds, which is optimistic.
 Δ: pre-trained − no pre-training, in points; p: two-sided paired t-test, pairs by seed; † p < 0.05. Average Δ: mean over the benchmarks [95 % t interval over the pairs].
-One pre-trained encoder: its p-values count the evaluation's variance, not pre-training's; pass several (--encoder a.pt,b.pt,c.pt).
+One pre-trained encoder: its p-values count the evaluation's variance, not pre-training's; evaluate several, from pre-training runs with different seeds.
 Paper rows: the paper's Tables 1 and 2; it reports no Non-Pretrain feature extraction, and its stated feature-extraction average (69.73) is not the mean of its seven figures (69.89).
 \* Average over the benchmarks run here (bace, bbbp, clintox), the paper's rows included; paper figures in parentheses are for benchmarks not run.
 `

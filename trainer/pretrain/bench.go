@@ -10,9 +10,7 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/field"
-	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
-	"github.com/micrograph/micrograph/torch/optim"
 )
 
 // BenchConfig is a throughput measurement of pre-training steps.
@@ -54,42 +52,18 @@ func Bench(cfg BenchConfig, opt data.OpenOptions) (*BenchResult, error) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	dev, err := torch.ParseDevice(pc.Device)
+	se, err := openSession(pc, opt)
 	if err != nil {
 		return nil, err
 	}
-	if pc.Threads > 0 {
-		torch.SetNumThreads(pc.Threads)
-	}
-	if pc.Deterministic {
-		if err := torch.SetDeterministic(true); err != nil {
-			return nil, err
-		}
-	}
-	torch.ManualSeed(pc.Seed)
-	ds, err := data.Open(pc.Data, opt)
-	if err != nil {
-		return nil, err
-	}
-	indices, filter := data.PretrainFilter(ds, ds.All(), pc.Model.Eta)
-	if err := checkPretrainData(pc, filter); err != nil {
-		return nil, err
-	}
-	m, err := model.New(pc.Model, dev, torch.Float32)
+	dev := se.dev
+	m, adam, err := se.newModel()
 	if err != nil {
 		return nil, err
 	}
 	defer m.Free()
-	adam := optim.NewAdam(m.Store.Trainable(), pc.LR)
 	defer adam.Free()
-	prepare := func(*data.Batch) error { return nil }
-	if dev.IsCUDA() {
-		prepare = data.PinMemory
-	}
-	loader, err := data.NewLoader(data.LoaderConfig{
-		Dataset: ds, Indices: indices, BatchSize: pc.BatchSize, Shuffle: true, Seed: pc.Seed,
-		DropLast: true, Workers: pc.Workers, Prepare: prepare,
-	})
+	loader, err := se.newLoader(0, data.Position{})
 	if err != nil {
 		return nil, err
 	}

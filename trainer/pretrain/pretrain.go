@@ -54,18 +54,8 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	// Everything that can be refused is checked before RUNDIR is touched.
-	dev, err := torch.ParseDevice(cfg.Device)
+	se, err := openSession(cfg, opt.Dataset)
 	if err != nil {
-		return nil, err
-	}
-	ds, err := data.Open(cfg.Data, opt.Dataset)
-	if err != nil {
-		return nil, err
-	}
-	// Data: every molecule that can form a subgraph (§4's η filter), at
-	// least one whole batch of them.
-	indices, filter := data.PretrainFilter(ds, ds.All(), cfg.Model.Eta)
-	if err := checkPretrainData(cfg, filter); err != nil {
 		return nil, err
 	}
 	ck, release, err := prepareRun(run, &cfg, opt.Resume)
@@ -76,25 +66,17 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 	if ck != nil {
 		defer ck.Free()
 	}
-	if cfg.Threads > 0 {
-		torch.SetNumThreads(cfg.Threads)
-	}
-	if cfg.Deterministic {
-		if err := torch.SetDeterministic(true); err != nil {
-			return nil, err
-		}
-	}
-	torch.ManualSeed(cfg.Seed)
-	res = &Result{Filter: filter}
+	se.cfg = cfg // as prepareRun completed it when resuming
+	res = &Result{Filter: se.filter}
 
 	// Model and optimiser, from the checkpoint when resuming.
-	m, err := model.New(cfg.Model, dev, torch.Float32)
+	m, adam, err := se.newModel()
 	if err != nil {
 		return nil, err
 	}
 	defer m.Free()
-	adam := optim.NewAdam(m.Store.Trainable(), cfg.LR)
 	defer adam.Free()
+	dev := se.dev
 	var step int64
 	var start data.Position
 	var rngMissing []string
@@ -105,14 +87,7 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 		step, start = ck.Step, ck.Position
 	}
 
-	prepare := func(*data.Batch) error { return nil }
-	if dev.IsCUDA() {
-		prepare = data.PinMemory
-	}
-	loader, err := data.NewLoader(data.LoaderConfig{
-		Dataset: ds, Indices: indices, BatchSize: cfg.BatchSize, Shuffle: true, Seed: cfg.Seed,
-		DropLast: true, Epochs: cfg.Epochs, Start: start, Workers: cfg.Workers, Prepare: prepare,
-	})
+	loader, err := se.newLoader(cfg.Epochs, start)
 	if err != nil {
 		return nil, err
 	}
@@ -135,11 +110,11 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 	bar := newProgress(opt.Progress, step, total, perEpoch)
 	defer bar.finish()
 	bar.printf("micrograph: %s: %d molecules for pre-training (%d left out: %d under η=%d atoms, %d without bonds, %d with isolated atoms); %d steps per epoch",
-		cfg.Data, filter.Kept, filter.Removed(), filter.TooSmall, cfg.Model.Eta, filter.NoBonds, filter.IsolatedAtoms, perEpoch)
+		cfg.Data, se.filter.Kept, se.filter.Removed(), se.filter.TooSmall, cfg.Model.Eta, se.filter.NoBonds, se.filter.IsolatedAtoms, perEpoch)
 	if ck != nil {
 		bar.printf("micrograph: resuming %s at step %d (%s)", ck.Path, step, start)
 		if len(rngMissing) > 0 {
-			bar.printf("micrograph: %s holds no state for the %s generator(s): they continue from --seed %d, so random draws (dropout, subgraph perturbations) differ from an uninterrupted run",
+			bar.printf("micrograph: %s holds no state for the %s generator(s): they continue from the run's seed %d, so random draws (dropout, subgraph perturbations) differ from an uninterrupted run",
 				ck.Path, strings.Join(rngMissing, ", "), cfg.Seed)
 		}
 	}
@@ -274,18 +249,34 @@ func (t *pretrainer) flush() error {
 		t.bar.update(r)
 	}
 	if !metrics.IsFinite(v[0]) && !p.skipped {
-		hint := "no checkpoint was written yet"
+		e := &NonFiniteLossError{Step: p.step, Losses: [5]float64(v[:5])}
 		if paths, _ := listCheckpoints(t.run); len(paths) > 0 {
-			hint = "the last good checkpoint is " + paths[0] + "; --resume continues from it"
+			e.LastCheckpoint = paths[0]
 		}
-		return fmt.Errorf("step %d: the loss is %v (node_mot %v, mot_sub %v, reg %v, contra %v); stopped without saving: "+
-			"%s, and --skip-nonfinite skips such batches",
-			p.step, v[0], v[1], v[2], v[3], v[4], hint)
+		return e
 	}
 	if p.skipped {
 		t.bar.printf("micrograph: step %d: non-finite loss %v, update skipped", p.step, v[0])
 	}
 	return nil
+}
+
+// NonFiniteLossError stops a run whose loss became NaN or infinite (unless
+// Config.SkipNonFinite skips such batches); nothing of that step is saved.
+type NonFiniteLossError struct {
+	Step           int64
+	Losses         [5]float64 // total, node_mot, mot_sub, reg, contra
+	LastCheckpoint string     // the newest checkpoint, which resuming continues from; "" if none
+}
+
+func (e *NonFiniteLossError) Error() string {
+	where := "no checkpoint was written yet"
+	if e.LastCheckpoint != "" {
+		where = "the last good checkpoint is " + e.LastCheckpoint
+	}
+	l := e.Losses
+	return fmt.Sprintf("step %d: the loss is %v (node_mot %v, mot_sub %v, reg %v, contra %v); stopped without saving: %s",
+		e.Step, l[0], l[1], l[2], l[3], l[4], where)
 }
 
 // checkpoint saves the run's state after step (flushing first, so that a
@@ -300,6 +291,66 @@ func (t *pretrainer) checkpoint(step int64) error {
 	}
 	t.lastCheckpoint = path
 	return nil
+}
+
+// session is what a run and a bench share: the device and the molecules
+// pre-training uses, then the model, its optimiser and the loader.
+type session struct {
+	cfg     Config
+	dev     torch.Device
+	ds      *data.Dataset
+	indices []int32          // every molecule that can form a subgraph (§4's η filter)
+	filter  data.FilterStats // what the filter left out
+}
+
+// openSession finds the device and loads and filters the dataset, refusing
+// settings under which no whole batch remains; nothing is written.
+func openSession(cfg Config, opt data.OpenOptions) (*session, error) {
+	dev, err := torch.ParseDevice(cfg.Device)
+	if err != nil {
+		return nil, err
+	}
+	ds, err := data.Open(cfg.Data, opt)
+	if err != nil {
+		return nil, err
+	}
+	indices, filter := data.PretrainFilter(ds, ds.All(), cfg.Model.Eta)
+	if err := checkPretrainData(cfg, filter); err != nil {
+		return nil, err
+	}
+	return &session{cfg: cfg, dev: dev, ds: ds, indices: indices, filter: filter}, nil
+}
+
+// newModel sets libtorch's threads and determinism, seeds its generators and
+// initialises the model and its Adam optimiser from that seed.
+func (s *session) newModel() (*model.MicroGraph, *optim.Adam, error) {
+	if s.cfg.Threads > 0 {
+		torch.SetNumThreads(s.cfg.Threads)
+	}
+	if s.cfg.Deterministic {
+		if err := torch.SetDeterministic(true); err != nil {
+			return nil, nil, err
+		}
+	}
+	torch.ManualSeed(s.cfg.Seed)
+	m, err := model.New(s.cfg.Model, s.dev, torch.Float32)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, optim.NewAdam(m.Store.Trainable(), s.cfg.LR), nil
+}
+
+// newLoader streams shuffled whole batches of the filtered molecules for
+// epochs epochs (0: without end) from position start.
+func (s *session) newLoader(epochs int, start data.Position) (*data.Loader, error) {
+	prepare := func(*data.Batch) error { return nil }
+	if s.dev.IsCUDA() {
+		prepare = data.PinMemory
+	}
+	return data.NewLoader(data.LoaderConfig{
+		Dataset: s.ds, Indices: s.indices, BatchSize: s.cfg.BatchSize, Shuffle: true, Seed: s.cfg.Seed,
+		DropLast: true, Epochs: epochs, Start: start, Workers: s.cfg.Workers, Prepare: prepare,
+	})
 }
 
 // checkPretrainData refuses settings under which the filtered dataset

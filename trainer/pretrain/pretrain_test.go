@@ -252,7 +252,7 @@ func TestSignalStopsWithCheckpoint(t *testing.T) {
 }
 
 // A non-finite loss stops the run with a message naming the last good
-// checkpoint, which stays readable; --skip-nonfinite skips such batches.
+// checkpoint, which stays readable; SkipNonFinite skips such batches.
 func TestNonFiniteLoss(t *testing.T) {
 	cfg := smallConfig(t)
 	cfg.LR, cfg.CheckpointEvery, cfg.Epochs = 1e30, 1, 1 // the weights explode at step 2

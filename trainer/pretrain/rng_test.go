@@ -273,7 +273,7 @@ func TestCheckpointReplaysEveryRandomDrawOfAStep(t *testing.T) {
 
 // Checkpoints from other machines or older versions resume: states of GPUs
 // this process lacks are skipped, and generators the checkpoint has no state
-// for are reported (they continue from --seed); a malformed state is an
+// for are reported (they continue from the run's seed); a malformed state is an
 // error naming the file and the generator.
 func TestRestoreToleratesForeignAndMissingGenerators(t *testing.T) {
 	dev := stepDevice(t)

@@ -144,7 +144,7 @@ func BuildMotifReport(opt MotifReportOptions) (*MotifReport, error) {
 	}
 	ds, err := data.Open(r.Data, opt.Dataset)
 	if err != nil && opt.Data == "" {
-		return nil, fmt.Errorf("the run's dataset %s: %w (give its path with --data)", r.Data, err)
+		return nil, field.Errorf("data", r.Data, "(the run's dataset) cannot be opened: %v; give the dataset's path", err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: %w", r.Data, err)

@@ -2,6 +2,7 @@ package report
 
 import (
 	"cmp"
+	"embed"
 	"fmt"
 	"html/template"
 	"io"
@@ -190,126 +191,20 @@ func newHistogram(r *MotifReport) histogramSVG {
 	return h
 }
 
-var motifTemplate = template.Must(template.New("motifs").Funcs(template.FuncMap{
+// templates are the pages' HTML, kept as files beside the code.
+//
+//go:embed templates
+var templates embed.FS
+
+// motifTemplate renders the motif report (templates/motifs.html).
+var motifTemplate = template.Must(template.New("motifs.html").Funcs(template.FuncMap{
 	"px":    func(v float64) string { return fmt.Sprintf("%.1f", v) },
 	"fixed": func(digits int, v float64) string { return fmt.Sprintf("%.*f", digits, v) },
 	"atoms": joinInts,
 	"P":     formatP,
 	"share": atomShare,
 	"pct":   formatShare,
-}).Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>Motifs of {{.R.Run}}</title>
-<style>
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d232a; margin: 24px 32px; max-width: 1400px; }
-h1 { font-size: 22px; margin: 0 0 12px; }
-h2 { font-size: 17px; margin: 0 0 4px; }
-dl.facts { display: grid; grid-template-columns: max-content auto; gap: 2px 16px; margin: 0 0 16px; }
-dl.facts dt { color: #5b6670; }
-dl.facts dd { margin: 0; }
-code { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 13px; }
-.note { background: #fff6dc; border: 1px solid #e8d08a; padding: 6px 10px; border-radius: 4px; }
-table.summary { border-collapse: collapse; margin: 8px 0 24px; }
-table.summary th, table.summary td { padding: 3px 10px; border-bottom: 1px solid #e3e6e9; text-align: right; }
-table.summary th:last-child, table.summary td:last-child { text-align: left; }
-table.summary th { background: #f3f5f7; }
-section.empty-motifs p { color: #3a444d; max-width: 1100px; }
-section.motif { border-top: 2px solid #d8dde2; padding: 14px 0 18px; }
-section.motif p { margin: 0 0 10px; color: #3a444d; }
-.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax({{.FigureWidth}}px, 1fr)); gap: 10px; }
-figure { margin: 0; border: 1px solid #e3e6e9; border-radius: 4px; padding: 4px; background: #fff; }
-figure svg { display: block; width: 100%; height: auto; }
-figcaption { font-size: 12px; color: #3a444d; padding: 2px 4px; overflow-wrap: anywhere; }
-figcaption .problem { color: #a3261b; }
-svg.histogram text { font-size: 11px; fill: #3a444d; }
-svg.histogram .bar { fill: #3f7cbf; }
-svg.histogram .bar.empty { fill: #b9c2cb; }
-svg.histogram .grid-line { stroke: #e3e6e9; }
-</style>
-</head>
-<body>
-<h1>Motifs of <code>{{.R.Run}}</code></h1>
-<dl class="facts">
-<dt>checkpoint</dt><dd><code>{{.R.Checkpoint}}</code>, step {{.R.Step}}</dd>
-<dt>dataset</dt><dd><code>{{.R.Data}}</code> ({{.R.Dataset}})</dd>
-<dt>motifs</dt><dd>K = {{.R.Model.Motifs}}; subgraphs of at least η = {{.R.Model.Eta}} atoms; τ = {{.R.Model.Tau}}</dd>
-<dt>molecules analysed</dt><dd>{{.R.Molecules}} of the {{.R.Usable}} pre-training can use, in batches of {{.R.BatchSize}} (Sinkhorn balances motifs within each batch)</dd>
-<dt>atoms</dt><dd>{{.R.Atoms}}</dd>
-<dt>subgraphs</dt><dd>{{len .R.Subgraphs}}</dd>
-{{- if .R.Groups}}
-<dt>metrics.NMI with planted groups</dt><dd>{{fixed 3 .R.NMI}}; before pre-training (the run's initial model) {{fixed 3 .R.UntrainedNMI}} (atoms of a planted group; linker atoms left out)</dd>
-{{- end}}
-<dt>closeness</dt><dd>P: the probability softmax<sub>k</sub>(cos(W<sub>s</sub> s, M<sub>k</sub>)/τ) gives the subgraph's own motif; cos: the cosine itself</dd>
-</dl>
-{{- if .NoDrawings}}
-<p class="note">{{.NoDrawings}}.</p>
-{{- end}}
-
-<h2>Atoms per motif</h2>
-{{with .Histogram -}}
-<svg class="histogram" xmlns="http://www.w3.org/2000/svg" width="{{px .Width}}" height="{{px .Height}}" viewBox="0 0 {{px .Width}} {{px .Height}}" role="img" aria-label="atoms per motif">
-{{- range .YTicks}}
-<line class="grid-line" x1="{{px $.Histogram.Left}}" x2="{{px $.Histogram.Right}}" y1="{{px .Pos}}" y2="{{px .Pos}}"/>
-<text x="{{px $.Histogram.TickLabelX}}" y="{{px .LabelPos}}" text-anchor="end">{{.Text}}</text>
-{{- end}}
-{{- range .Bars}}
-{{- if .HasLink}}
-<a href="#motif-{{.Motif}}"><rect class="bar" x="{{px .X}}" y="{{px .Y}}" width="{{px .W}}" height="{{px .H}}"><title>motif {{.Motif}}: {{.Atoms}} atoms</title></rect></a>
-{{- else}}
-<rect class="bar empty" x="{{px .X}}" y="{{px .Y}}" width="{{px .W}}" height="{{px .H}}"><title>motif {{.Motif}}: {{.Atoms}} atoms, no subgraph</title></rect>
-{{- end}}
-{{- if $.Histogram.Label}}
-<text x="{{px .LabelX}}" y="{{px .CountY}}" text-anchor="middle">{{.Atoms}}</text>
-{{- end}}
-{{- if .ShowMotif}}
-<text x="{{px .LabelX}}" y="{{px .MotifLabelY}}" text-anchor="middle">{{.Motif}}</text>
-{{- end}}
-{{- end}}
-<line x1="{{px .Left}}" x2="{{px .Right}}" y1="{{px .Bottom}}" y2="{{px .Bottom}}" stroke="#3a444d"/>
-<text x="{{px .TitleX}}" y="{{px .TitleY}}" text-anchor="middle">motif (grey: forms no subgraph)</text>
-</svg>
-{{- end}}
-
-<table class="summary">
-<tr><th>motif</th><th>atoms</th><th>share</th><th>subgraphs</th><th>mean size</th>
-{{- if .R.Groups}}<th>linker atoms</th><th>dominant planted group (share of its grouped atoms)</th>{{end}}</tr>
-{{- range .Sections}}
-<tr><td><a href="#motif-{{.Motif}}">{{.Motif}}</a></td><td>{{.Atoms}}</td><td>{{share .Atoms $.R.Atoms}}</td><td>{{.Subgraphs}}</td><td>{{fixed 1 .MeanSize}}</td>
-{{- if $.R.Groups}}<td>{{pct .LinkerShare}}</td><td>{{if .Group}}{{.Group}} ({{pct .DominantShare}}){{else}}none: linkers only{{end}}</td>{{end}}</tr>
-{{- end}}
-</table>
-{{- if .Empty}}
-<section class="empty-motifs">
-<h2>Motifs without subgraphs</h2>
-<p>{{range $i, $s := .Empty}}{{if $i}}, {{end}}motif {{$s.Motif}} ({{$s.Atoms}} atoms){{end}}: none of them has η = {{.R.Model.Eta}} or more atoms in any one molecule.</p>
-</section>
-{{- end}}
-
-{{range .Sections -}}
-<section class="motif" id="motif-{{.Motif}}">
-<h2>Motif {{.Motif}}</h2>
-<p>{{.Atoms}} atoms ({{share .Atoms $.R.Atoms}} of those analysed) in {{.Subgraphs}} subgraphs of {{fixed 1 .MeanSize}} atoms on average.
-{{- if .Group}} Of its atoms in a planted group, {{pct .DominantShare}} come from {{.Group}}; {{pct .LinkerShare}} of all its atoms are linkers.
-{{- else if $.R.Groups}} All its atoms are linkers.{{end}}
-{{- if .Figures}} The {{len .Figures}} subgraphs closest to it:{{end}}</p>
-<div class="grid">
-{{- range .Figures}}
-<figure>
-{{- if .SVG}}
-{{.SVG}}
-{{- end}}
-<figcaption><b>molecule {{.Molecule}}</b><br>P = {{P .LogP}} · cos = {{fixed 3 .Cosine}}<br>atoms {{atoms .Atoms}}
-{{- if .Problem}}<br><span class="problem">not drawn: {{.Problem}}</span>{{end}}</figcaption>
-</figure>
-{{- end}}
-</div>
-</section>
-{{end -}}
-</body>
-</html>
-`))
+}).ParseFS(templates, "templates/motifs.html"))
 
 // joinInts lists atom indices for a caption: "0, 1, 5".
 func joinInts(v []int) string {
