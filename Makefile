@@ -1,7 +1,8 @@
 # micrograph: `make run` and `make test` do everything on a fresh Debian 12 machine.
 #
 #   make            build the shims and bin/micrograph
-#   make shim       build only the libtorch shim (g++ and libtorch; no Go needed)
+#   make shim       build only the libtorch shim, and its test-only reader library
+#                   (g++ and libtorch; no Go needed)
 #   make chem       build only the RDKit shim (g++ and RDKit)
 #   make deps       install what is missing (Debian packages)
 #   make test       deps, build, then every test
@@ -23,20 +24,22 @@ torch_env = $(eval torch_env := $$(shell LIBTORCH='$(LIBTORCH)' PYTHON='$(PYTHON
 torch_var = $(shell printf '%s' '$(torch_env)' | tr ';' '\n' | sed -n 's/^$(1)=//p')
 
 CXXFLAGS := -std=c++17 -O2 -fPIC -Wall -Wextra -Wno-unused-parameter
-SHIM_SRC := $(wildcard torch/shim/*.cpp)
-SHIM_HDR := $(wildcard torch/shim/*.h)
+SHIM_SRC := $(wildcard torch/shim/*.cpp torch/shim/kernels/*.cpp)
+SHIM_HDR := $(wildcard torch/shim/*.h torch/shim/kernels/*.h)
+CUDA_SRC := $(wildcard torch/shim/kernels/*.cu)
 SHIM := $(LIB)/libmgtorch.so
+SHIM_TESTING := $(LIB)/libmgtorch_testing.so
 
 .PHONY: all build shim chem deps test run clean
 
 all: build
 
-shim: $(SHIM)
+shim: $(SHIM) $(SHIM_TESTING)
 
 # The object files are compiled one per TU so that `make -j` and small edits stay cheap.
 # Against a CUDA libtorch they are built with MG_WITH_CUDA and the toolkit's
 # headers (not named when they are /usr/include: -isystem would break #include_next).
-$(BUILD)/shim/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch.sh
+define compile_against_torch
 	@mkdir -p $(@D)
 	@mode='$(call torch_var,TORCH_MODE)'; if [ "$$mode" = none ]; then \
 		echo "libtorch not found: run 'make deps', or set LIBTORCH=DIR or PYTHON=python-with-torch" >&2; exit 1; fi
@@ -44,19 +47,22 @@ $(BUILD)/shim/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch.sh
 		[ "$$home" = /usr ] || cuda="$$cuda -isystem $$home/include"; fi; \
 	$(CXX) $(CXXFLAGS) -D_GLIBCXX_USE_CXX11_ABI=$(call torch_var,TORCH_ABI) $(call torch_var,TORCH_INCLUDES) $$cuda \
 		-c $< -o $@
+endef
+$(BUILD)/shim/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch.sh
+	$(compile_against_torch)
 
-# The fused kernels' loops vectorise for AVX2+FMA (floating-point selects need
-# -fno-trapping-math; reductions say where they may be reordered, with
-# `omp simd` pragmas); the shim offers them only on CPUs that have both
-# (mg_fused_kernels).
-$(BUILD)/shim/gen_kernels.o: CXXFLAGS += -O3 -mavx2 -mfma -fno-trapping-math -fopenmp-simd
+# The fused kernels' CPU loops (torch/shim/kernels/*_cpu.cpp) vectorise for
+# AVX2+FMA (floating-point selects need -fno-trapping-math; reductions say
+# where they may be reordered, with `omp simd` pragmas); the shim offers them
+# only on CPUs that have both (mg_fused_kernels).
+$(BUILD)/shim/kernels/%_cpu.o: CXXFLAGS += -O3 -mavx2 -mfma -fno-trapping-math -fopenmp-simd
 
 # The CUDA kernels, for A100 (sm_80) and H100/H200 (sm_90), plus PTX that newer
 # GPUs compile at load time. Only built against a CUDA libtorch.
 CUDA_ARCH_FLAGS ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
 	-gencode arch=compute_90,code=compute_90
-CUDA_OBJ := $(BUILD)/shim/gen_kernels_cuda.o
-$(CUDA_OBJ): torch/shim/gen_kernels_cuda.cu torch/shim/gen_kernels_cuda.h
+CUDA_OBJ := $(patsubst torch/shim/%.cu,$(BUILD)/shim/%.cu.o,$(CUDA_SRC))
+$(BUILD)/shim/%.cu.o: torch/shim/%.cu $(SHIM_HDR)
 	@mkdir -p $(@D)
 	@home='$(call torch_var,CUDA_HOME)'; if [ ! -x "$$home/bin/nvcc" ]; then \
 		echo "libtorch has CUDA but no CUDA toolkit was found (nvcc): set CUDA_HOME=DIR" >&2; exit 1; fi
@@ -65,7 +71,7 @@ $(CUDA_OBJ): torch/shim/gen_kernels_cuda.cu torch/shim/gen_kernels_cuda.h
 # --no-as-needed keeps libtorch_cuda linked although no symbol of it is named;
 # without it CUDA reports itself unavailable. The CUDA kernels join only a
 # CUDA build, so CPU machines need no toolkit.
-$(SHIM): $(patsubst torch/shim/%.cpp,$(BUILD)/shim/%.o,$(SHIM_SRC)) torch/shim/gen_kernels_cuda.cu
+$(SHIM): $(patsubst torch/shim/%.cpp,$(BUILD)/shim/%.o,$(SHIM_SRC)) $(CUDA_SRC)
 	@mkdir -p $(@D)
 	libdir='$(call torch_var,TORCH_LIBDIR)'; cuda='$(call torch_var,TORCH_CUDA)'; cu=""; \
 	if [ "$$cuda" = 1 ]; then \
@@ -74,6 +80,18 @@ $(SHIM): $(patsubst torch/shim/%.cpp,$(BUILD)/shim/%.o,$(SHIM_SRC)) torch/shim/g
 	fi; \
 	$(CXX) -shared -o $@ $(filter %.o,$^) $$cu -L$$libdir -Wl,-rpath,$$libdir \
 		-Wl,--no-as-needed -ltorch $$([ "$$cuda" = 1 ] && echo -ltorch_cuda -lc10_cuda) -ltorch_cpu -lc10 -Wl,--as-needed
+
+# libmgtorch_testing.so: libtorch's own reader of torch.save files, with which
+# the tests of package torch check Save's files (torch/internal/libtorchread).
+# The program never links it.
+TESTING_DIR := torch/internal/libtorchread/shim
+$(BUILD)/testing/%.o: $(TESTING_DIR)/%.cpp $(TESTING_DIR)/read.h third_party/libtorch.sh
+	$(compile_against_torch)
+
+$(SHIM_TESTING): $(BUILD)/testing/read.o
+	@mkdir -p $(@D)
+	libdir='$(call torch_var,TORCH_LIBDIR)'; \
+	$(CXX) -shared -o $@ $^ -L$$libdir -Wl,-rpath,$$libdir -Wl,--no-as-needed -ltorch -ltorch_cpu -lc10 -Wl,--as-needed
 
 # ---- RDKit shim (data/rdkit) ----
 # libmgchem.so: featurisation, scaffolds and depictions through RDKit's C++

@@ -18,7 +18,8 @@ var (
 //
 // The tables are named "embeddings.<f>.weight". Forward looks them up as one
 // concatenated table with offset indices and sums as it gathers
-// (torch.EmbeddingBagSum): no R×F×d intermediate.
+// (torch.EmbeddingBagSum, or the fused kernel where it runs): no R×F×d
+// intermediate.
 type FeatureEncoder struct {
 	Tables  []*nn.Embedding
 	offsets *torch.Tensor // start row of each table in the concatenation (1×F)
@@ -47,7 +48,11 @@ func (f *FeatureEncoder) Forward(x *torch.Tensor) *torch.Tensor {
 	for i, e := range f.Tables {
 		weights[i] = e.Weight
 	}
-	return torch.EmbeddingBagSum(torch.Cat(weights, 0), x.Add(f.offsets))
+	table, indices := torch.Cat(weights, 0), x.Add(f.offsets)
+	if torch.FusedKernelsFor(table) {
+		return torch.FusedEmbeddingBagSum(table, indices)
+	}
+	return torch.EmbeddingBagSum(table, indices)
 }
 
 // Free releases the encoder's constants (its tables belong to the store).

@@ -9,14 +9,14 @@ import (
 // GENConv is DeeperGCN's generalised graph convolution with softmax
 // aggregation (§2). For an edge j→i with bond embedding e_ji:
 //
-//	m_ji  = ReLU(h_j + e_ji) + 1e-7
+//	m_ji  = ReLU(h_j + e_ji) + ε               (ε = torch.GENMessageEpsilon)
 //	a_ji  = softmax over the edges k→i of t·m_ki, per channel
 //	agg_i = Σ_{j→i} a_ji ⊙ m_ji            (0 without incoming edges)
 //	h'_i  = MLP(h_i + agg_i)
 //
 // With t fixed the weights a are constants in backpropagation, as in
 // DeeperGCN; with a learned t they are differentiable. Where the shim has a
-// fused kernel for the device (torch.GENAggregate) the whole aggregation is
+// fused kernel for the device (torch.FusedGENAggregate) the whole aggregation is
 // one pass per node; elsewhere it is composed from tensor ops. The MLP is one
 // Linear(d, d) ("lin"), or for n > 1 layers PyTorch's Sequential of
 // Linear(d, 2d), BatchNorm1d, ReLU, …, Linear(2d, d) ("mlp.<index>").
@@ -88,9 +88,9 @@ func (c *GENConv) forward(h, bonds *torch.Tensor, g *ops.Graph, train bool, cut 
 		if t == nil {
 			t = c.fixedT
 		}
-		agg = torch.GENAggregate(h, bonds, t, g.Src, g.RowPtr, c.T != nil)
+		agg = torch.FusedGENAggregate(h, bonds, t, g.Src, g.RowPtr, c.T != nil)
 	} else {
-		m := h.IndexSelect(0, g.Src).Add(bonds).Relu().AddScalar(1e-7)
+		m := h.IndexSelect(0, g.Src).Add(bonds).Relu().AddScalar(torch.GENMessageEpsilon)
 		var a *torch.Tensor
 		if c.T != nil {
 			a = ops.SegmentSoftmax(m.Mul(c.T), g.RowPtr, g.Dst)

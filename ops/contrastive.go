@@ -16,8 +16,8 @@ const maskedLogit = -1e4
 // Subgraphs of other molecules are the negatives. It is 0 when no molecule
 // has a subgraph.
 func GraphSubgraphContrast(z, s *torch.Tensor, sub *Subgraphs, tau float64) *torch.Tensor {
-	if torch.FusedKernels(z.Device()) {
-		return torch.BlockContrast(Cosine(z, s).DivScalar(tau), sub.Live.ToDType(z.DType()), sub.PerGraph)
+	if torch.FusedKernelsFor(z) {
+		return torch.FusedBlockContrast(Cosine(z, s).DivScalar(tau), sub.Live.ToDType(z.DType()), sub.PerGraph)
 	}
 	return blockContrast(z, s, sub, tau)
 }

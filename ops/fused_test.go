@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 // unfusedAggregate is GENConv's aggregation composed from tensor ops, the
 // way the model computes it where there is no fused kernel.
 func unfusedAggregate(h, e, t *torch.Tensor, g *ops.Graph, learnT bool) *torch.Tensor {
-	m := h.IndexSelect(0, g.Src).Add(e).Relu().AddScalar(1e-7)
+	m := h.IndexSelect(0, g.Src).Add(e).Relu().AddScalar(torch.GENMessageEpsilon)
 	var a *torch.Tensor
 	if learnT {
 		a = ops.SegmentSoftmax(m.Mul(t), g.RowPtr, g.Dst)
@@ -21,7 +22,7 @@ func unfusedAggregate(h, e, t *torch.Tensor, g *ops.Graph, learnT bool) *torch.T
 	return m.Mul(a).SegmentReduce(g.RowPtr, torch.ReduceSum)
 }
 
-// aggregationDevices is where GENAggregate has a kernel to test: the CPU
+// aggregationDevices is where FusedGENAggregate has a kernel to test: the CPU
 // (AVX2 and FMA) and, in a shim built with CUDA on a machine with a GPU, CUDA.
 func aggregationDevices() []torch.Device {
 	var ds []torch.Device
@@ -62,7 +63,7 @@ func (c aggregationCase) check(t *testing.T, name string, dev torch.Device) []fl
 		tt := torch.Full(nil, c.temp, torch.Options{DType: c.dtype, Device: at}).SetRequiresGrad(c.learnT)
 		var out *torch.Tensor
 		if fused {
-			out = torch.GENAggregate(hh, ee, tt, c.g.Src.To(at, false), c.g.RowPtr.To(at, false), c.learnT)
+			out = torch.FusedGENAggregate(hh, ee, tt, c.g.Src.To(at, false), c.g.RowPtr.To(at, false), c.learnT)
 		} else {
 			out = unfusedAggregate(hh, ee, tt, c.g, c.learnT)
 		}
@@ -123,10 +124,10 @@ func TestFusedAggregationMatchesUnfused(t *testing.T) {
 	// And against central differences, through the learned temperature too.
 	tt := torch.Full(nil, 0.9, torch.Options{DType: torch.Float64})
 	gradCheck(t, "fused dh", torch.FromSlice(hv, n, d), func(x *torch.Tensor) *torch.Tensor {
-		return weighted(torch.GENAggregate(x, torch.FromSlice(ev, e, d), tt, g.Src, g.RowPtr, true))
+		return weighted(torch.FusedGENAggregate(x, torch.FromSlice(ev, e, d), tt, g.Src, g.RowPtr, true))
 	})
 	gradCheck(t, "fused dt", torch.Full(nil, 0.9, torch.Options{DType: torch.Float64}), func(x *torch.Tensor) *torch.Tensor {
-		return weighted(torch.GENAggregate(torch.FromSlice(hv, n, d), torch.FromSlice(ev, e, d), x, g.Src, g.RowPtr, true))
+		return weighted(torch.FusedGENAggregate(torch.FromSlice(hv, n, d), torch.FromSlice(ev, e, d), x, g.Src, g.RowPtr, true))
 	})
 }
 
@@ -166,19 +167,50 @@ func TestFusedAggregationLargeGraph(t *testing.T) {
 	}
 }
 
+// libtorch's embedding bag and the fused kernel sum the looked-up rows, values
+// and gradients.
 func TestEmbeddingBagSumMatchesEmbedding(t *testing.T) {
 	scope(t)
 	r := rand.New(rand.NewPCG(9, 9))
 	w := randomMatrix(r, 7, 3)
 	idx := torch.FromSlice([]int64{0, 6, 2, 2, 3, 1, 5, 5, 0}, 3, 3)
-	bagW := torch.FromSlice(w, 7, 3).SetRequiresGrad(true)
-	bag := torch.EmbeddingBagSum(bagW, idx)
+	bags := []func(w, idx *torch.Tensor) *torch.Tensor{torch.EmbeddingBagSum}
+	if torch.FusedKernels(torch.CPU) {
+		bags = append(bags, torch.FusedEmbeddingBagSum)
+	}
 	refW := torch.FromSlice(w, 7, 3).SetRequiresGrad(true)
 	ref := torch.Embedding(refW, idx).SumDim(1, false)
-	near(t, "embedding bag", values(bag), values(ref), 1e-12)
-	weighted(bag).Backward()
 	weighted(ref).Backward()
-	near(t, "embedding bag grad", values(bagW.Grad()), values(refW.Grad()), 1e-12)
+	for i, sum := range bags {
+		bagW := torch.FromSlice(w, 7, 3).SetRequiresGrad(true)
+		bag := sum(bagW, idx)
+		near(t, fmt.Sprintf("embedding bag %d (1: fused)", i), values(bag), values(ref), 1e-12)
+		weighted(bag).Backward()
+		near(t, fmt.Sprintf("embedding bag %d grad", i), values(bagW.Grad()), values(refW.Grad()), 1e-12)
+	}
+}
+
+// A message whose pre-activation is cut by the ReLU is exactly the ε the
+// fused kernel adds (kGENMessageEpsilon), and that is GENMessageEpsilon: the
+// composed form adds the same.
+func TestFusedAggregationMessageEpsilon(t *testing.T) {
+	scope(t)
+	if !torch.FusedAggregation(torch.CPU) {
+		t.Skip("no fused aggregation on this CPU (AVX2/FMA)")
+	}
+	for _, dt := range []torch.DType{torch.Float32, torch.Float64} {
+		o := torch.Options{DType: dt}
+		h := torch.Full([]int64{2, 3}, -1, o) // node 1 receives one edge from node 0
+		e := torch.Zeros([]int64{1, 3}, o)
+		out := torch.FusedGENAggregate(h, e, torch.Full(nil, 1, o), torch.FromSlice([]int64{0}), torch.FromSlice([]int64{0, 0, 1}), false)
+		want := torch.Full(nil, torch.GENMessageEpsilon, o).Item()
+		got := values(out)
+		for i, v := range got {
+			if wantV := []float64{0, want}[i/3]; v != wantV {
+				t.Fatalf("%s: out %v, want 0 for node 0 and %v (ε) for node 1", dt, got, want)
+			}
+		}
+	}
 }
 
 // The pooling kernel and the sorted-segment pooling of other devices agree,

@@ -16,12 +16,16 @@ import (
 // is their sum. With selected (B×K, 0/1; nil for all columns) ortho_g uses
 // only the J_g selected columns, as the paper writes it, and is 0 when J_g = 0.
 func MinCut(q *torch.Tensor, g *Graph, selected *torch.Tensor) (cut, ortho *torch.Tensor) {
-	if torch.FusedKernels(q.Device()) {
-		cutG, orthoG := torch.MinCut(q, g.RowPtr, g.Src, g.GraphPtr, selected)
+	if torch.FusedKernelsFor(q) {
+		cutG, orthoG := torch.FusedMinCut(q, g.RowPtr, g.Src, g.GraphPtr, selected)
 		return cutG.Mean(), orthoG.Mean()
 	}
 	return minCutComposed(q, g, selected)
 }
+
+// minCutNormFloor is the floor of the molecules' cut denominators and Gram
+// norms, as kMinCutNormFloor in the fused kernel (torch/shim/kernels/mincut.h).
+const minCutNormFloor = 1e-30
 
 // minCutComposed is MinCut for devices without the kernel.
 func minCutComposed(q *torch.Tensor, g *Graph, selected *torch.Tensor) (cut, ortho *torch.Tensor) {
@@ -30,7 +34,7 @@ func minCutComposed(q *torch.Tensor, g *Graph, selected *torch.Tensor) (cut, ort
 	edgeDot := q.IndexSelect(0, g.Src).Mul(q.IndexSelect(0, g.Dst)).SumDim(1, true)
 	num := edgeDot.SegmentReduce(g.EdgePtr(), torch.ReduceSum).Squeeze(1)
 	den := g.InDegree(dt).Mul(q.Mul(q).SumDim(1, false)).Unsqueeze(1).SegmentReduce(g.GraphPtr, torch.ReduceSum).Squeeze(1)
-	cutG := torch.Where(den.GtScalar(0), num.Neg().Div(den.ClampMin(1e-30)), den.MulScalar(0))
+	cutG := torch.Where(den.GtScalar(0), num.Neg().Div(den.ClampMin(minCutNormFloor)), den.MulScalar(0))
 
 	// q_gᵀq_g for every molecule, as one batched product over the padded
 	// layout (padding rows are 0 and add nothing).
@@ -47,7 +51,7 @@ func minCutComposed(q *torch.Tensor, g *Graph, selected *torch.Tensor) (cut, ort
 		target = eye.Mul(sel.Unsqueeze(2).Expand(-1, -1, k).Reshape(g.NumGraphs, k*k)).Div(j.ClampMin(1).Sqrt())
 	}
 	fro := gram.NormDim(2, 1, true)
-	orthoG := gram.Div(fro.ClampMin(1e-30)).Sub(target).NormDim(2, 1, false)
+	orthoG := gram.Div(fro.ClampMin(minCutNormFloor)).Sub(target).NormDim(2, 1, false)
 	if selected != nil {
 		orthoG = orthoG.Mul(j.Squeeze(1).GtScalar(0).ToDType(dt))
 	}

@@ -39,8 +39,8 @@ func GraphPool(h *torch.Tensor, g *Graph, p Pooling) *torch.Tensor {
 	case MaxPool:
 		return SegmentMax(h, g.GraphPtr)
 	default:
-		if torch.FusedKernels(h.Device()) {
-			return torch.GroupMean(h, g.nodes(), g.NodeGraph, g.ones(h.DType()), g.NumGraphs)
+		if torch.FusedKernelsFor(h) {
+			return torch.FusedGroupMean(h, g.nodes(), g.NodeGraph, g.ones(h.DType()), g.NumGraphs)
 		}
 		return SegmentMean(h, g.GraphPtr)
 	}

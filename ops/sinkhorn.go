@@ -12,8 +12,8 @@ import "github.com/micrograph/micrograph/torch"
 // It runs without autograd and always in float32 (exp(λq) reaches e^λ), and
 // returns the motif of each node (N, int64) and the balanced A (K×N).
 func SinkhornAssign(q *torch.Tensor, lambda float64, iters int) (motif, balanced *torch.Tensor) {
-	if torch.FusedKernels(q.Device()) {
-		return torch.Sinkhorn(q, lambda, iters)
+	if torch.FusedKernelsFor(q) {
+		return torch.FusedSinkhorn(q, lambda, iters)
 	}
 	return sinkhornComposed(q, lambda, iters)
 }

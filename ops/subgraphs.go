@@ -85,8 +85,8 @@ func firstOccurrence(key *torch.Tensor, dt torch.DType) *torch.Tensor {
 // the CPU kernel accumulates memberships in order; elsewhere they are sorted
 // by slot and summed as segments.
 func (s *Subgraphs) Pool(h *torch.Tensor) *torch.Tensor {
-	if torch.FusedKernels(h.Device()) {
-		return torch.GroupMean(h, s.Node, s.Slot, s.Weight, s.NumSlots)
+	if torch.FusedKernelsFor(h) {
+		return torch.FusedGroupMean(h, s.Node, s.Slot, s.Weight, s.NumSlots)
 	}
 	return s.poolSorted(h)
 }

@@ -25,15 +25,5 @@ func (t *Tensor) Grad() *Tensor {
 // Backward computes the gradient of the scalar t with respect to every leaf
 // that requires grad, accumulating into their Grad.
 func (t *Tensor) Backward() {
-	check("backward", C.mg_backward(t.c(), nil, 0))
-}
-
-// BackwardWith backpropagates grad (shaped like t) from a non-scalar t.
-// retainGraph keeps the graph for another backward pass.
-func (t *Tensor) BackwardWith(grad *Tensor, retainGraph bool) {
-	var g C.mg_tensor
-	if grad != nil {
-		g = grad.c()
-	}
-	check("backward", C.mg_backward(t.c(), g, cbool(retainGraph)))
+	check("backward", C.mg_backward(t.c()))
 }

@@ -70,7 +70,7 @@ func FromSlice[T Element](data []T, shape ...int64) *Tensor {
 var hostReads atomic.Int64
 
 // HostReads counts the calls that read tensor values back to the host (Item,
-// ItemInt, ToSlice, Nonzero, To(CPU) of a GPU tensor). On a GPU each one waits
+// ItemInt, ToSlice, To(CPU) of a GPU tensor). On a GPU each one waits
 // for the device, so a training step should make none; tests check that here.
 func HostReads() int64 { return hostReads.Load() }
 
@@ -148,20 +148,10 @@ func Full(shape []int64, value float64, o Options) *Tensor {
 // Rand is uniform on [0, 1) from the device's default generator.
 func Rand(shape []int64, o Options) *Tensor { return factory(C.MG_RAND, "rand", shape, 0, o) }
 
-// Randn is standard normal from the device's default generator.
-func Randn(shape []int64, o Options) *Tensor { return factory(C.MG_RANDN, "randn", shape, 0, o) }
-
 // Arange is start, start+step, ... below end.
 func Arange(start, end, step float64, o Options) *Tensor {
 	var out C.mg_tensor
 	check("arange", C.mg_arange(C.double(start), C.double(end), C.double(step), o.c(), &out))
-	return wrap(out)
-}
-
-// Randperm is a random permutation of 0..n-1 (use DType Int64).
-func Randperm(n int64, o Options) *Tensor {
-	var out C.mg_tensor
-	check("randperm", C.mg_randperm(C.int64_t(n), o.c(), &out))
 	return wrap(out)
 }
 
@@ -195,13 +185,6 @@ func (t *Tensor) CopyFrom(src *Tensor, nonBlocking bool) {
 func (t *Tensor) Clone() *Tensor {
 	var out C.mg_tensor
 	check("clone", C.mg_clone(t.c(), &out))
-	return wrap(out)
-}
-
-// Contiguous is the tensor in row-major layout (itself if it already is).
-func (t *Tensor) Contiguous() *Tensor {
-	var out C.mg_tensor
-	check("contiguous", C.mg_contiguous(t.c(), &out))
 	return wrap(out)
 }
 

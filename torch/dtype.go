@@ -48,9 +48,6 @@ func (d DType) String() string {
 // Size is the number of bytes of one element.
 func (d DType) Size() int { return dtypes[d].size }
 
-// IsFloat reports whether d is a floating-point type.
-func (d DType) IsFloat() bool { return d <= BFloat16 }
-
 func (d DType) scalarType() int { return dtypes[d].scalar }
 
 func dtypeOfScalarType(code int) DType {

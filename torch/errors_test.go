@@ -45,14 +45,15 @@ func TestExceptionsAreRecovered(t *testing.T) {
 		{"thread count", "positive number of threads", func() { torch.SetNumThreads(0) }},
 		{"kernel temperature", "gen_aggregate", func() {
 			x := torch.Zeros([]int64{2, 1}, o)
-			torch.GENAggregate(x, torch.Zeros([]int64{1, 1}, o), torch.Zeros([]int64{2}, o),
+			torch.FusedGENAggregate(x, torch.Zeros([]int64{1, 1}, o), torch.Zeros([]int64{2}, o),
 				torch.FromSlice([]int64{0}), torch.FromSlice([]int64{0, 1, 1}), false)
 		}},
 		{"kernel offsets", "gen_aggregate", func() {
 			x := torch.Zeros([]int64{3, 1}, o)
-			torch.GENAggregate(x, torch.Zeros([]int64{1, 1}, o), torch.Full(nil, 1, o),
+			torch.FusedGENAggregate(x, torch.Zeros([]int64{1, 1}, o), torch.Full(nil, 1, o),
 				torch.FromSlice([]int64{0}), torch.FromSlice([]int64{0, 1, 0, 1}), false)
 		}},
+		{"fused kernel argument", "dropout", func() { torch.FusedDropout(torch.Ones([]int64{2}, o), 1.5) }},
 		{"use after free", "freed", func() {
 			x := torch.Zeros([]int64{1}, o)
 			x.Free()
@@ -72,6 +73,35 @@ func TestExceptionsAreRecovered(t *testing.T) {
 	}
 	// libtorch still works after all of that.
 	assertTensor(t, "after", torch.Ones([]int64{2}, o).AddScalar(1), []int64{2}, []float64{2, 2}, 0)
+}
+
+// Recover, deferred, turns a panic carrying a *torch.Error into the
+// function's error, leaves a normal return alone, and passes other panics on.
+func TestRecover(t *testing.T) {
+	scope(t)
+	o := torch.Options{DType: torch.Float64}
+	run := func(f func()) (err error) {
+		defer torch.Recover(&err)
+		f()
+		return nil
+	}
+	err := run(func() { torch.Zeros([]int64{2, 3}, o).MatMul(torch.Zeros([]int64{2, 3}, o)) })
+	var te *torch.Error
+	if !errors.As(err, &te) || te.Op != "matmul" || !strings.Contains(te.Msg, "cannot be multiplied") {
+		t.Errorf("a failed op returned %v, want the matmul *torch.Error", err)
+	}
+	if err := run(func() { torch.Ones([]int64{2}, o).AddScalar(1) }); err != nil {
+		t.Errorf("a function without failure returned %v", err)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != "not a torch error" {
+				t.Errorf("recovered %v, want the foreign panic", r)
+			}
+		}()
+		run(func() { panic("not a torch error") })
+		t.Error("Recover swallowed a foreign panic")
+	}()
 }
 
 func TestCatchPassesOtherPanicsOn(t *testing.T) {

@@ -13,6 +13,15 @@ func Embedding(weight, indices *Tensor) *Tensor {
 	})
 }
 
+// EmbeddingBagSum is row i = Σ_f weight[indices[i, f]] for indices N×F,
+// without materialising the N×F×d lookups (libtorch's embedding_bag, mode
+// sum).
+func EmbeddingBagSum(weight, indices *Tensor) *Tensor {
+	return newTensor("embedding_bag", func(out *C.mg_tensor) C.mg_error {
+		return C.mg_embedding_bag_sum(weight.c(), indices.c(), out)
+	})
+}
+
 // BatchNorm normalises x (N×C) per channel. When training it uses the batch's
 // statistics and updates runningMean and runningVar in place with momentum
 // (unless they are nil); otherwise it uses the running statistics.
@@ -31,12 +40,24 @@ func BatchNorm(x, weight, bias, runningMean, runningVar *Tensor, training bool, 
 // expAvgSq are the moment estimates; steps[i] counts parameter i's updates and
 // is incremented for each parameter updated.
 func AdamStep(params, expAvg, expAvgSq []*Tensor, steps []int64, lr, beta1, beta2, eps, weightDecay float64, decoupled bool) {
+	adamStep(false, params, expAvg, expAvgSq, steps, lr, beta1, beta2, eps, weightDecay, decoupled)
+}
+
+// adamStep is AdamStep (fused false) and FusedAdamStep.
+func adamStep(fused bool, params, expAvg, expAvgSq []*Tensor, steps []int64, lr, beta1, beta2, eps, weightDecay float64, decoupled bool) {
 	if len(expAvg) != len(params) || len(expAvgSq) != len(params) || len(steps) != len(params) {
 		panic(&Error{Op: "adam", Msg: "parameters, moments and steps differ in length"})
 	}
 	p, m, v := handles(params), handles(expAvg), handles(expAvgSq)
-	check("adam", C.mg_adam_step(firstHandle(p), firstHandle(m), firstHandle(v), int64s(steps), C.int(len(p)),
-		C.double(lr), C.double(beta1), C.double(beta2), C.double(eps), C.double(weightDecay), cbool(decoupled)))
+	var e C.mg_error
+	if fused {
+		e = C.mg_fused_adam_step(firstHandle(p), firstHandle(m), firstHandle(v), int64s(steps), C.int(len(p)),
+			C.double(lr), C.double(beta1), C.double(beta2), C.double(eps), C.double(weightDecay), cbool(decoupled))
+	} else {
+		e = C.mg_adam_step(firstHandle(p), firstHandle(m), firstHandle(v), int64s(steps), C.int(len(p)),
+			C.double(lr), C.double(beta1), C.double(beta2), C.double(eps), C.double(weightDecay), cbool(decoupled))
+	}
+	check("adam", e)
 }
 
 // ZeroGrad drops every parameter's gradient (PyTorch's set_to_none, on every

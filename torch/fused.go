@@ -5,90 +5,138 @@ package torch
 */
 import "C"
 
-// FusedKernels reports whether the shim's fused kernels (GroupMean,
-// BlockContrast, Sinkhorn, MinCut) run on device d: they are CPU loops that
-// need AVX2 and FMA. Elsewhere, callers compose the same maths from tensor
-// ops. Dropout, EmbeddingBagSum and Normalize use kernels by themselves where
-// they can.
+// The fused kernels are the shim's hand-written kernels (shim/kernels/, one
+// file family per kernel, its maths in kernels/<name>.h): one pass over the
+// data instead of a chain of tensor ops, forward and backward. Every other
+// function of this package is libtorch's; a fused kernel runs only where it
+// is called by name, after its caller checked FusedKernelsFor (or
+// FusedAggregation) and chose it over the equivalent libtorch composition.
+// On the CPU they need AVX2 and FMA and take float32 and float64 tensors; a
+// call they cannot take panics with *Error.
+
+// GENMessageEpsilon is the ε of GENConv's messages m = ReLU(h + e) + ε
+// (docs/method.md §2), which FusedGENAggregate adds as kGENMessageEpsilon
+// (shim/kernels/gen_aggregate.h); the composed form adds this constant.
+const GENMessageEpsilon = 1e-7
+
+// FusedKernels reports whether the fused CPU kernels run on device d: d is
+// the CPU, and it has AVX2 and FMA.
 func FusedKernels(d Device) bool { return C.mg_fused_kernels(C.int(d.Type)) != 0 }
 
-// FusedAggregation reports whether GENAggregate runs on device d: on the CPU
-// where FusedKernels does, on CUDA when the shim was built with CUDA.
+// FusedKernelsFor reports whether the fused CPU kernels take x: float32 or
+// float64 on a device where FusedKernels holds.
+func FusedKernelsFor(x *Tensor) bool {
+	dt := x.DType()
+	return (dt == Float32 || dt == Float64) && FusedKernels(x.Device())
+}
+
+// FusedAggregation reports whether FusedGENAggregate runs on device d: on the
+// CPU where FusedKernels does, on CUDA when the shim was built with CUDA.
 func FusedAggregation(d Device) bool { return C.mg_fused_aggregation(C.int(d.Type)) != 0 }
 
-// GENAggregate is GENConv's message passing with softmax aggregation in one
-// fused kernel. For the edges k→i, sorted by destination with CSR offsets
-// rowPtr, m_k = ReLU(h[src_k] + e_k) + 1e-7 and, per channel,
-//
-//	out_i = Σ_k a_k m_k,  a = softmax over the edges of i of t·m
-//
-// t is a 0-d tensor; with learnT false a is a constant in backpropagation.
-// It is deterministic (on CUDA, the gradient of h is as deterministic as
-// index_add). See FusedAggregation for the devices it runs on.
-func GENAggregate(h, e, t, src, rowPtr *Tensor, learnT bool) *Tensor {
+// FusedGENAggregate is GENConv's message passing with softmax aggregation
+// (docs/method.md §2; shim/kernels/gen_aggregate.h) in one kernel: for the
+// edges src→i sorted by destination with CSR offsets rowPtr, each node's
+// softmax-weighted (temperature t, a 0-d tensor) sum of its incoming
+// messages ReLU(h[src] + e) + GENMessageEpsilon. With learnT false the
+// weights are constants in backpropagation. It is deterministic (on CUDA,
+// the gradient of h is as deterministic as index_add).
+func FusedGENAggregate(h, e, t, src, rowPtr *Tensor, learnT bool) *Tensor {
 	return newTensor("gen_aggregate", func(out *C.mg_tensor) C.mg_error {
-		return C.mg_gen_aggregate(h.c(), e.c(), t.c(), src.c(), rowPtr.c(), cbool(learnT), out)
+		return C.mg_fused_gen_aggregate(h.c(), e.c(), t.c(), src.c(), rowPtr.c(), cbool(learnT), out)
 	})
 }
 
-// EmbeddingBagSum is row i = Σ_f weight[indices[i, f]] for indices N×F,
-// without materialising the N×F×d lookups.
-func EmbeddingBagSum(weight, indices *Tensor) *Tensor {
+// FusedBatchNorm is BatchNorm in training mode with running statistics, for
+// 2-d x (shim/kernels/batch_norm.h).
+func FusedBatchNorm(x, weight, bias, runningMean, runningVar *Tensor, momentum, eps float64) *Tensor {
+	return newTensor("batch_norm", func(out *C.mg_tensor) C.mg_error {
+		return C.mg_fused_batch_norm(x.c(), weight.c(), bias.c(), runningMean.c(), runningVar.c(),
+			C.double(momentum), C.double(eps), out)
+	})
+}
+
+// FusedNormalize is x.Normalize(2, 1, eps) for 2-d x: each row over
+// max(its L2 norm, eps) (shim/kernels/normalize.h).
+func FusedNormalize(x *Tensor, eps float64) *Tensor {
+	return newTensor("normalize", func(out *C.mg_tensor) C.mg_error {
+		return C.mg_fused_normalize(x.c(), C.double(eps), out)
+	})
+}
+
+// FusedAdamStep is AdamStep with one loop per parameter
+// (shim/kernels/adam.h); every parameter with a gradient must be a
+// contiguous tensor the kernels take, with moments of its shape and dtype.
+func FusedAdamStep(params, expAvg, expAvgSq []*Tensor, steps []int64, lr, beta1, beta2, eps, weightDecay float64, decoupled bool) {
+	adamStep(true, params, expAvg, expAvgSq, steps, lr, beta1, beta2, eps, weightDecay, decoupled)
+}
+
+// FusedDropout is Dropout in training mode, 0 < p < 1, with a mask hashed
+// from one seed drawn from the CPU generator (shim/kernels/dropout.h): its
+// masks differ from Dropout's, and follow ManualSeed and SetRNGStates as
+// Dropout's do.
+func FusedDropout(x *Tensor, p float64) *Tensor {
+	return newTensor("dropout", func(out *C.mg_tensor) C.mg_error {
+		return C.mg_fused_dropout(x.c(), C.double(p), out)
+	})
+}
+
+// FusedEmbeddingBagSum is EmbeddingBagSum with a deterministic backward
+// (shim/kernels/embedding_bag_sum.h).
+func FusedEmbeddingBagSum(weight, indices *Tensor) *Tensor {
 	return newTensor("embedding_bag", func(out *C.mg_tensor) C.mg_error {
-		return C.mg_embedding_bag_sum(weight.c(), indices.c(), out)
+		return C.mg_fused_embedding_bag_sum(weight.c(), indices.c(), out)
 	})
 }
 
-// BlockContrast is a contrastive loss over logits y (B × B·per) whose positives
-// lie in diagonal blocks: with live (float 1/0, B·per) marking the columns
-// that exist,
+// FusedBlockContrast is a contrastive loss over logits y (B × B·per) whose
+// positives lie in diagonal blocks (shim/kernels/block_contrast.h): with live
+// (float 1/0, B·per) marking the columns that exist,
 //
 //	L = −mean over rows i with a live column in i·per … i·per+per−1 of
 //	    Σ_{live j in that block} log softmax over the live columns of y_i, at j
 //
-// (0 if no row has one). See FusedKernels for the devices it runs on.
-func BlockContrast(y, live *Tensor, per int64) *Tensor {
+// (0 if no row has one).
+func FusedBlockContrast(y, live *Tensor, per int64) *Tensor {
 	return newTensor("block_contrast", func(out *C.mg_tensor) C.mg_error {
-		return C.mg_block_contrast(y.c(), live.c(), C.int64_t(per), out)
+		return C.mg_fused_block_contrast(y.c(), live.c(), C.int64_t(per), out)
 	})
 }
 
-// GroupMean is the weighted mean of rows of x per group:
+// FusedGroupMean is the weighted mean of rows of x per group
+// (shim/kernels/group_mean.h):
 //
 //	out[g] = Σ_p weights_p·x[rows_p] / max(Σ_p weights_p, 1)   over p with groups_p = g
 //
 // (numGroups×d; 0 for an empty group), accumulated in order, so
-// deterministic. The gradient flows into x only. See FusedKernels.
-func GroupMean(x, rows, groups, weights *Tensor, numGroups int64) *Tensor {
+// deterministic. The gradient flows into x only.
+func FusedGroupMean(x, rows, groups, weights *Tensor, numGroups int64) *Tensor {
 	return newTensor("group_mean", func(out *C.mg_tensor) C.mg_error {
-		return C.mg_group_mean(x.c(), rows.c(), groups.c(), weights.c(), C.int64_t(numGroups), out)
+		return C.mg_fused_group_mean(x.c(), rows.c(), groups.c(), weights.c(), C.int64_t(numGroups), out)
 	})
 }
 
-// Sinkhorn is the Sinkhorn-Knopp assignment of docs/method.md §3 in one kernel, in
-// float32 whatever q's dtype, without autograd: the argmax motif of each row
-// of q (N×K) and the balanced matrix A (K×N). See FusedKernels.
-func Sinkhorn(q *Tensor, lambda float64, iters int) (motif, balanced *Tensor) {
+// FusedSinkhorn is the Sinkhorn-Knopp assignment of docs/method.md §3
+// (shim/kernels/sinkhorn.h), in float32 whatever q's dtype, without
+// autograd: the argmax motif of each row of q (N×K) and the balanced matrix
+// A (K×N).
+func FusedSinkhorn(q *Tensor, lambda float64, iters int) (motif, balanced *Tensor) {
 	var m, a C.mg_tensor
-	check("sinkhorn", C.mg_sinkhorn(q.c(), C.double(lambda), C.int(iters), &m, &a))
+	check("sinkhorn", C.mg_fused_sinkhorn(q.c(), C.double(lambda), C.int(iters), &m, &a))
 	return wrap(m), wrap(a)
 }
 
-// MinCut is the MinCut regulariser of docs/method.md §5 per molecule, in one kernel
-// with its backward: for soft assignments q (N×K) on a destination-sorted CSR
-// graph (rowPtr, src) whose molecules own the node ranges graphPtr,
-//
-//	cut_g   = −Σ_{(u→v)∈E_g} ⟨q_u, q_v⟩ / Σ_{u∈V_g} deg(u)·‖q_u‖²   (0 without edges)
-//	ortho_g = ‖ q_gᵀq_g / ‖q_gᵀq_g‖_F − I/√J ‖_F
-//
-// over all K columns (selected nil) or the J selected ones (B×K, 1/0; ortho_g
-// is 0 when J = 0). It returns cut and ortho (B each). See FusedKernels.
-func MinCut(q, rowPtr, src, graphPtr, selected *Tensor) (cut, ortho *Tensor) {
+// FusedMinCut is the MinCut regulariser of docs/method.md §5 per molecule,
+// with its backward (shim/kernels/mincut.h): for soft assignments q (N×K) on
+// a destination-sorted CSR graph (rowPtr, src) whose molecules own the node
+// ranges graphPtr, cut_g and ortho_g (B each), the orthogonality term over
+// all K columns (selected nil) or the selected ones (B×K, 1/0).
+func FusedMinCut(q, rowPtr, src, graphPtr, selected *Tensor) (cut, ortho *Tensor) {
 	var sel C.mg_tensor
 	if selected != nil {
 		sel = selected.c()
 	}
 	var c, o C.mg_tensor
-	check("mincut", C.mg_mincut(q.c(), rowPtr.c(), src.c(), graphPtr.c(), sel, &c, &o))
+	check("mincut", C.mg_fused_mincut(q.c(), rowPtr.c(), src.c(), graphPtr.c(), sel, &c, &o))
 	return wrap(c), wrap(o)
 }

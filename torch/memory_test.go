@@ -109,13 +109,13 @@ func TestLongTrainingIsStable(t *testing.T) {
 	dev := testDevice(t)
 	o := torch.Options{Device: dev}
 	setup := torch.NewScope()
-	w1 := setup.Keep(torch.Randn([]int64{32, 16}, o).MulScalar(0.1).SetRequiresGrad(true))
-	w2 := setup.Keep(torch.Randn([]int64{1, 32}, o).MulScalar(0.1).SetRequiresGrad(true))
+	w1 := setup.Keep(torch.Rand([]int64{32, 16}, o).MulScalar(0.1).SetRequiresGrad(true))
+	w2 := setup.Keep(torch.Rand([]int64{1, 32}, o).MulScalar(0.1).SetRequiresGrad(true))
 	params := []*torch.Tensor{w1, w2}
 	m := []*torch.Tensor{setup.Keep(torch.Zeros([]int64{32, 16}, o)), setup.Keep(torch.Zeros([]int64{1, 32}, o))}
 	v := []*torch.Tensor{setup.Keep(torch.Zeros([]int64{32, 16}, o)), setup.Keep(torch.Zeros([]int64{1, 32}, o))}
-	x := setup.Keep(torch.Randn([]int64{64, 16}, o))
-	target := setup.Keep(torch.Randn([]int64{64, 1}, o))
+	x := setup.Keep(torch.Rand([]int64{64, 16}, o))
+	target := setup.Keep(torch.Rand([]int64{64, 1}, o))
 	setup.Close()
 	steps := []int64{0, 0}
 	defer func() {

@@ -45,9 +45,6 @@ func (t *Tensor) Log() *Tensor { return t.unary(C.MG_LOG, "log") }
 // Sqrt is the square root.
 func (t *Tensor) Sqrt() *Tensor { return t.unary(C.MG_SQRT, "sqrt") }
 
-// Rsqrt is 1/√t.
-func (t *Tensor) Rsqrt() *Tensor { return t.unary(C.MG_RSQRT, "rsqrt") }
-
 // Abs is |t|.
 func (t *Tensor) Abs() *Tensor { return t.unary(C.MG_ABS, "abs") }
 
@@ -56,15 +53,6 @@ func (t *Tensor) Reciprocal() *Tensor { return t.unary(C.MG_RECIPROCAL, "recipro
 
 // Relu is max(t, 0).
 func (t *Tensor) Relu() *Tensor { return t.unary(C.MG_RELU, "relu") }
-
-// Gelu is t·Φ(t) (exact, erf form).
-func (t *Tensor) Gelu() *Tensor { return t.unary(C.MG_GELU, "gelu") }
-
-// Sigmoid is 1/(1+e⁻ᵗ).
-func (t *Tensor) Sigmoid() *Tensor { return t.unary(C.MG_SIGMOID, "sigmoid") }
-
-// Tanh is the hyperbolic tangent.
-func (t *Tensor) Tanh() *Tensor { return t.unary(C.MG_TANH, "tanh") }
 
 // LogicalNot is the elementwise negation, as bool.
 func (t *Tensor) LogicalNot() *Tensor { return t.unary(C.MG_LOGICAL_NOT, "logical_not") }
@@ -95,46 +83,14 @@ func (t *Tensor) Mul(o *Tensor) *Tensor { return t.binary(C.MG_MUL, "mul", o) }
 // Div is t / o (true division).
 func (t *Tensor) Div(o *Tensor) *Tensor { return t.binary(C.MG_DIV, "div", o) }
 
-// Pow is t^o.
-func (t *Tensor) Pow(o *Tensor) *Tensor { return t.binary(C.MG_POW, "pow", o) }
-
-// Maximum is the elementwise maximum.
-func (t *Tensor) Maximum(o *Tensor) *Tensor { return t.binary(C.MG_MAXIMUM, "maximum", o) }
-
 // Minimum is the elementwise minimum.
 func (t *Tensor) Minimum(o *Tensor) *Tensor { return t.binary(C.MG_MINIMUM, "minimum", o) }
-
-// Remainder is t mod o with the sign of o (Python's %).
-func (t *Tensor) Remainder(o *Tensor) *Tensor { return t.binary(C.MG_REMAINDER, "remainder", o) }
-
-// FloorDivide is ⌊t / o⌋.
-func (t *Tensor) FloorDivide(o *Tensor) *Tensor {
-	return t.binary(C.MG_FLOOR_DIVIDE, "floor_divide", o)
-}
-
-// Eq is t == o, as bool.
-func (t *Tensor) Eq(o *Tensor) *Tensor { return t.binary(C.MG_EQ, "eq", o) }
 
 // Ne is t != o.
 func (t *Tensor) Ne(o *Tensor) *Tensor { return t.binary(C.MG_NE, "ne", o) }
 
-// Lt is t < o.
-func (t *Tensor) Lt(o *Tensor) *Tensor { return t.binary(C.MG_LT, "lt", o) }
-
 // Le is t ≤ o.
 func (t *Tensor) Le(o *Tensor) *Tensor { return t.binary(C.MG_LE, "le", o) }
-
-// Gt is t > o.
-func (t *Tensor) Gt(o *Tensor) *Tensor { return t.binary(C.MG_GT, "gt", o) }
-
-// Ge is t ≥ o.
-func (t *Tensor) Ge(o *Tensor) *Tensor { return t.binary(C.MG_GE, "ge", o) }
-
-// LogicalAnd is t ∧ o, as bool.
-func (t *Tensor) LogicalAnd(o *Tensor) *Tensor { return t.binary(C.MG_LOGICAL_AND, "logical_and", o) }
-
-// LogicalOr is t ∨ o, as bool.
-func (t *Tensor) LogicalOr(o *Tensor) *Tensor { return t.binary(C.MG_LOGICAL_OR, "logical_or", o) }
 
 // AddScalar is t + s.
 func (t *Tensor) AddScalar(s float64) *Tensor { return t.binaryScalar(C.MG_ADD, "add", s) }
@@ -161,17 +117,8 @@ func (t *Tensor) FloorDivideScalar(s float64) *Tensor {
 	return t.binaryScalar(C.MG_FLOOR_DIVIDE, "floor_divide", s)
 }
 
-// EqScalar is t == s.
-func (t *Tensor) EqScalar(s float64) *Tensor { return t.binaryScalar(C.MG_EQ, "eq", s) }
-
-// NeScalar is t != s.
-func (t *Tensor) NeScalar(s float64) *Tensor { return t.binaryScalar(C.MG_NE, "ne", s) }
-
 // LtScalar is t < s.
 func (t *Tensor) LtScalar(s float64) *Tensor { return t.binaryScalar(C.MG_LT, "lt", s) }
-
-// LeScalar is t ≤ s.
-func (t *Tensor) LeScalar(s float64) *Tensor { return t.binaryScalar(C.MG_LE, "le", s) }
 
 // GtScalar is t > s.
 func (t *Tensor) GtScalar(s float64) *Tensor { return t.binaryScalar(C.MG_GT, "gt", s) }
@@ -184,9 +131,6 @@ func (t *Tensor) clamp(lo, hi float64, hasLo, hasHi bool) *Tensor {
 		return C.mg_clamp(t.c(), C.double(lo), C.double(hi), cbool(hasLo), cbool(hasHi), out)
 	})
 }
-
-// Clamp limits t to [lo, hi].
-func (t *Tensor) Clamp(lo, hi float64) *Tensor { return t.clamp(lo, hi, true, true) }
 
 // ClampMin is max(t, lo).
 func (t *Tensor) ClampMin(lo float64) *Tensor { return t.clamp(lo, 0, true, false) }
@@ -241,38 +185,13 @@ func (t *Tensor) Amax(dim int64, keepdim bool) *Tensor {
 	return t.reduce(C.MG_AMAX, "amax", []int64{dim}, keepdim)
 }
 
-// Amin is the minimum over dim.
-func (t *Tensor) Amin(dim int64, keepdim bool) *Tensor {
-	return t.reduce(C.MG_AMIN, "amin", []int64{dim}, keepdim)
-}
-
-// Prod is the product of every element.
-func (t *Tensor) Prod() *Tensor { return t.reduce(C.MG_PROD, "prod", nil, false) }
-
-// Any is true if any element is nonzero (0-d bool).
-func (t *Tensor) Any() *Tensor { return t.reduce(C.MG_ANY, "any", nil, false) }
-
 // All is true if every element is nonzero (0-d bool).
 func (t *Tensor) All() *Tensor { return t.reduce(C.MG_ALL, "all", nil, false) }
-
-// MaxDim is the maximum over dim and where it is.
-func (t *Tensor) MaxDim(dim int64, keepdim bool) (values, indices *Tensor) {
-	var v, i C.mg_tensor
-	check("max", C.mg_max_dim(t.c(), C.int64_t(dim), cbool(keepdim), &v, &i))
-	return wrap(v), wrap(i)
-}
 
 // Argmax is the index of the maximum over dim (the first, on ties).
 func (t *Tensor) Argmax(dim int64, keepdim bool) *Tensor {
 	return newTensor("argmax", func(out *C.mg_tensor) C.mg_error {
 		return C.mg_argmax(t.c(), C.int64_t(dim), cbool(keepdim), out)
-	})
-}
-
-// Norm is the p-norm of every element (0-d).
-func (t *Tensor) Norm(p float64) *Tensor {
-	return newTensor("norm", func(out *C.mg_tensor) C.mg_error {
-		return C.mg_norm(t.c(), C.double(p), nil, 0, 0, out)
 	})
 }
 
@@ -350,13 +269,6 @@ func (t *Tensor) Transpose(d0, d1 int64) *Tensor {
 // T is the transpose of a 2-d tensor.
 func (t *Tensor) T() *Tensor { return t.Transpose(0, 1) }
 
-// Permute reorders the dimensions (a view).
-func (t *Tensor) Permute(dims ...int64) *Tensor {
-	return newTensor("permute", func(out *C.mg_tensor) C.mg_error {
-		return C.mg_permute(t.c(), int64s(dims), C.int(len(dims)), out)
-	})
-}
-
 // Unsqueeze inserts a dimension of size 1 at dim.
 func (t *Tensor) Unsqueeze(dim int64) *Tensor {
 	return newTensor("unsqueeze", func(out *C.mg_tensor) C.mg_error { return C.mg_unsqueeze(t.c(), C.int64_t(dim), out) })
@@ -392,7 +304,7 @@ func Stack(ts []*Tensor, dim int64) *Tensor {
 
 // ---- indexing, scatter and segments ----
 
-// Reduction names the reduction of ScatterReduce and SegmentReduce.
+// Reduction names the reduction of SegmentReduce.
 type Reduction int
 
 // Reductions. ReduceMax and ReduceMin are PyTorch's "amax" and "amin": ties
@@ -402,7 +314,6 @@ const (
 	ReduceMean Reduction = C.MG_MEAN
 	ReduceMax  Reduction = C.MG_AMAX
 	ReduceMin  Reduction = C.MG_AMIN
-	ReduceProd Reduction = C.MG_PROD
 )
 
 // IndexSelect is t's entries at index (int64) along dim.
@@ -424,21 +335,6 @@ func (t *Tensor) Gather(dim int64, index *Tensor) *Tensor {
 func (t *Tensor) IndexAdd(dim int64, index, src *Tensor) *Tensor {
 	return newTensor("index_add", func(out *C.mg_tensor) C.mg_error {
 		return C.mg_index_add(t.c(), C.int64_t(dim), index.c(), src.c(), out)
-	})
-}
-
-// ScatterAdd is t with src[i][j] added at [index[i][j]][j] for dim 0.
-func (t *Tensor) ScatterAdd(dim int64, index, src *Tensor) *Tensor {
-	return newTensor("scatter_add", func(out *C.mg_tensor) C.mg_error {
-		return C.mg_scatter_add(t.c(), C.int64_t(dim), index.c(), src.c(), out)
-	})
-}
-
-// ScatterReduce reduces src into t at index along dim; includeSelf says
-// whether t's own values take part.
-func (t *Tensor) ScatterReduce(dim int64, index, src *Tensor, r Reduction, includeSelf bool) *Tensor {
-	return newTensor("scatter_reduce", func(out *C.mg_tensor) C.mg_error {
-		return C.mg_scatter_reduce(t.c(), C.int64_t(dim), index.c(), src.c(), C.int(r), cbool(includeSelf), out)
 	})
 }
 
@@ -470,26 +366,7 @@ func (t *Tensor) Sort(dim int64, descending bool) (values, indices *Tensor) {
 	return wrap(v), wrap(i)
 }
 
-// Nonzero is the indices of nonzero elements, one row per element. Its size
-// depends on the values, so on a GPU it waits for the device.
-func (t *Tensor) Nonzero() *Tensor {
-	hostReads.Add(1)
-	return newTensor("nonzero", func(out *C.mg_tensor) C.mg_error { return C.mg_nonzero(t.c(), out) })
-}
-
 // OneHot is the int64 one-hot encoding of t's class indices.
 func (t *Tensor) OneHot(classes int64) *Tensor {
 	return newTensor("one_hot", func(out *C.mg_tensor) C.mg_error { return C.mg_one_hot(t.c(), C.int64_t(classes), out) })
-}
-
-// Bincount counts occurrences of each value of a 1-d non-negative integer
-// tensor, or sums weights (may be nil) per value; at least minlength bins.
-func (t *Tensor) Bincount(weights *Tensor, minlength int64) *Tensor {
-	var wh C.mg_tensor
-	if weights != nil {
-		wh = weights.c()
-	}
-	return newTensor("bincount", func(out *C.mg_tensor) C.mg_error {
-		return C.mg_bincount(t.c(), wh, C.int64_t(minlength), out)
-	})
 }

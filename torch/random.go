@@ -32,8 +32,8 @@ func SetRNGState(d Device, state *Tensor) error {
 
 // Generators lists the devices whose default generators this process has:
 // the CPU, then every GPU. Every random op of libtorch (rand, bernoulli,
-// randperm, dropout on a GPU) and the shim's CPU dropout, which draws its
-// seed from the CPU generator, draws from one of these.
+// dropout) and FusedDropout, which draws its seed from the CPU generator,
+// draws from one of these.
 func Generators() []Device {
 	devices := []Device{CPU}
 	for i := range CUDADeviceCount() {

@@ -1,7 +1,6 @@
 package torch
 
 /*
-#include <stdlib.h>
 #include "shim.h"
 */
 import "C"
@@ -9,7 +8,6 @@ import "C"
 import (
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"unsafe"
@@ -123,30 +121,4 @@ func tensorFromFile(f *ptfile.Tensor, dev Device) (*Tensor, error) {
 		return nil, err
 	}
 	return wrap(out), nil
-}
-
-// loadWithLibtorch reads a torch.save file with libtorch's own C++ reader
-// (torch::pickle_load). Tests use it to show that libtorch reads Save's files.
-func loadWithLibtorch(path string) ([]Named, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if len(data) == 0 {
-		return nil, fmt.Errorf("%s is empty", path)
-	}
-	var names **C.char
-	var tensors *C.mg_tensor
-	var n C.int
-	if err := checkErr("pickle_load", C.mg_pickle_load(unsafe.Pointer(&data[0]), C.size_t(len(data)), &names, &tensors, &n)); err != nil {
-		return nil, err
-	}
-	defer C.free(unsafe.Pointer(names))
-	defer C.free(unsafe.Pointer(tensors))
-	out := make([]Named, int(n))
-	for i, name := range unsafe.Slice(names, int(n)) {
-		out[i] = Named{Name: C.GoString(name), Tensor: wrap(unsafe.Slice(tensors, int(n))[i])}
-		C.free(unsafe.Pointer(name))
-	}
-	return out, nil
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/internal/testenv"
+	"github.com/micrograph/micrograph/torch/internal/libtorchread"
 )
 
 // rawBytes is a tensor's contiguous host bytes, to compare bit for bit.
@@ -93,7 +94,7 @@ func TestLibtorchReadsSavedFiles(t *testing.T) {
 	if err := Save(path, state, nil); err != nil {
 		t.Fatal(err)
 	}
-	got, err := loadWithLibtorch(path)
+	got, err := libtorchread.Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +102,11 @@ func TestLibtorchReadsSavedFiles(t *testing.T) {
 		t.Fatalf("libtorch read %d tensors, want %d", len(got), len(state))
 	}
 	for i, n := range state {
-		if got[i].Name != n.Name || !bytes.Equal(rawBytes(got[i].Tensor), rawBytes(n.Tensor)) {
-			t.Errorf("libtorch entry %d %q differs from %q", i, got[i].Name, n.Name)
+		g := got[i]
+		if g.Name != n.Name || g.ScalarType != n.Tensor.DType().scalarType() || !slices.Equal(g.Shape, n.Tensor.Shape()) ||
+			!bytes.Equal(g.Data, rawBytes(n.Tensor)) {
+			t.Errorf("libtorch entry %d %q (scalar type %d, shape %v) differs from %q (%s %v)",
+				i, g.Name, g.ScalarType, g.Shape, n.Name, n.Tensor.DType(), n.Tensor.Shape())
 		}
 	}
 }
@@ -210,7 +214,7 @@ func TestSaveLoadErrors(t *testing.T) {
 			t.Errorf("%s: error %q does not name the file", tc.name, err)
 		}
 	}
-	if _, err := loadWithLibtorch(filepath.Join(dir, "text.pt")); err == nil {
+	if _, err := libtorchread.Read(filepath.Join(dir, "text.pt")); err == nil {
 		t.Error("libtorch read a text file")
 	}
 	if err := Save(filepath.Join(dir, "no", "such", "dir", "x.pt"), sampleState(), nil); err == nil {

@@ -141,9 +141,6 @@ func (t *Tensor) Device() Device {
 // RequiresGrad reports whether autograd records operations on the tensor.
 func (t *Tensor) RequiresGrad() bool { return C.mg_requires_grad(t.c()) != 0 }
 
-// IsPinned reports whether the tensor is in page-locked host memory.
-func (t *Tensor) IsPinned() bool { return C.mg_is_pinned(t.c()) != 0 }
-
 // String describes the tensor without reading its values, e.g.
 // "Tensor[float32 3×4 cpu]".
 func (t *Tensor) String() string {

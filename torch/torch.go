@@ -5,9 +5,26 @@
 // binary runs on Debian's CPU libtorch 1.13 and on PyTorch 2.x's CUDA libtorch
 // by swapping the shim (LD_LIBRARY_PATH).
 //
-// Errors. Misuse in tensor math (shapes that do not broadcast, a wrong dtype)
-// panics with a *Error, which Catch turns back into an error; I/O, loading and
-// device set-up return errors. No C++ exception ever aborts the process.
+// Errors. The policy is one for the whole program:
+//
+//   - Inside the binding, a failed tensor op (shapes that do not broadcast, a
+//     wrong dtype, CUDA out of memory) panics with a *Error: tensor maths
+//     reads as maths, without an error check per op. I/O, loading and device
+//     set-up return errors instead. No C++ exception ever aborts the process.
+//   - Each library entry point above the binding (pre-training, evaluation,
+//     export, reports: the functions cmd/ calls) turns such a panic back into
+//     an error once, with `defer torch.Recover(&err)` at its top, and returns
+//     it; Catch does the same around a function literal. Code in between
+//     neither recovers nor wraps, so the user sees one line, never a stack
+//     trace. A panic that does not carry a *Error is a bug and is not caught.
+//
+// Fused kernels. Every tensor function is libtorch's, except those named
+// Fused…: hand-written kernels (shim/kernels/) that callers choose by name
+// where FusedKernelsFor or FusedAggregation says they run (see fused.go).
+//
+// Process settings. TuneAllocator, which the pre-training entry point calls,
+// changes how glibc keeps freed memory for the whole process; loading the
+// package changes nothing.
 //
 // Memory. Tensors hold libtorch memory that Go's garbage collector cannot see,
 // so it is freed deterministically: Free releases one tensor, and a Scope
@@ -69,19 +86,35 @@ func checkErr(op string, e C.mg_error) error {
 // Catch runs fn and returns the *Error it panicked with, or nil. Other panics
 // propagate unchanged.
 func Catch(fn func()) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			var te *Error
-			if e, ok := r.(error); ok && errors.As(e, &te) {
-				err = te
-				return
-			}
-			panic(r)
-		}
-	}()
+	defer Recover(&err)
 	fn()
 	return nil
 }
+
+// Recover, deferred at the top of a function that returns an error
+// (`defer torch.Recover(&err)`), turns a panic carrying a *Error into that
+// function's error; any other panic propagates unchanged. See the package
+// doc's error policy.
+func Recover(err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	var te *Error
+	if e, ok := r.(error); ok && errors.As(e, &te) {
+		*err = te
+		return
+	}
+	panic(r)
+}
+
+// TuneAllocator makes glibc keep freed memory in the heap for reuse, for the
+// whole process: each training step allocates and frees megabytes of
+// tensors, which by default go back to the kernel and are faulted back in,
+// zeroed, by the next step. It is a no-op that reports false when the
+// environment sets MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_ or
+// MALLOC_TOP_PAD_, which take precedence.
+func TuneAllocator() bool { return C.mg_tune_allocator() != 0 }
 
 // Version is the version of the libtorch the shim was built against.
 func Version() string { return C.GoString(C.mg_torch_version()) }
@@ -92,12 +125,6 @@ func SetNumThreads(n int) { check("set_num_threads", C.mg_set_num_threads(C.int(
 
 // NumThreads is the number of intra-op threads libtorch uses.
 func NumThreads() int { return int(C.mg_get_num_threads()) }
-
-// SetNumInteropThreads sets libtorch's inter-op pool size. libtorch allows it
-// only once, before any parallel work has started.
-func SetNumInteropThreads(n int) error {
-	return checkErr("set_num_interop_threads", C.mg_set_num_interop_threads(C.int(n)))
-}
 
 // SetDeterministic makes libtorch use deterministic algorithms only, and fail
 // where an operation has none (PyTorch's use_deterministic_algorithms). On

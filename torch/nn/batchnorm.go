@@ -35,13 +35,17 @@ func NewBatchNorm1d(p Path, channels int64) *BatchNorm1d {
 // Forward normalises x; train selects batch statistics and updates the
 // running ones. A training batch of one row has no variance to learn from
 // (PyTorch's module refuses it): it is normalised to β and leaves the running
-// statistics alone, which would otherwise become NaN.
+// statistics alone, which would otherwise become NaN. Training on 2-d input
+// runs in the fused kernel where it takes x (torch.FusedBatchNorm).
 func (b *BatchNorm1d) Forward(x *torch.Tensor, train bool) *torch.Tensor {
 	if train && x.Size(0) == 1 {
 		return torch.BatchNorm(x, b.Weight, b.Bias, nil, nil, true, b.Momentum, b.Eps)
 	}
 	if train {
 		b.NumBatchesTracked.AddScalarInPlace(1)
+		if x.Dim() == 2 && torch.FusedKernelsFor(x) {
+			return torch.FusedBatchNorm(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar, b.Momentum, b.Eps)
+		}
 	}
 	return torch.BatchNorm(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar, train, b.Momentum, b.Eps)
 }

@@ -9,6 +9,10 @@ type Dropout struct {
 }
 
 // Forward applies dropout when train is true and is the identity otherwise.
+// Where the fused kernel takes x, it draws the mask (torch.FusedDropout).
 func (d Dropout) Forward(x *torch.Tensor, train bool) *torch.Tensor {
+	if train && d.P > 0 && d.P < 1 && torch.FusedKernelsFor(x) {
+		return torch.FusedDropout(x, d.P)
+	}
 	return torch.Dropout(x, d.P, train && d.P > 0)
 }

@@ -27,6 +27,7 @@ type Adam struct {
 	expAvgSq  []*torch.Tensor
 	steps     *torch.Tensor   // int64 on the CPU: updates of each parameter
 	stepViews []*torch.Tensor // 0-d views of steps, one per parameter, for State
+	fused     bool            // every parameter is one the fused kernel takes
 }
 
 // NewAdam is Adam over vars' trainable tensors with PyTorch's defaults
@@ -41,6 +42,10 @@ func NewAdam(vars []nn.Var, lr float64) *Adam {
 		o.params = append(o.params, v.Tensor)
 		o.expAvg = append(o.expAvg, zerosLike(v.Tensor))
 		o.expAvgSq = append(o.expAvgSq, zerosLike(v.Tensor))
+	}
+	o.fused = true
+	for _, p := range o.params {
+		o.fused = o.fused && torch.FusedKernelsFor(p)
 	}
 	o.steps = torch.Zeros([]int64{int64(len(o.params))}, torch.Options{DType: torch.Int64}).Unscope()
 	for i := range o.params {
@@ -62,8 +67,13 @@ func zerosLike(t *torch.Tensor) *torch.Tensor {
 	return torch.Zeros(t.Shape(), torch.Options{DType: t.DType(), Device: t.Device()}).Unscope()
 }
 
-// Step updates every parameter that has a gradient.
+// Step updates every parameter that has a gradient, in the fused kernel
+// (torch.FusedAdamStep) where it takes every parameter.
 func (o *Adam) Step() {
+	if o.fused {
+		torch.FusedAdamStep(o.params, o.expAvg, o.expAvgSq, torch.HostData[int64](o.steps), o.LR, o.Beta1, o.Beta2, o.Eps, o.WeightDecay, o.Decoupled)
+		return
+	}
 	torch.AdamStep(o.params, o.expAvg, o.expAvgSq, torch.HostData[int64](o.steps), o.LR, o.Beta1, o.Beta2, o.Eps, o.WeightDecay, o.Decoupled)
 }
 

@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
 #include <vector>
 
 #include "shim.h"
@@ -22,15 +23,23 @@ mg_error mg_error_from(const char *msg);
 at::TensorOptions mg_tensor_options(const mg_options &o);
 std::vector<at::Tensor> mg_unwrap_all(const mg_tensor *ts, int n);
 
-// From fused.cpp: whether the CPU kernels take x, and the kernels that
-// ordinary entry points use where they can.
-bool mg_cpu_kernels(const at::Tensor &x);
-at::Tensor mg_row_normalize(const at::Tensor &x, double eps);
-bool mg_adam_kernel(at::Tensor &p, const at::Tensor &grad, at::Tensor &m, at::Tensor &v, double lr, double beta1,
-                    double beta2, double eps, double weight_decay, bool decoupled, double bias1, double bias2_sqrt);
-at::Tensor mg_batch_norm_train(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b,
-                               const at::Tensor &running_mean, const at::Tensor &running_var, double momentum,
-                               double eps);
+// The loop of mg_adam_step and mg_fused_adam_step (torch.optim.Adam/AdamW,
+// single-tensor form): for each parameter i with a gradient, advances its step
+// count t and calls update(i, p, grad, m, v, bias1, bias2_sqrt) with the bias
+// corrections 1 − β₁ᵗ and √(1 − β₂ᵗ), without autograd.
+template <typename Update>
+void mg_adam_each(const mg_tensor *params, const mg_tensor *exp_avg, const mg_tensor *exp_avg_sq, int64_t *steps,
+                  int n, double beta1, double beta2, Update update) {
+	at::NoGradGuard no_grad;
+	for (int i = 0; i < n; i++) {
+		auto &p = params[i]->t;
+		at::Tensor grad = p.grad();
+		if (!grad.defined()) continue;
+		const double step = static_cast<double>(++steps[i]);
+		update(i, p, grad, exp_avg[i]->t, exp_avg_sq[i]->t, 1 - std::pow(beta1, step),
+		       std::sqrt(1 - std::pow(beta2, step)));
+	}
+}
 
 inline at::IntArrayRef mg_dims(const int64_t *dims, int n) { return at::IntArrayRef(dims, static_cast<size_t>(n)); }
 

@@ -41,19 +41,17 @@ typedef struct {
 } mg_options;
 
 enum mg_unary_op {
-	MG_NEG, MG_EXP, MG_LOG, MG_SQRT, MG_RSQRT, MG_ABS, MG_RECIPROCAL, MG_RELU,
-	MG_GELU, MG_SIGMOID, MG_TANH, MG_LOGICAL_NOT, MG_ISFINITE
+	MG_NEG, MG_EXP, MG_LOG, MG_SQRT, MG_ABS, MG_RECIPROCAL, MG_RELU, MG_LOGICAL_NOT, MG_ISFINITE
 };
 
 enum mg_binary_op {
-	MG_ADD, MG_SUB, MG_MUL, MG_DIV, MG_POW, MG_MAXIMUM, MG_MINIMUM, MG_REMAINDER,
-	MG_FLOOR_DIVIDE, MG_EQ, MG_NE, MG_LT, MG_LE, MG_GT, MG_GE, MG_LOGICAL_AND,
-	MG_LOGICAL_OR
+	MG_ADD, MG_SUB, MG_MUL, MG_DIV, MG_POW, MG_MINIMUM, MG_REMAINDER, MG_FLOOR_DIVIDE,
+	MG_NE, MG_LT, MG_LE, MG_GT, MG_GE
 };
 
-enum mg_reduce_op { MG_SUM, MG_MEAN, MG_AMAX, MG_AMIN, MG_PROD, MG_ANY, MG_ALL };
+enum mg_reduce_op { MG_SUM, MG_MEAN, MG_AMAX, MG_AMIN, MG_ALL };
 
-enum mg_factory_kind { MG_EMPTY, MG_ZEROS, MG_ONES, MG_FULL, MG_RAND, MG_RANDN };
+enum mg_factory_kind { MG_EMPTY, MG_ZEROS, MG_ONES, MG_FULL, MG_RAND };
 
 /* ---- lifecycle, scopes, diagnostics ---- */
 void mg_free(mg_tensor t);
@@ -68,12 +66,15 @@ int mg_cuda_device_count(void);
 mg_error mg_cuda_synchronize(int device_index);
 mg_error mg_set_num_threads(int n);
 int mg_get_num_threads(void);
-mg_error mg_set_num_interop_threads(int n);
 /* Deterministic algorithms only (PyTorch's use_deterministic_algorithms). */
 mg_error mg_set_deterministic(int on);
 /* Peak bytes allocated on a GPU since the last reset; reset restarts the count.
  * Fails when the shim was built without CUDA. */
 mg_error mg_cuda_peak_memory(int device_index, int reset, int64_t *peak);
+/* Makes glibc keep freed memory in the heap for reuse (mallopt), for the whole
+ * process; returns 0 and does nothing when MALLOC_MMAP_THRESHOLD_,
+ * MALLOC_TRIM_THRESHOLD_ or MALLOC_TOP_PAD_ is set in the environment. */
+int mg_tune_allocator(void);
 
 /* ---- metadata (cannot fail on a live handle) ---- */
 int mg_dim(mg_tensor t);
@@ -81,20 +82,17 @@ void mg_shape(mg_tensor t, int64_t *shape);
 int mg_dtype(mg_tensor t);
 void mg_device(mg_tensor t, int *type, int *index);
 int mg_requires_grad(mg_tensor t);
-int mg_is_pinned(mg_tensor t);
 
 /* ---- creation and host transfer ---- */
 mg_error mg_from_data(const void *data, const int64_t *shape, int ndim, mg_options o, mg_tensor *out);
 mg_error mg_factory(int kind, const int64_t *shape, int ndim, double value, mg_options o, mg_tensor *out);
 mg_error mg_arange(double start, double end, double step, mg_options o, mg_tensor *out);
-mg_error mg_randperm(int64_t n, mg_options o, mg_tensor *out);
 mg_error mg_copy_to_host(mg_tensor t, void *dst, int64_t nbytes);
 mg_error mg_data_ptr(mg_tensor t, void **out);
 mg_error mg_item(mg_tensor t, double *f, int64_t *i);
 mg_error mg_to(mg_tensor t, mg_options o, int non_blocking, mg_tensor *out);
 mg_error mg_copy_(mg_tensor dst, mg_tensor src, int non_blocking);
 mg_error mg_clone(mg_tensor t, mg_tensor *out);
-mg_error mg_contiguous(mg_tensor t, mg_tensor *out);
 
 /* ---- in-place fills (initialisation, buffers) ---- */
 mg_error mg_fill_(mg_tensor t, double value);
@@ -113,7 +111,6 @@ mg_error mg_masked_fill(mg_tensor a, mg_tensor mask, double value, mg_tensor *ou
 
 /* ---- reductions and normalisations; ndims == 0 reduces over every element ---- */
 mg_error mg_reduce(int op, mg_tensor a, const int64_t *dims, int ndims, int keepdim, mg_tensor *out);
-mg_error mg_max_dim(mg_tensor a, int64_t dim, int keepdim, mg_tensor *values, mg_tensor *indices);
 mg_error mg_argmax(mg_tensor a, int64_t dim, int keepdim, mg_tensor *out);
 mg_error mg_norm(mg_tensor a, double p, const int64_t *dims, int ndims, int keepdim, mg_tensor *out);
 mg_error mg_cumsum(mg_tensor a, int64_t dim, mg_tensor *out);
@@ -128,7 +125,6 @@ mg_error mg_linear(mg_tensor x, mg_tensor w, mg_tensor b /* may be NULL */, mg_t
 mg_error mg_reshape(mg_tensor a, const int64_t *shape, int ndim, mg_tensor *out);
 mg_error mg_expand(mg_tensor a, const int64_t *shape, int ndim, mg_tensor *out);
 mg_error mg_transpose(mg_tensor a, int64_t d0, int64_t d1, mg_tensor *out);
-mg_error mg_permute(mg_tensor a, const int64_t *dims, int ndim, mg_tensor *out);
 mg_error mg_unsqueeze(mg_tensor a, int64_t dim, mg_tensor *out);
 mg_error mg_squeeze(mg_tensor a, int64_t dim, mg_tensor *out);
 mg_error mg_narrow(mg_tensor a, int64_t dim, int64_t start, int64_t length, mg_tensor *out);
@@ -139,10 +135,6 @@ mg_error mg_stack(const mg_tensor *ts, int n, int64_t dim, mg_tensor *out);
 mg_error mg_index_select(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor *out);
 mg_error mg_gather(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor *out);
 mg_error mg_index_add(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor src, mg_tensor *out);
-mg_error mg_scatter_add(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor src, mg_tensor *out);
-/* reduce: MG_SUM, MG_PROD, MG_MEAN, MG_AMAX or MG_AMIN. */
-mg_error mg_scatter_reduce(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor src, int reduce,
-                           int include_self, mg_tensor *out);
 /* Reduces the rows of data in segments [offsets[i], offsets[i+1]) (CSR offsets,
  * int64, length S+1). reduce: MG_SUM, MG_MEAN, MG_AMAX or MG_AMIN. Empty
  * segments take `initial` when has_initial, else the reduction's identity. */
@@ -151,9 +143,7 @@ mg_error mg_segment_reduce(mg_tensor data, mg_tensor offsets, int reduce, int ha
 mg_error mg_scatter(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor src, mg_tensor *out);
 /* Stable sort along dim. */
 mg_error mg_sort(mg_tensor a, int64_t dim, int descending, mg_tensor *values, mg_tensor *indices);
-mg_error mg_nonzero(mg_tensor a, mg_tensor *out);
 mg_error mg_one_hot(mg_tensor a, int64_t classes, mg_tensor *out);
-mg_error mg_bincount(mg_tensor a, mg_tensor weights /* may be NULL */, int64_t minlength, mg_tensor *out);
 
 /* ---- randomness ---- */
 mg_error mg_manual_seed(uint64_t seed);
@@ -170,39 +160,52 @@ mg_error mg_batch_norm(mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor 
                        mg_tensor running_var, int training, double momentum, double eps,
                        mg_tensor *out);
 
-/* ---- fused kernels (fused.cpp) ---- */
-/* Whether the fused kernels below run on a device type: the CPU kernels need
- * AVX2 and FMA. Elsewhere callers compose the same maths from tensor ops. */
-int mg_fused_kernels(int device_type);
-/* Whether mg_gen_aggregate runs on a device type: on the CPU as above, on
- * CUDA when the shim was built with CUDA. */
-int mg_fused_aggregation(int device_type);
-/* GENConv's aggregation in one pass per node: out_i = Σ_k a_k m_k over the
- * edges k→i (CSR rowptr), m_k = ReLU(h[src_k] + e_k) + 1e-7, a = softmax over
- * the node's edges of t·m, per channel; with learn_t = 0, a is a constant in
- * backpropagation. t is a 0-d tensor. */
-mg_error mg_gen_aggregate(mg_tensor h, mg_tensor e, mg_tensor t, mg_tensor src, mg_tensor rowptr, int learn_t,
-                          mg_tensor *out);
-/* out[g] = Σ_p weights[p]·x[rows[p]] / max(Σ_p weights[p], 1) over the p
- * with groups[p] = g (num_groups rows), accumulated in order. */
-mg_error mg_group_mean(mg_tensor x, mg_tensor rows, mg_tensor groups, mg_tensor weights, int64_t num_groups,
-                       mg_tensor *out);
-/* Graph-to-subgraph contrast from logits y (B × B·per) and live (float 1/0,
- * B·per): the mean over rows with a live slot of their own (columns
- * i·per … i·per+per−1) of −Σ over those of log softmax over the live columns.
- */
-mg_error mg_block_contrast(mg_tensor y, mg_tensor live, int64_t per, mg_tensor *out);
-/* Sinkhorn-Knopp assignment (docs/method.md §3) of q (N×K), in float32: motif
- * (N, int64) and the balanced matrix (K×N float32). */
-mg_error mg_sinkhorn(mg_tensor q, double lambda, int iters, mg_tensor *motif, mg_tensor *balanced);
-/* The MinCut regulariser per molecule (docs/method.md §5) of soft assignments q
- * (N×K) on a destination-sorted CSR graph (rowptr, src) whose molecules own
- * node ranges graphptr: cut and ortho, B each. selected (B×K, 1/0) restricts
- * the orthogonality term to some columns; NULL for all. */
-mg_error mg_mincut(mg_tensor q, mg_tensor rowptr, mg_tensor src, mg_tensor graphptr, mg_tensor selected,
-                   mg_tensor *cut, mg_tensor *ortho);
-/* Row i of the result sums the rows of weight at indices[i, :] (N×F). */
+/* Row i of the result sums the rows of weight at indices[i, :] (N×F):
+ * libtorch's embedding_bag, mode sum. */
 mg_error mg_embedding_bag_sum(mg_tensor weight, mg_tensor indices, mg_tensor *out);
+
+/* ---- fused kernels (kernels/: each kernel's maths is in kernels/<name>.h) ----
+ * Hand-written kernels, called by name; every other entry point is libtorch's.
+ * The CPU kernels take float32 and float64 tensors on CPUs with AVX2 and FMA,
+ * and refuse anything else: callers check mg_fused_kernels first. */
+/* Whether the fused kernels run on a device type: the CPU's need AVX2 and FMA. */
+int mg_fused_kernels(int device_type);
+/* Whether mg_fused_gen_aggregate runs on a device type: on the CPU as above,
+ * on CUDA when the shim was built with CUDA. */
+int mg_fused_aggregation(int device_type);
+/* GENConv's softmax aggregation over the edges src→i sorted by destination
+ * (CSR rowptr); t is a 0-d tensor; with learn_t = 0 the softmax weights are
+ * constants in backpropagation. */
+mg_error mg_fused_gen_aggregate(mg_tensor h, mg_tensor e, mg_tensor t, mg_tensor src, mg_tensor rowptr, int learn_t,
+                                mg_tensor *out);
+/* Training-mode batch norm of 2-d x; updates running_mean and running_var in place. */
+mg_error mg_fused_batch_norm(mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor running_mean,
+                             mg_tensor running_var, double momentum, double eps, mg_tensor *out);
+/* The rows of 2-d a over max(their L2 norm, eps). */
+mg_error mg_fused_normalize(mg_tensor a, double eps, mg_tensor *out);
+/* mg_adam_step's update, one loop per parameter. */
+mg_error mg_fused_adam_step(const mg_tensor *params, const mg_tensor *exp_avg, const mg_tensor *exp_avg_sq,
+                            int64_t *steps, int n, double lr, double beta1, double beta2, double eps,
+                            double weight_decay, int decoupled);
+/* Training-mode dropout, 0 < p < 1, with a mask drawn from one seed of the CPU generator. */
+mg_error mg_fused_dropout(mg_tensor a, double p, mg_tensor *out);
+/* mg_embedding_bag_sum's result, with a deterministic backward. */
+mg_error mg_fused_embedding_bag_sum(mg_tensor weight, mg_tensor indices, mg_tensor *out);
+/* The weighted mean of the rows of x in each of num_groups groups, the p-th
+ * membership adding weights[p]·x[rows[p]] to group groups[p]. */
+mg_error mg_fused_group_mean(mg_tensor x, mg_tensor rows, mg_tensor groups, mg_tensor weights, int64_t num_groups,
+                             mg_tensor *out);
+/* The graph-to-subgraph contrastive loss from logits y (B × B·per) and live
+ * (float 1/0, B·per). */
+mg_error mg_fused_block_contrast(mg_tensor y, mg_tensor live, int64_t per, mg_tensor *out);
+/* Sinkhorn-Knopp assignment of q (N×K), in float32: motif (N, int64) and the
+ * balanced matrix (K×N float32). */
+mg_error mg_fused_sinkhorn(mg_tensor q, double lambda, int iters, mg_tensor *motif, mg_tensor *balanced);
+/* The MinCut regulariser per molecule (graphptr: node ranges) of q (N×K) on a
+ * destination-sorted CSR graph: cut and ortho, B each. selected (B×K, 1/0)
+ * restricts the orthogonality term to some columns; NULL for all. */
+mg_error mg_fused_mincut(mg_tensor q, mg_tensor rowptr, mg_tensor src, mg_tensor graphptr, mg_tensor selected,
+                         mg_tensor *cut, mg_tensor *ortho);
 
 /* ---- autograd ---- */
 int mg_set_grad_enabled(int enabled); /* returns the previous mode of this thread */
@@ -210,7 +213,7 @@ mg_error mg_set_requires_grad(mg_tensor t, int requires_grad);
 mg_error mg_detach(mg_tensor t, mg_tensor *out);
 /* *out is NULL when t has no gradient. */
 mg_error mg_grad(mg_tensor t, mg_tensor *out);
-mg_error mg_backward(mg_tensor t, mg_tensor grad /* may be NULL */, int retain_graph);
+mg_error mg_backward(mg_tensor t);
 
 /* ---- optimisation; parameters whose gradient is undefined are skipped ---- */
 /* Adam (decoupled = 0) or AdamW (decoupled = 1), PyTorch's update rule.
@@ -224,12 +227,6 @@ mg_error mg_zero_grad(const mg_tensor *params, int n);
 /* Scales gradients so their global L2 norm is at most max_norm, without host
  * synchronisation; *total_norm is the norm before scaling (a 0-d tensor). */
 mg_error mg_clip_grad_norm(const mg_tensor *params, int n, double max_norm, mg_tensor *total_norm);
-
-/* ---- serialisation: libtorch's own reader, for checking our files ---- */
-/* Loads a torch.save zip with torch::pickle_load; the top object must be a dict
- * of str -> tensor. names (malloc'd array of malloc'd strings) and tensors are
- * returned in the dict's order. */
-mg_error mg_pickle_load(const void *bytes, size_t size, char ***names, mg_tensor **tensors, int *count);
 
 #ifdef __cplusplus
 }

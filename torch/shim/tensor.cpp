@@ -29,29 +29,25 @@ at::Tensor binary(int op, const at::Tensor &a, const at::Tensor &b) {
 	case MG_MUL: return at::mul(a, b);
 	case MG_DIV: return at::div(a, b);
 	case MG_POW: return at::pow(a, b);
-	case MG_MAXIMUM: return at::maximum(a, b);
 	case MG_MINIMUM: return at::minimum(a, b);
 	case MG_REMAINDER: return at::remainder(a, b);
 	case MG_FLOOR_DIVIDE: return at::div(a, b, "floor");
-	case MG_EQ: return at::eq(a, b);
 	case MG_NE: return at::ne(a, b);
 	case MG_LT: return at::lt(a, b);
 	case MG_LE: return at::le(a, b);
 	case MG_GT: return at::gt(a, b);
 	case MG_GE: return at::ge(a, b);
-	case MG_LOGICAL_AND: return at::logical_and(a, b);
-	case MG_LOGICAL_OR: return at::logical_or(a, b);
 	}
 	TORCH_CHECK(false, "unknown binary op ", op);
 }
 
-const char *reduce_name(int reduce) {
+// segment_reduce's names of the reductions ("max"/"min" for amax/amin).
+const char *segment_reduce_name(int reduce) {
 	switch (reduce) {
 	case MG_SUM: return "sum";
-	case MG_PROD: return "prod";
 	case MG_MEAN: return "mean";
-	case MG_AMAX: return "amax";
-	case MG_AMIN: return "amin";
+	case MG_AMAX: return "max";
+	case MG_AMIN: return "min";
 	}
 	TORCH_CHECK(false, "unknown reduction ", reduce);
 }
@@ -126,13 +122,6 @@ void mg_device(mg_tensor t, int *type, int *index) {
 
 int mg_requires_grad(mg_tensor t) { return t->t.requires_grad() ? 1 : 0; }
 
-int mg_is_pinned(mg_tensor t) {
-	try {
-		return t->t.is_pinned() ? 1 : 0;
-	} catch (...) {
-		return 0;
-	}
-}
 
 // ---- creation and host transfer ----
 
@@ -158,7 +147,6 @@ mg_error mg_factory(int kind, const int64_t *shape, int ndim, double value, mg_o
 		case MG_ONES: t = at::ones(size, opts); break;
 		case MG_FULL: t = at::full(size, value, opts); break;
 		case MG_RAND: t = at::rand(size, opts); break;
-		case MG_RANDN: t = at::randn(size, opts); break;
 		default: TORCH_CHECK(false, "unknown factory ", kind);
 		}
 		if (o.requires_grad) t.set_requires_grad(true);
@@ -176,10 +164,6 @@ mg_error mg_arange(double start, double end, double step, mg_options o, mg_tenso
 			*out = mg_wrap(at::arange(start, end, step, opts));
 		}
 	})
-}
-
-mg_error mg_randperm(int64_t n, mg_options o, mg_tensor *out) {
-	MG_TRY(*out = mg_wrap(at::randperm(n, mg_tensor_options(o))))
 }
 
 mg_error mg_copy_to_host(mg_tensor t, void *dst, int64_t nbytes) {
@@ -225,7 +209,6 @@ mg_error mg_copy_(mg_tensor dst, mg_tensor src, int non_blocking) {
 
 mg_error mg_clone(mg_tensor t, mg_tensor *out) { MG_TRY(*out = mg_wrap(t->t.clone())) }
 
-mg_error mg_contiguous(mg_tensor t, mg_tensor *out) { MG_TRY(*out = mg_wrap(t->t.contiguous())) }
 
 // ---- in-place fills ----
 
@@ -248,13 +231,9 @@ mg_error mg_unary(int op, mg_tensor a, mg_tensor *out) {
 		case MG_EXP: r = at::exp(x); break;
 		case MG_LOG: r = at::log(x); break;
 		case MG_SQRT: r = at::sqrt(x); break;
-		case MG_RSQRT: r = at::rsqrt(x); break;
 		case MG_ABS: r = at::abs(x); break;
 		case MG_RECIPROCAL: r = at::reciprocal(x); break;
 		case MG_RELU: r = at::relu(x); break;
-		case MG_GELU: r = at::gelu(x); break;
-		case MG_SIGMOID: r = at::sigmoid(x); break;
-		case MG_TANH: r = at::tanh(x); break;
 		case MG_LOGICAL_NOT: r = at::logical_not(x); break;
 		case MG_ISFINITE: r = at::isfinite(x); break;
 		default: TORCH_CHECK(false, "unknown unary op ", op);
@@ -308,14 +287,6 @@ mg_error mg_reduce(int op, mg_tensor a, const int64_t *dims, int ndims, int keep
 		case MG_MEAN: r = all ? at::mean(x) : at::mean(x, d, k); break;
 		case MG_AMAX: r = at::amax(x, d, k); break; // empty dims: every element
 		case MG_AMIN: r = at::amin(x, d, k); break;
-		case MG_PROD:
-			TORCH_CHECK(ndims <= 1, "prod reduces over one dim at a time");
-			r = all ? at::prod(x) : at::prod(x, d[0], k);
-			break;
-		case MG_ANY:
-			TORCH_CHECK(ndims <= 1, "any reduces over one dim at a time");
-			r = all ? at::any(x) : at::any(x, d[0], k);
-			break;
 		case MG_ALL:
 			TORCH_CHECK(ndims <= 1, "all reduces over one dim at a time");
 			r = all ? at::all(x) : at::all(x, d[0], k);
@@ -323,14 +294,6 @@ mg_error mg_reduce(int op, mg_tensor a, const int64_t *dims, int ndims, int keep
 		default: TORCH_CHECK(false, "unknown reduction ", op);
 		}
 		*out = mg_wrap(r);
-	})
-}
-
-mg_error mg_max_dim(mg_tensor a, int64_t dim, int keepdim, mg_tensor *values, mg_tensor *indices) {
-	MG_TRY({
-		auto r = at::max(a->t, dim, keepdim != 0);
-		*values = mg_wrap(std::get<0>(r));
-		*indices = mg_wrap(std::get<1>(r));
 	})
 }
 
@@ -357,13 +320,8 @@ mg_error mg_softmax(mg_tensor a, int64_t dim, int log, mg_tensor *out) {
 mg_error mg_normalize(mg_tensor a, double p, int64_t dim, double eps, mg_tensor *out) {
 	MG_TRY({
 		// x / max(‖x‖_p, eps), as torch.nn.functional.normalize.
-		const auto &x = a->t;
-		if (p == 2 && x.dim() == 2 && (dim == 1 || dim == -1) && mg_cpu_kernels(x)) {
-			*out = mg_wrap(mg_row_normalize(x, eps));
-			return nullptr;
-		}
-		auto n = at::norm(x, at::Scalar(p), {dim}, /*keepdim=*/true).clamp_min(eps);
-		*out = mg_wrap(x / n);
+		auto n = at::norm(a->t, at::Scalar(p), {dim}, /*keepdim=*/true).clamp_min(eps);
+		*out = mg_wrap(a->t / n);
 	})
 }
 
@@ -391,10 +349,6 @@ mg_error mg_expand(mg_tensor a, const int64_t *shape, int ndim, mg_tensor *out) 
 
 mg_error mg_transpose(mg_tensor a, int64_t d0, int64_t d1, mg_tensor *out) {
 	MG_TRY(*out = mg_wrap(a->t.transpose(d0, d1)))
-}
-
-mg_error mg_permute(mg_tensor a, const int64_t *dims, int ndim, mg_tensor *out) {
-	MG_TRY(*out = mg_wrap(a->t.permute(mg_dims(dims, ndim))))
 }
 
 mg_error mg_unsqueeze(mg_tensor a, int64_t dim, mg_tensor *out) { MG_TRY(*out = mg_wrap(a->t.unsqueeze(dim))) }
@@ -427,15 +381,6 @@ mg_error mg_index_add(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor src, 
 	MG_TRY(*out = mg_wrap(at::index_add(a->t, dim, index->t, src->t)))
 }
 
-mg_error mg_scatter_add(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor src, mg_tensor *out) {
-	MG_TRY(*out = mg_wrap(at::scatter_add(a->t, dim, index->t, src->t)))
-}
-
-mg_error mg_scatter_reduce(mg_tensor a, int64_t dim, mg_tensor index, mg_tensor src, int reduce,
-                           int include_self, mg_tensor *out) {
-	MG_TRY(*out = mg_wrap(at::scatter_reduce(a->t, dim, index->t, src->t, reduce_name(reduce), include_self != 0)))
-}
-
 mg_error mg_segment_reduce(mg_tensor data, mg_tensor offsets, int reduce, int has_initial, double initial,
                            mg_tensor *out) {
 	MG_TRY({
@@ -451,8 +396,7 @@ mg_error mg_segment_reduce(mg_tensor data, mg_tensor offsets, int reduce, int ha
 			*out = mg_wrap(at::full(sizes, fill, x.options()));
 			return nullptr;
 		}
-		// segment_reduce spells the extrema "max"/"min" where scatter_reduce says "amax"/"amin".
-		const char *name = reduce == MG_AMAX ? "max" : reduce == MG_AMIN ? "min" : reduce_name(reduce);
+		const char *name = segment_reduce_name(reduce);
 		c10::optional<at::Scalar> init;
 		if (has_initial) init = at::Scalar(initial);
 		*out = mg_wrap(at::segment_reduce(x, name, c10::nullopt, c10::nullopt, offsets->t, 0,
@@ -472,14 +416,4 @@ mg_error mg_sort(mg_tensor a, int64_t dim, int descending, mg_tensor *values, mg
 	})
 }
 
-mg_error mg_nonzero(mg_tensor a, mg_tensor *out) { MG_TRY(*out = mg_wrap(at::nonzero(a->t))) }
-
 mg_error mg_one_hot(mg_tensor a, int64_t classes, mg_tensor *out) { MG_TRY(*out = mg_wrap(at::one_hot(a->t, classes))) }
-
-mg_error mg_bincount(mg_tensor a, mg_tensor weights, int64_t minlength, mg_tensor *out) {
-	MG_TRY({
-		c10::optional<at::Tensor> w;
-		if (weights != nullptr) w = weights->t;
-		*out = mg_wrap(at::bincount(a->t, w, minlength));
-	})
-}

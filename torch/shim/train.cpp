@@ -18,21 +18,6 @@
 
 namespace {
 
-// Each step allocates and frees megabytes of tensors. By default glibc hands
-// large freed blocks back to the kernel, and the next step faults them back
-// in, zeroed; keeping them in the heap lets every step reuse warm memory, as
-// PyTorch's GPU allocator keeps its blocks. MALLOC_* settings in the
-// environment take precedence.
-__attribute__((constructor)) void keep_freed_memory() {
-	if (std::getenv("MALLOC_MMAP_THRESHOLD_") || std::getenv("MALLOC_TRIM_THRESHOLD_") ||
-	    std::getenv("MALLOC_TOP_PAD_")) {
-		return;
-	}
-	mallopt(M_MMAP_THRESHOLD, 32 << 20); // glibc's largest
-	mallopt(M_TRIM_THRESHOLD, 1 << 30);
-	mallopt(M_TOP_PAD, 64 << 20);
-}
-
 at::Generator default_generator(int device_type, int device_index) {
 	return at::globalContext().defaultGenerator(
 	    at::Device(static_cast<at::DeviceType>(device_type), static_cast<at::DeviceIndex>(device_index)));
@@ -72,7 +57,20 @@ mg_error mg_set_num_threads(int n) {
 
 int mg_get_num_threads(void) { return at::get_num_threads(); }
 
-mg_error mg_set_num_interop_threads(int n) { MG_TRY(at::set_num_interop_threads(n)) }
+// Each step allocates and frees megabytes of tensors. By default glibc hands
+// large freed blocks back to the kernel, and the next step faults them back
+// in, zeroed; keeping them in the heap lets every step reuse warm memory, as
+// PyTorch's GPU allocator keeps its blocks.
+int mg_tune_allocator(void) {
+	if (std::getenv("MALLOC_MMAP_THRESHOLD_") || std::getenv("MALLOC_TRIM_THRESHOLD_") ||
+	    std::getenv("MALLOC_TOP_PAD_")) {
+		return 0;
+	}
+	mallopt(M_MMAP_THRESHOLD, 32 << 20); // glibc's largest
+	mallopt(M_TRIM_THRESHOLD, 1 << 30);
+	mallopt(M_TOP_PAD, 64 << 20);
+	return 1;
+}
 
 mg_error mg_set_deterministic(int on) { MG_TRY(at::globalContext().setDeterministicAlgorithms(on != 0, false)) }
 
@@ -110,6 +108,9 @@ mg_error mg_set_rng_state(int device_type, int device_index, mg_tensor state) {
 
 mg_error mg_bernoulli(mg_tensor probs, mg_tensor *out) { MG_TRY(*out = mg_wrap(at::bernoulli(probs->t))) }
 
+mg_error mg_dropout(mg_tensor a, double p, int train, mg_tensor *out) {
+	MG_TRY(*out = mg_wrap(at::dropout(a->t, p, train != 0)))
+}
 
 // ---- neural-network functions ----
 
@@ -120,15 +121,20 @@ mg_error mg_embedding(mg_tensor weight, mg_tensor indices, mg_tensor *out) {
 mg_error mg_batch_norm(mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor running_mean,
                        mg_tensor running_var, int training, double momentum, double eps, mg_tensor *out) {
 	MG_TRY({
-		if (training && running_mean != nullptr && x->t.dim() == 2 && x->t.size(0) > 1 && mg_cpu_kernels(x->t)) {
-			*out = mg_wrap(mg_batch_norm_train(x->t, weight->t, bias->t, running_mean->t, running_var->t, momentum, eps));
-			return nullptr;
-		}
 		c10::optional<at::Tensor> rm, rv;
 		if (running_mean != nullptr) rm = running_mean->t;
 		if (running_var != nullptr) rv = running_var->t;
 		*out = mg_wrap(at::batch_norm(x->t, weight->t, bias->t, rm, rv, training != 0, momentum, eps,
 		                              /*cudnn_enabled=*/true));
+	})
+}
+
+mg_error mg_embedding_bag_sum(mg_tensor weight, mg_tensor indices, mg_tensor *out) {
+	MG_TRY({
+		const auto &x = indices->t;
+		TORCH_CHECK(x.dim() == 2, "embedding_bag_sum: indices must be 2-d, got ", x.sizes());
+		auto offsets = at::arange(0, x.numel(), x.size(1), x.options().dtype(at::kLong));
+		*out = mg_wrap(std::get<0>(at::embedding_bag(weight->t, x.reshape(-1), offsets, false, /*mode=sum*/ 0)));
 	})
 }
 
@@ -151,13 +157,7 @@ mg_error mg_grad(mg_tensor t, mg_tensor *out) {
 	})
 }
 
-mg_error mg_backward(mg_tensor t, mg_tensor grad, int retain_graph) {
-	MG_TRY({
-		at::Tensor g;
-		if (grad != nullptr) g = grad->t;
-		t->t.backward(g, retain_graph != 0);
-	})
-}
+mg_error mg_backward(mg_tensor t) { MG_TRY(t->t.backward()) }
 
 // ---- optimisation ----
 
@@ -165,20 +165,8 @@ mg_error mg_adam_step(const mg_tensor *params, const mg_tensor *exp_avg, const m
                       int64_t *steps, int n, double lr, double beta1, double beta2, double eps,
                       double weight_decay, int decoupled) {
 	MG_TRY({
-		at::NoGradGuard no_grad;
-		for (int i = 0; i < n; i++) {
-			auto &p = params[i]->t;
-			at::Tensor grad = p.grad();
-			if (!grad.defined()) continue;
-			auto &m = exp_avg[i]->t;
-			auto &v = exp_avg_sq[i]->t;
-			// torch.optim.Adam/AdamW, single-tensor form.
-			double step = static_cast<double>(++steps[i]);
-			double bias1 = 1 - std::pow(beta1, step);
-			double bias2_sqrt = std::sqrt(1 - std::pow(beta2, step));
-			if (mg_adam_kernel(p, grad, m, v, lr, beta1, beta2, eps, weight_decay, decoupled != 0, bias1, bias2_sqrt)) {
-				continue;
-			}
+		auto update = [&](int, at::Tensor &p, at::Tensor grad, at::Tensor &m, at::Tensor &v, double bias1,
+		                  double bias2_sqrt) {
 			if (weight_decay != 0) {
 				if (decoupled) {
 					p.mul_(1 - lr * weight_decay);
@@ -190,7 +178,8 @@ mg_error mg_adam_step(const mg_tensor *params, const mg_tensor *exp_avg, const m
 			v.mul_(beta2).addcmul_(grad, grad, 1 - beta2);
 			auto denom = (v.sqrt() / bias2_sqrt).add_(eps);
 			p.addcdiv_(m, denom, -lr / bias1);
-		}
+		};
+		mg_adam_each(params, exp_avg, exp_avg_sq, steps, n, beta1, beta2, update);
 	})
 }
 

@@ -1,12 +1,11 @@
-// CUDA loops of the fused GENConv aggregation (fused.cpp), on raw device
-// arrays: the same arithmetic as gen_forward and gen_backward in
-// gen_kernels.cpp, one thread per (node, channel), so that neighbouring
-// threads read neighbouring channels of an edge (coalesced). Each thread walks
-// its node's incoming edges in order, so results are deterministic. Built only
-// when the shim is built against a CUDA libtorch (Makefile, nvcc).
+// The CUDA loops of the GENConv aggregation (maths in gen_aggregate.h): the
+// same arithmetic as gen_aggregate_cpu.cpp, one thread per (node, channel),
+// so that neighbouring threads read neighbouring channels of an edge
+// (coalesced). Built only when the shim is built against a CUDA libtorch
+// (Makefile, nvcc).
 #include <cuda_runtime.h>
 
-#include "gen_kernels_cuda.h"
+#include "gen_aggregate.h"
 
 namespace mg {
 namespace {
@@ -16,12 +15,6 @@ constexpr int kThreads = 256;
 int blocks_for(int64_t work) {
 	const int64_t b = (work + kThreads - 1) / kThreads;
 	return static_cast<int>(b < 65535 * 32 ? b : 65535 * 32); // the loops stride over the rest
-}
-
-template <typename T>
-__device__ T message(T h, T e) {
-	T pre = h + e;
-	return (pre > 0 ? pre : T(0)) + T(1e-7);
 }
 
 __device__ float exp_of(float x) { return expf(x); }
@@ -38,9 +31,9 @@ __global__ void forward_kernel(const T *H, const T *E, const int64_t *S, const i
 			O[idx] = 0, Z[idx] = 0, D[idx] = 1;
 			continue;
 		}
-		T z = T(-1e30);
+		T z = T(kNoMaximum);
 		for (int64_t k = first; k < last; k++) {
-			const T m = message(H[S[k] * d + c], E[k * d + c]);
+			const T m = gen_message(H[S[k] * d + c], E[k * d + c]);
 			M[k * d + c] = m;
 			z = t * m > z ? t * m : z;
 		}
@@ -57,7 +50,7 @@ __global__ void forward_kernel(const T *H, const T *E, const int64_t *S, const i
 template <typename T>
 __global__ void backward_kernel(const T *M, const int64_t *R, const T *tp, bool learn_t, int64_t n, int64_t d,
                                 const T *O, const T *Z, const T *D, const T *G, T *GP, T *GT) {
-	const T t = *tp, eps = T(1e-7);
+	const T t = *tp, eps = T(kGENMessageEpsilon);
 	for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < n * d;
 	     idx += int64_t(gridDim.x) * blockDim.x) {
 		const int64_t i = idx / d, c = idx - i * d;

@@ -1,0 +1,58 @@
+// The autograd function of the fused dropout (maths in dropout.h) and its
+// entry point; the CPU loop is in dropout_cpu.cpp.
+#include <ATen/Parallel.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <mutex>
+
+#include "dropout.h"
+#include "kernels.h"
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Dropout as an autograd function: the seed is all that backward needs.
+struct FastDropout : public torch::autograd::Function<FastDropout> {
+	static at::Tensor forward(AutogradContext *ctx, const at::Tensor &x, double p) {
+		uint64_t seed;
+		{
+			auto gen = at::globalContext().defaultGenerator(at::kCPU);
+			std::lock_guard<std::mutex> lock(gen.mutex());
+			seed = at::check_generator<at::CPUGeneratorImpl>(gen)->random64();
+		}
+		ctx->saved_data["seed"] = static_cast<int64_t>(seed);
+		ctx->saved_data["p"] = p;
+		return apply_mask(x, seed, p);
+	}
+
+	static variable_list backward(AutogradContext *ctx, variable_list grads) {
+		auto seed = static_cast<uint64_t>(ctx->saved_data["seed"].toInt());
+		return {apply_mask(grads[0], seed, ctx->saved_data["p"].toDouble()), at::Tensor()};
+	}
+
+	static at::Tensor apply_mask(const at::Tensor &x, uint64_t seed, double p) {
+		auto xc = x.contiguous();
+		auto y = at::empty_like(xc);
+		AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "dropout", [&] {
+			const scalar_t scale = static_cast<scalar_t>(1 / (1 - p));
+			at::parallel_for(0, xc.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
+				mg::dropout_mask(xc.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), begin, end, seed,
+				                 static_cast<float>(p), scale);
+			});
+		});
+		return y;
+	}
+};
+
+} // namespace
+
+mg_error mg_fused_dropout(mg_tensor a, double p, mg_tensor *out) {
+	MG_TRY({
+		TORCH_CHECK(mg_cpu_kernels(a->t), "dropout: the kernel takes float32 or float64 on CPUs with AVX2 and FMA");
+		TORCH_CHECK(p > 0 && p < 1, "dropout: the kernel takes 0 < p < 1, not ", p);
+		*out = mg_wrap(FastDropout::apply(a->t, p));
+	})
+}

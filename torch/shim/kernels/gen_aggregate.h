@@ -1,0 +1,78 @@
+// GENConv's softmax aggregation (docs/method.md §2), fused: one pass over each
+// node's incoming edges instead of a dozen tensor ops, forward and backward.
+//
+// For the edges k→i, sorted by destination (CSR offsets R, sources S), with
+// messages m_k = ReLU(h_S(k) + e_k) + ε (ε = kGENMessageEpsilon), per channel:
+//
+//	out_i = Σ_k a_k m_k,   a_k = exp(t·m_k − Z_i) / D_i,
+//	Z_i = max_k t·m_k,     D_i = Σ_k exp(t·m_k − Z_i)
+//
+// A node without edges gets out = 0 (Z = 0, D = 1). Forward keeps the
+// messages and, per node, Z and D, so that backward rebuilds a_k exactly as
+// forward computed it. Backward, for g = ∂L/∂out_i:
+//
+//	∂L/∂m_k = g·a_k                        (t fixed: a is a constant, as DeeperGCN)
+//	∂L/∂m_k = g·a_k·(1 + t·(m_k − out_i))   (t learned)
+//	∂L/∂t   = Σ_i Σ_k g·a_k·m_k·(m_k − out_i)
+//
+// then through the ReLU (m_k > ε is its gate) to e_k and, summed over the
+// edges leaving each node, to h.
+//
+// Files: gen_aggregate_cpu.cpp (CPU loops), gen_aggregate.cu (CUDA, one
+// thread per node and channel, the same arithmetic), gen_aggregate.cpp (the
+// autograd function and mg_fused_gen_aggregate). Every loop walks a node's
+// edges in order, so results are deterministic.
+#pragma once
+
+#include <cstdint>
+
+#if defined(MG_WITH_CUDA) || defined(__CUDACC__)
+#include <cuda_runtime_api.h>
+#endif
+
+#include "common.h"
+
+namespace mg {
+
+// ε of the messages: keeps every message positive, as DeeperGCN. The Go
+// side's copy is torch.GENMessageEpsilon (a test checks they agree).
+constexpr double kGENMessageEpsilon = 1e-7;
+
+namespace {
+
+template <typename T>
+MG_HOST_DEVICE inline T gen_message(T h, T e) {
+	T pre = h + e;
+	return (pre > 0 ? pre : T(0)) + T(kGENMessageEpsilon);
+}
+
+} // namespace
+
+// Nodes [begin, end) of the forward pass on the CPU: the messages M (per
+// edge), the outputs O and each node's Z and D (n×d each).
+template <typename T>
+void gen_forward(const T *H, const T *E, const int64_t *S, const int64_t *R, T t, int64_t d, int64_t begin,
+                 int64_t end, T *M, T *O, T *Z, T *D);
+
+// Nodes [begin, end) of the backward pass on the CPU: the gradient of the
+// messages' pre-activations (GP, per edge) from the output's gradient G, and
+// each node's part of the temperature's gradient (GT) when learn_t. scratch
+// holds d values.
+template <typename T>
+void gen_backward(const T *M, const int64_t *R, T t, bool learn_t, int64_t d, int64_t begin, int64_t end, const T *O,
+                  const T *Z, const T *D, const T *G, T *GP, T *GT, T *scratch);
+
+#if defined(MG_WITH_CUDA) || defined(__CUDACC__)
+// The same for all n nodes at once on a GPU, launched on stream; t points to
+// the temperature on the device, so that nothing is read back to the host.
+// GT gets each (node, channel)'s part of the temperature's gradient (n×d)
+// when learn_t, and may be null otherwise. They return the launch's error.
+template <typename T>
+cudaError_t gen_forward_cuda(const T *H, const T *E, const int64_t *S, const int64_t *R, const T *t, int64_t n,
+                             int64_t d, T *M, T *O, T *Z, T *D, cudaStream_t stream);
+template <typename T>
+cudaError_t gen_backward_cuda(const T *M, const int64_t *R, const T *t, bool learn_t, int64_t n, int64_t d,
+                              const T *O, const T *Z, const T *D, const T *G, T *GP, T *GT, cudaStream_t stream);
+#endif
+
+} // namespace mg
