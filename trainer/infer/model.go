@@ -84,7 +84,8 @@ func NewSavedModel(arch model.EncoderConfig, tasks []Task, dataset, training any
 // SaveModel writes the new folder dir with model.pt (state, the tensors of a
 // model.Classifier with their names) and model.json (m, its Keys filled
 // in). The folder appears complete or not at all; it must not exist.
-func SaveModel(dir string, m *SavedModel, state []torch.Named) error {
+func SaveModel(dir string, m *SavedModel, state []torch.Named) (err error) {
+	defer torch.Recover(&err)
 	m.Keys = m.Keys[:0]
 	for _, n := range state {
 		m.Keys = append(m.Keys, n.Name)
@@ -108,7 +109,8 @@ func SaveModel(dir string, m *SavedModel, state []torch.Named) error {
 // on dev holding its weights, which the caller frees. Any disagreement
 // between the two files (format, tensor names or shapes, task count) is an
 // error naming the file.
-func LoadModel(dir string, dev torch.Device) (*SavedModel, *model.Classifier, error) {
+func LoadModel(dir string, dev torch.Device) (_ *SavedModel, _ *model.Classifier, err error) {
+	defer torch.Recover(&err)
 	infoPath := filepath.Join(dir, ModelInfo)
 	b, err := os.ReadFile(infoPath)
 	if err != nil {

@@ -58,7 +58,8 @@ const (
 // README's PyTorch snippet computes). The encoder is arch with the weights of
 // state (as model.LoadEncoder returns them). A .csv file has the columns
 // row, smiles, e_0 … e_{d-1}.
-func Embed(arch model.EncoderConfig, state []torch.Named, opt Options, out string) (*Report, error) {
+func Embed(arch model.EncoderConfig, state []torch.Named, opt Options, out string) (_ *Report, err error) {
+	defer torch.Recover(&err)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	store := nn.NewStore(opt.Device, torch.Float32)
@@ -83,7 +84,8 @@ func Embed(arch model.EncoderConfig, state []torch.Named, opt Options, out strin
 // probability of class 1 for a classification task and the value in the
 // label's units for a regression task, in double precision (so that
 // probabilities keep the order of the logits they come from).
-func Predict(dir string, opt Options, out string) (*SavedModel, *Report, error) {
+func Predict(dir string, opt Options, out string) (_ *SavedModel, _ *Report, err error) {
+	defer torch.Recover(&err)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	m, clf, err := LoadModel(dir, opt.Device)
