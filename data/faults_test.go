@@ -40,31 +40,6 @@ func TestReadTableErrors(t *testing.T) {
 	}
 }
 
-// Labels of binary tasks are 0, 1 or missing; anything else is named by
-// file, line and column (2 and −1 used to be accepted without a word).
-func TestCheckBinaryLabels(t *testing.T) {
-	tests := []struct{ content, want string }{
-		{"smiles,a,b\nCCO,1,0\nCCN,,1\n", ""},
-		{"smiles,a,b\nCCO,1,0\nCCN,0,2\n", `in.csv:3: column "b": label 2 is not 0 or 1`},
-		{"smiles,a\nCCO,1\n\"C\nC\",-1\n", `in.csv:3: column "a": label -1 is not 0 or 1`},
-		{"smiles,a\nCCO,0.5\n", `in.csv:2: column "a": label 0.5 is not 0 or 1`},
-	}
-	for _, tc := range tests {
-		table, err := ReadTable(writeInput(t, tc.content), "smiles", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = table.CheckBinaryLabels()
-		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("%q: %v, want %q", tc.content, err, tc.want)
-		}
-	}
-	d := &Dataset{Tasks: []string{"task_1", "task_2"}, Labels: []float32{0, 1, nan32, 3}}
-	if err := d.CheckBinaryLabels("ds"); err == nil || err.Error() != "ds/raw/graph-label.csv.gz:2: task 2 (task_2): label 3 is not 0 or 1 (binary tasks; an empty field is a missing label)" {
-		t.Errorf("dataset: %v", err)
-	}
-}
-
 // smilesAtoms counts the atoms a SMILES writes, which RDKit's time grows
 // with; hand-counted cases.
 func TestSMILESAtoms(t *testing.T) {

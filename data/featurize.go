@@ -135,20 +135,6 @@ func ReadTable(path, smilesCol string, labelCols []string) (*Table, error) {
 // column asked for, so that a caller may try another name.
 var ErrNoSMILESColumn = errors.New("no SMILES column")
 
-// CheckBinaryLabels reports the first label that is neither 0, 1 nor
-// missing, naming its file, line and column: binary classification tasks
-// take nothing else.
-func (t *Table) CheckBinaryLabels() error {
-	nt := len(t.Tasks)
-	for i, v := range t.Labels {
-		if v != 0 && v != 1 && v == v {
-			return fmt.Errorf("%s:%d: column %q: label %g is not 0 or 1 (binary tasks; an empty field is a missing label)",
-				t.Source, t.Lines[i/nt], t.Tasks[i%nt], v)
-		}
-	}
-	return nil
-}
-
 // columnList quotes the first few column names of a header for a message;
 // toxcast's has 618.
 func columnList(header []string) string {

@@ -244,20 +244,6 @@ func readNodeGroups(dir string, d *Dataset) error {
 
 // readLabels reads one row per molecule with one field per task; an empty
 // field is a missing label (NaN). A missing file means no tasks.
-// CheckBinaryLabels reports the first label of d, read from the OGB folder
-// dir, that is neither 0, 1 nor missing, naming the label file's line and
-// the task: binary classification tasks take nothing else.
-func (d *Dataset) CheckBinaryLabels(dir string) error {
-	nt := d.NumTasks()
-	for i, v := range d.Labels {
-		if v != 0 && v != 1 && v == v {
-			return fmt.Errorf("%s:%d: task %d (%s): label %g is not 0 or 1 (binary tasks; an empty field is a missing label)",
-				filepath.Join(dir, fileLabels), i/nt+1, i%nt+1, d.Tasks[i%nt], v)
-		}
-	}
-	return nil
-}
-
 func readLabels(dir string, d *Dataset) error {
 	path := filepath.Join(dir, fileLabels)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {

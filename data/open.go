@@ -24,9 +24,6 @@ type OpenOptions struct {
 	// Limits bound the CSV rows given to RDKit (DefaultLimits where
 	// zero); rows beyond them are rejected.
 	Limits Limits
-	// BinaryLabels refuses a label other than 0, 1 or missing, naming its
-	// file and line, as the downstream protocols need.
-	BinaryLabels bool
 	// Report receives one line saying how many rows a featurisation
 	// rejected and where they are listed; nil is silent.
 	Report io.Writer
@@ -68,11 +65,6 @@ func Open(path string, opt OpenOptions) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opt.BinaryLabels && st.IsDir() {
-		if err := ds.CheckBinaryLabels(dir); err != nil {
-			return nil, err
-		}
-	}
 	rejected, err := CountRejections(dir)
 	if err != nil {
 		return nil, err
@@ -103,7 +95,7 @@ func featurized(csv string, opt OpenOptions, cache string) (string, error) {
 	}
 	dir := filepath.Join(cache, key)
 	_, statErr := os.Stat(dir)
-	if statErr == nil && !opt.BinaryLabels {
+	if statErr == nil {
 		return dir, nil
 	}
 	cols := []string{opt.SmilesCol}
@@ -123,14 +115,6 @@ func featurized(csv string, opt OpenOptions, cache string) (string, error) {
 	}
 	if err != nil {
 		return "", err
-	}
-	if opt.BinaryLabels {
-		if err := table.CheckBinaryLabels(); err != nil {
-			return "", err
-		}
-	}
-	if statErr == nil {
-		return dir, nil
 	}
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", fmt.Errorf("featurisation of %s: %w", csv, err)

@@ -22,7 +22,7 @@
 // Fused…: hand-written kernels (shim/kernels/) that callers choose by name
 // where FusedKernelsFor or FusedAggregation says they run (see fused.go).
 //
-// Process settings. TuneAllocator, which the pre-training entry point calls,
+// Process settings. TuneAllocator, which the micrograph program calls first,
 // changes how glibc keeps freed memory for the whole process; loading the
 // package changes nothing.
 //

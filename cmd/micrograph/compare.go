@@ -15,6 +15,7 @@ import (
 // evaluation is what compare reads of a finetune or linear-eval result file.
 type evaluation struct {
 	Evaluation string                  `json:"evaluation"`
+	Metric     string                  `json:"metric"` // evaluate.MetricROCAUC (or empty, before regression) or MetricRMSE
 	Protocol   string                  `json:"protocol"`
 	Dataset    evaluate.DatasetSummary `json:"dataset"`
 	Pretrained bool                    `json:"pretrained"`
@@ -28,7 +29,8 @@ type evaluation struct {
 func runCompare(args []string) error {
 	fs := newFlags("compare", "RESULT.json...",
 		"Prints the results of finetune and linear-eval runs side by side as a Markdown table:\n"+
-			"test and valid ROC-AUC (%, mean ± std over runs) of each, e.g. with and without pre-training.\n"+
+			"test and valid ROC-AUC (%, mean ± std over runs) of each, e.g. with and without pre-training,\n"+
+			"or RMSE for results on regression tasks (results of one metric only).\n"+
 			"Results of linear-eval --label-fractions add a second table: test ROC-AUC by share of the\n"+
 			"train labels fitted on, one column per share.")
 	if err := parseArgs(fs, args); err != nil {
@@ -47,23 +49,41 @@ func runCompare(args []string) error {
 		if err := json.Unmarshal(b, &e); err != nil || e.Evaluation == "" {
 			return fmt.Errorf("%s is not a finetune or linear-eval result", path)
 		}
+		if e.Metric == "" {
+			e.Metric = evaluate.MetricROCAUC
+		}
+		if len(rows) > 0 && e.Metric != rows[0].Metric {
+			return fmt.Errorf("%s reports %s, %s reports %s: compare results of one metric", path, e.Metric, fs.Arg(0), rows[0].Metric)
+		}
 		rows = append(rows, e)
 	}
-	printf("| result | dataset | evaluation | protocol | encoder | runs | test ROC-AUC (%%) | valid ROC-AUC (%%) |")
+	metric := metricName(rows[0].Metric)
+	printf("| result | dataset | evaluation | protocol | encoder | runs | test %s | valid %s |", metric, metric)
 	printf("|:--|:--|:--|:--|:--|--:|--:|--:|")
 	for i, e := range rows {
 		printf("| %s | %s | %s | %s | %s | %d | %s | %s |", filepath.Base(fs.Arg(i)), e.Dataset.Name,
-			e.Evaluation, e.Protocol, encoderName(e.Pretrained), e.Test.N, pct(e.Test), pct(e.Valid))
+			e.Evaluation, e.Protocol, encoderName(e.Pretrained), e.Test.N, figure(e.Metric, e.Test), figure(e.Metric, e.Valid))
 	}
 	printFractionTable(fs.Args(), rows)
 	return nil
 }
 
-// pct writes a ROC-AUC summary in %; "—" when undefined (no valid part
-// under cross-validation).
-func pct(s metrics.Stat) string {
-	if math.IsNaN(float64(s.Mean)) {
+// metricName is a column title for a result's metric.
+func metricName(metric string) string {
+	if metric == evaluate.MetricRMSE {
+		return "RMSE"
+	}
+	return "ROC-AUC (%)"
+}
+
+// figure writes a summary: ROC-AUC in %, RMSE in the labels' units; "—"
+// when undefined (no valid part under cross-validation).
+func figure(metric string, s metrics.Stat) string {
+	switch {
+	case math.IsNaN(float64(s.Mean)):
 		return "—"
+	case metric == evaluate.MetricRMSE:
+		return fmt.Sprintf("%.3f ± %.3f", s.Mean, s.Std)
 	}
 	return fmt.Sprintf("%.2f ± %.2f", 100*s.Mean, 100*s.Std)
 }
@@ -114,7 +134,7 @@ func printFractionTable(paths []string, rows []evaluation) {
 		rule += "--:|"
 	}
 	printf("")
-	printf("Test ROC-AUC (%%) by share of the train labels fitted on (in brackets: molecules); valid and test parts unchanged:")
+	printf("Test %s by share of the train labels fitted on (in brackets: molecules); valid and test parts unchanged:", metricName(rows[0].Metric))
 	printf("")
 	printf("%s", header)
 	printf("%s", rule)
@@ -127,7 +147,7 @@ func printFractionTable(paths []string, rows []evaluation) {
 			cell := "–"
 			for _, s := range e.ByFraction {
 				if s.Fraction == f {
-					cell = pct(s.Test)
+					cell = figure(e.Metric, s.Test)
 				}
 			}
 			line += " " + cell + " |"

@@ -88,7 +88,7 @@ func TestBadCSVThroughData(t *testing.T) {
 	good := write("good.csv", rows.String())
 	ragged := write("ragged.csv", "smiles,label\nCCO,1\nCCN,0,1\n")
 	twice := write("twice.csv", "smiles,smiles,label\nCCO,CCO,1\n")
-	binary := write("binary.csv", strings.Replace(rows.String(), "Cc1ccccc1,0", "Cc1ccccc1,2", 1))
+	binary := write("binary.csv", strings.Replace(strings.TrimSuffix(rows.String(), "C1CC,1\n"), "Cc1ccccc1,0", "Cc1ccccc1,2", 1))
 	huge := write("huge.csv", "smiles\n"+strings.Repeat("C", 1_000_000)+"\n")
 	cache := filepath.Join(dir, "cache")
 	out := filepath.Join(dir, "r.json")
@@ -108,7 +108,9 @@ func TestBadCSVThroughData(t *testing.T) {
 		{append([]string{"pretrain", "--data", twice, "--run", run}, small...), 1, twice + `:1: the header names column "smiles" twice (columns 1 and 2)`},
 		{append([]string{"pretrain", "--data", huge, "--run", run}, small...), 1, "none of the 1 SMILES could be featurised (row 0: SMILES of 1000000 bytes, more than the limit of 8192)"},
 		{append([]string{"pretrain", "--data", huge, "--run", run, "--max-smiles-bytes", "0"}, small...), 2, "--max-smiles-bytes 0 must be positive"},
-		{lin(binary), 1, binary + `:2: column "label": label 2 is not 0 or 1`},
+		// A label other than 0 and 1 makes the task a regression task; asked to be a classification task, it is refused.
+		{append(lin(binary), "--task-types", "label=classification"), 1, binary + `: task "label": molecule 0 (Cc1ccccc1) has label 2, not 0 or 1, so the task cannot be classification`},
+		{append(lin(binary), "--task-types", "label=ordinal"), 2, `--task-types "label=ordinal": task type "ordinal": want classification or regression`},
 		{lin(ragged), 1, ragged + ":3: wrong number of fields"},
 		{lin(good), 0, "micrograph: " + good + ": 1 rows rejected, left out (listed in " + listed},
 		{append([]string{"pretrain", "--data", good, "--run", run}, small...), 0, "micrograph: " + good + ": 1 rows rejected, left out (listed in " + listed},

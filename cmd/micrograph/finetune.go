@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -26,12 +27,18 @@ func runFinetune(args []string) error {
 			"whole dataset with no valid part, reporting the epoch whose test ROC-AUC averaged over the folds\n"+
 			"is best; choosing on test makes that figure optimistic. Without --encoder the encoder is randomly initialised\n"+
 			"(the Non-Pretrain baseline) with the architecture flags below; with it, the architecture\n"+
-			"is the encoder's. Writes every epoch's figures, per task, to --out (JSON).")
+			"is the encoder's. Writes every epoch's figures, per task, to --out (JSON).\n"+
+			"Regression tasks (labels other than 0 and 1; see --task-types) train on the MSE of labels\n"+
+			"standardised with the train part's mean and std, and RMSE (lower is better) selects and is\n"+
+			"reported, with MAE. --save DIR keeps the selected model for micrograph predict.")
 	var ev evaluationFlags
 	ev.register(fs, &cfg.Common, "random initialisation", "", "epoch")
 	fs.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "epochs per run")
 	fs.IntVar(&cfg.BatchSize, "batch-size", cfg.BatchSize, "molecules per training batch")
 	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "Adam learning rate")
+	fs.StringVar(&cfg.Save, "save", "", "new folder for the selected model (model.pt: encoder.* and head.* with PyTorch names;\n"+
+		"model.json: architecture, tasks, label standardisation, data, figures): of the seed with the\n"+
+		"best valid figure, at its best epoch; needs --protocol scaffold")
 	ev.registerRuntime(fs, &cfg.Common)
 	if err := parseFlags(fs, args, "data", "out"); err != nil {
 		return err
@@ -39,6 +46,14 @@ func runFinetune(args []string) error {
 	cfg.Dropout = cfg.Encoder.Dropout
 	if err := ev.check(fs, &cfg.Common, &cfg); err != nil {
 		return err
+	}
+	if cfg.Save != "" {
+		if _, err := os.Stat(cfg.Save); err == nil {
+			return usageError{fmt.Errorf("--save %s already exists", cfg.Save)}
+		}
+		if err := checkWritableFolder("--save", cfg.Save, filepath.Dir(filepath.Clean(cfg.Save))); err != nil {
+			return err
+		}
 	}
 
 	res, err := evaluate.Finetune(cfg)
@@ -52,8 +67,15 @@ func runFinetune(args []string) error {
 	if res.Folds > 0 {
 		selection = optimisticSelection
 	}
-	printf("finetune %s, %s, %s: test ROC-AUC %.4f ± %.4f over %d runs (%s), %.1fs; result in %s",
-		res.Dataset.Name, res.Protocol, encoderKind(res.Pretrained), res.Test.Mean, res.Test.Std, res.Test.N, selection, res.Seconds, ev.out)
+	figure := fmt.Sprintf("test ROC-AUC %.4f ± %.4f", res.Test.Mean, res.Test.Std)
+	if res.TestMAE != nil {
+		figure = fmt.Sprintf("test RMSE %.4f ± %.4f, MAE %.4f ± %.4f", res.Test.Mean, res.Test.Std, res.TestMAE.Mean, res.TestMAE.Std)
+	}
+	printf("finetune %s, %s, %s: %s over %d runs (%s), %.1fs; result in %s",
+		res.Dataset.Name, res.Protocol, encoderKind(res.Pretrained), figure, res.Test.N, selection, res.Seconds, ev.out)
+	if s := res.Saved; s != nil {
+		printf("saved the model of seed %d, epoch %d (valid %.4f, test %.4f) in %s", s.Seed, s.Epoch, s.Valid, s.Test, s.Dir)
+	}
 	return nil
 }
 
@@ -63,8 +85,8 @@ func runFinetune(args []string) error {
 // of evaluate.Common, the encoder's architecture and the run's place, the
 // result file and the dataset cache.
 type evaluationFlags struct {
-	out, cache string
-	limits     data.Limits
+	out, cache, taskTypes string
+	limits                data.Limits
 }
 
 // register adds the shared flags that say what is measured; none says what runs without
@@ -75,6 +97,8 @@ func (e *evaluationFlags) register(fs *pflag.FlagSet, c *evaluate.Common, none, 
 	fs.StringVar(&c.EncoderPath, "encoder", "", "pre-trained encoder (.pt from micrograph export, with its .json); none: "+none)
 	fs.StringVar(&e.out, "out", "", "result file (JSON), written atomically once every run is done; its folder must exist")
 	fs.IntVar(&c.Seeds, "seeds", c.Seeds, "runs per split, seeded --seed, --seed+1, …"+seedsAlso)
+	fs.StringVar(&e.taskTypes, "task-types", "", "NAME=TYPE,…: the type (classification or regression) of the tasks named, instead of\n"+
+		"the one their labels imply (classification when every label is 0, 1 or missing, else regression)")
 	fs.StringVar(&c.Protocol, "protocol", c.Protocol, "scaffold: OGB's scaffold split, "+selected+" chosen on valid; cv10: the paper's 10-fold cross-validation over the whole dataset (folds drawn per seed), reporting the "+selected+" with the best test ROC-AUC averaged over the folds, which is optimistic (cvK: K folds)")
 }
 
@@ -93,6 +117,11 @@ func (e *evaluationFlags) check(fs *pflag.FlagSet, c *evaluate.Common, cfg inter
 	if err := rejectArchitectureFlags(fs, c.EncoderPath); err != nil {
 		return err
 	}
+	types, err := parseTaskTypes(e.taskTypes)
+	if err != nil {
+		return err
+	}
+	c.TaskTypes = types
 	if err := cfg.Validate(); err != nil {
 		return flagError(fs, cfg, err)
 	}
@@ -105,6 +134,34 @@ func (e *evaluationFlags) check(fs *pflag.FlagSet, c *evaluate.Common, cfg inter
 	}
 	c.Dataset, c.Progress = dataset, os.Stderr
 	return nil
+}
+
+// parseTaskTypes reads --task-types: NAME=TYPE pairs, comma-separated, CSV
+// quoting for names with commas.
+func parseTaskTypes(spec string) (map[string]data.TaskType, error) {
+	if spec == "" {
+		return nil, nil
+	}
+	fields, err := csv.NewReader(strings.NewReader(spec)).Read()
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--task-types %q: %v", spec, err)}
+	}
+	types := make(map[string]data.TaskType, len(fields))
+	for _, f := range fields {
+		i := strings.LastIndex(f, "=")
+		if i <= 0 {
+			return nil, usageError{fmt.Errorf("--task-types %q: want NAME=classification or NAME=regression, got %q", spec, f)}
+		}
+		t, err := data.ParseTaskType(f[i+1:])
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--task-types %q: %v", spec, err)}
+		}
+		if _, dup := types[f[:i]]; dup {
+			return nil, usageError{fmt.Errorf("--task-types %q: task %q named twice", spec, f[:i])}
+		}
+		types[f[:i]] = t
+	}
+	return types, nil
 }
 
 // architectureFlags are encoderFlags' flags that shape the encoder, which

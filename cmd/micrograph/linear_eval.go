@@ -24,7 +24,10 @@ func runLinearEval(args []string) error {
 			"below: the baseline without pre-training.\n"+
 			"With --label-fractions every run is repeated on shares of the train labels (the\n"+
 			"label-scarce regime): nested subsets of the train part drawn from the run's seed, so that\n"+
-			"every encoder evaluated with the same --seed fits on the same molecules.")
+			"every encoder evaluated with the same --seed fits on the same molecules.\n"+
+			"Regression tasks (labels other than 0 and 1; see --task-types) get an exact ridge regression\n"+
+			"per task and λ (mean squared error + λ·‖w‖², intercept free) instead, the λ with the lowest\n"+
+			"valid RMSE, and report test RMSE and MAE (lower is better).")
 	var ev evaluationFlags
 	ev.register(fs, &cfg.Common, "a random encoder, the baseline", " (the classifiers' initialisation; a random encoder's too)", "λ")
 	l2GridFlag(fs, &cfg.L2Grid, "l2-grid", "L2 strengths λ tried: each task minimises mean BCE + λ/2·‖w‖²")
@@ -67,7 +70,11 @@ func runLinearEval(args []string) error {
 		}
 		byFraction += fmt.Sprintf("%s %.4g %% %.4f ± %.4f", sep, 100*f.Fraction, f.Test.Mean, f.Test.Std)
 	}
-	printf("linear-eval %s, %s, %s: test ROC-AUC %.4f ± %.4f over %d runs (%s)%s, %.1fs; result in %s",
-		res.Dataset.Name, res.Protocol, encoderKind(res.Pretrained), res.Test.Mean, res.Test.Std, res.Test.N, selection, byFraction, res.Seconds, ev.out)
+	figure := fmt.Sprintf("test ROC-AUC %.4f ± %.4f", res.Test.Mean, res.Test.Std)
+	if res.TestMAE != nil {
+		figure = fmt.Sprintf("test RMSE %.4f ± %.4f, MAE %.4f ± %.4f", res.Test.Mean, res.Test.Std, res.TestMAE.Mean, res.TestMAE.Std)
+	}
+	printf("linear-eval %s, %s, %s: %s over %d runs (%s)%s, %.1fs; result in %s",
+		res.Dataset.Name, res.Protocol, encoderKind(res.Pretrained), figure, res.Test.N, selection, byFraction, res.Seconds, ev.out)
 	return nil
 }

@@ -42,6 +42,15 @@ func MaskedBCEWithLogits(logits, labels, mask *torch.Tensor) *torch.Tensor {
 	return bceWithLogits(logits, labels).Mul(m).Sum().Div(m.Sum().ClampMin(1))
 }
 
+// MaskedMSE is the squared error of outputs (B×T) against targets (B×T)
+// averaged over the labelled entries only (mask B×T bool): the regression
+// loss, on standardised targets. A batch without labels has loss 0.
+func MaskedMSE(outputs, targets, mask *torch.Tensor) *torch.Tensor {
+	m := mask.ToDType(outputs.DType())
+	d := outputs.Sub(targets)
+	return d.Mul(d).Mul(m).Sum().Div(m.Sum().ClampMin(1))
+}
+
 // bceWithLogits is the elementwise binary cross-entropy of logits x against
 // targets y.
 func bceWithLogits(x, y *torch.Tensor) *torch.Tensor {
@@ -143,10 +152,10 @@ func SelectOnFoldMean[V ~float64](curves [][]V) (int, float64) {
 // evaluationSplits are the splits a protocol runs on: the dataset's own
 // (scaffold) split, or K-fold cross-validation when cvFolds > 0, its folds
 // drawn from seed. Each must leave molecules to train on and, in its valid
-// (when it has one) and test parts, a task with both classes, or ROC-AUC
-// (and with it model selection) is undefined. name is the dataset's in
-// messages.
-func evaluationSplits(name string, ds *data.Dataset, cvFolds int, seed uint64) ([]*data.Split, error) {
+// (when it has one) and test parts, a task with both classes (classification:
+// otherwise ROC-AUC, and with it model selection, is undefined) or with a
+// label (regression). name is the dataset's in messages.
+func evaluationSplits(name string, ds *data.Dataset, regression bool, cvFolds int, seed uint64) ([]*data.Split, error) {
 	var splits []*data.Split
 	if cvFolds > 0 {
 		var err error
@@ -170,7 +179,12 @@ func evaluationSplits(name string, ds *data.Dataset, cvFolds int, seed uint64) (
 			if part.name == "valid" && cvFolds > 0 {
 				continue
 			}
-			if !hasBothClasses(splitLabels(ds, part.idx), ds.NumTasks()) {
+			labels := splitLabels(ds, part.idx)
+			switch {
+			case regression && !slices.ContainsFunc(labels, func(y float32) bool { return y == y }):
+				return nil, fmt.Errorf("%s split of %s: the %s part (%d molecules) has no label, so RMSE is undefined",
+					s.Name, name, part.name, len(part.idx))
+			case !regression && !hasBothClasses(labels, ds.NumTasks()):
 				return nil, fmt.Errorf("%s split of %s: the %s part (%d molecules) has no task with both classes, so ROC-AUC is undefined",
 					s.Name, name, part.name, len(part.idx))
 			}
@@ -306,24 +320,35 @@ func toValues(xs []float64) []metrics.Value {
 }
 
 // downstreamSetup is what both protocols do first: the device, the libtorch
-// thread count, and the dataset.
-func downstreamSetup(device string, threads int, dataPath string, opt data.OpenOptions) (torch.Device, *data.Dataset, error) {
+// thread count, the dataset and its task types (inferred from the labels
+// unless override names them; see data.Dataset.TaskTypes). The tasks must
+// all be classification or all regression: one metric selects and reports.
+func downstreamSetup(device string, threads int, dataPath string, opt data.OpenOptions, override map[string]data.TaskType) (torch.Device, *data.Dataset, []data.TaskType, error) {
 	dev, err := torch.ParseDevice(device)
 	if err != nil {
-		return dev, nil, err
+		return dev, nil, nil, err
 	}
 	if threads > 0 {
 		torch.SetNumThreads(threads)
 	}
-	opt.BinaryLabels = true // both protocols fit binary classifiers
 	ds, err := data.Open(dataPath, opt)
 	if err != nil {
-		return dev, nil, err
+		return dev, nil, nil, err
 	}
 	if ds.NumTasks() == 0 {
-		return dev, nil, fmt.Errorf("dataset %s: no label column to evaluate on", dataPath)
+		return dev, nil, nil, fmt.Errorf("dataset %s: no label column to evaluate on", dataPath)
 	}
-	return dev, ds, nil
+	types, err := ds.TaskTypes(override)
+	if err != nil {
+		return dev, nil, nil, fmt.Errorf("%s: %w", dataPath, err)
+	}
+	for j, t := range types {
+		if t != types[0] {
+			return dev, nil, nil, fmt.Errorf("dataset %s mixes task types (%s is %s, %s is %s): evaluate them separately",
+				dataPath, ds.Tasks[0], types[0], ds.Tasks[j], t)
+		}
+	}
+	return dev, ds, types, nil
 }
 
 // Common are the settings every evaluation shares: which encoder is measured
@@ -340,6 +365,10 @@ type Common struct {
 	Seeds    int    `json:"seeds"`
 	Seed     uint64 `json:"seed"`
 	Protocol string `json:"protocol"` // ProtocolScaffold or ProtocolCV10 (any "cvK")
+
+	// TaskTypes overrides, by task name, the type inferred from the labels
+	// (classification when all are 0, 1 or missing, regression otherwise).
+	TaskTypes map[string]data.TaskType `json:"task_types,omitempty"`
 
 	Device  string `json:"device"`  // cpu, cuda, cuda:N or auto
 	Threads int    `json:"threads"` // libtorch intra-op threads; 0: libtorch's default
@@ -377,11 +406,13 @@ func (c Common) validate() error {
 // architecture and weights (nil without EncoderPath), the device, the
 // dataset and the number of cross-validation folds (0: scaffold split).
 type session struct {
-	arch  model.EncoderConfig
-	state []torch.Named
-	dev   torch.Device
-	ds    *data.Dataset
-	folds int
+	arch       model.EncoderConfig
+	state      []torch.Named
+	dev        torch.Device
+	ds         *data.Dataset
+	types      []data.TaskType // one per task, all alike
+	regression bool            // the tasks are regression tasks: RMSE selects, not ROC-AUC
+	folds      int
 }
 
 // open validates the whole configuration (whose Common c is), locks the
@@ -399,10 +430,11 @@ func (c Common) open(whole interface{ Validate() error }) (*session, error) {
 		return nil, err
 	}
 	s := &session{arch: arch, state: state}
-	if s.dev, s.ds, err = downstreamSetup(c.Device, c.Threads, c.Data, c.Dataset); err != nil {
+	if s.dev, s.ds, s.types, err = downstreamSetup(c.Device, c.Threads, c.Data, c.Dataset, c.TaskTypes); err != nil {
 		s.close()
 		return nil, err
 	}
+	s.regression = s.types[0] == data.Regression
 	s.folds, _ = ProtocolFolds(c.Protocol) // checked by validate
 	return s, nil
 }

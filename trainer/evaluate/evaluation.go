@@ -66,7 +66,8 @@ func (c LinearEvalConfig) Evaluate(common Common) (Outcome, error) {
 	}
 	out := Outcome{Test: r.Test, Linear: r}
 	for _, run := range r.Runs {
-		out.RunTests = append(out.RunTests, run.TestROCAUC)
+		_, test := run.figures(r.Metric == MetricRMSE)
+		out.RunTests = append(out.RunTests, test)
 	}
 	return out, nil
 }

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/micrograph/micrograph/data"
@@ -12,6 +14,7 @@ import (
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/optim"
+	"github.com/micrograph/micrograph/trainer/infer"
 	"github.com/micrograph/micrograph/trainer/metrics"
 )
 
@@ -27,6 +30,12 @@ type FinetuneConfig struct {
 	Epochs    int     `json:"epochs"`
 	BatchSize int     `json:"batch_size"`
 	LR        float64 `json:"lr"` // Adam
+
+	// Save, when not empty, is a new folder to write the selected model
+	// into (infer.SaveModel): the run with the best valid figure over the
+	// seeds, at its selected epoch. It needs a valid part: the scaffold
+	// protocol.
+	Save string `json:"save,omitempty"`
 }
 
 // DefaultFinetuneConfig is docs/method.md §1's downstream setting: Adam 1e-3,
@@ -59,6 +68,8 @@ func (c FinetuneConfig) Validate() error {
 		return field.Errorf("batch_size", c.BatchSize, "must be positive")
 	case !(c.LR > 0):
 		return field.Errorf("lr", c.LR, "must be positive")
+	case c.Save != "" && c.Protocol != ProtocolScaffold:
+		return field.Errorf("save", c.Save, "needs --protocol %s: cross-validation has no valid part to choose the saved model on", ProtocolScaffold)
 	case c.EncoderPath == "":
 		arch := c.Encoder
 		arch.Dropout = c.Dropout // the one trained with
@@ -68,9 +79,12 @@ func (c FinetuneConfig) Validate() error {
 }
 
 // FinetuneResult is a fine-tuning experiment's outcome, written as JSON.
-// ROC-AUC values follow OGB's rules (ROCAUC) and lie in [0, 1].
+// ROC-AUC values follow OGB's rules (ROCAUC) and lie in [0, 1]. On
+// regression tasks (Metric MetricRMSE) the figures named ROC-AUC below are
+// RMSE in the labels' units, lower being better, and MAE is reported too.
 type FinetuneResult struct {
 	Evaluation string         `json:"evaluation"` // "finetune"
+	Metric     string         `json:"metric"`     // MetricROCAUC or MetricRMSE: what Test, Valid and the selection use
 	Protocol   string         `json:"protocol"`   // as Config.Protocol
 	Folds      int            `json:"folds"`      // cross-validation folds; 0 on the scaffold split
 	Config     FinetuneConfig `json:"config"`     // as run: Encoder is the architecture trained, dropout included
@@ -90,7 +104,32 @@ type FinetuneResult struct {
 	Test        metrics.Stat `json:"test"`
 	Valid       metrics.Stat `json:"valid"`
 	TestPerTask []TaskStat   `json:"test_per_task"` // at each run's selected epoch
-	Seconds     float64      `json:"seconds"`
+	// TestMAE is regression's test MAE at each run's selected epoch.
+	TestMAE *metrics.Stat `json:"test_mae,omitempty"`
+	// Saved is the run whose model Config.Save holds.
+	Saved   *SavedRun `json:"saved,omitempty"`
+	Seconds float64   `json:"seconds"`
+}
+
+// The metrics an evaluation selects and reports on.
+const (
+	MetricROCAUC = "roc_auc" // classification tasks: higher is better
+	MetricRMSE   = "rmse"    // regression tasks, in the labels' units: lower is better
+)
+
+// SavedRun identifies the run a saved model comes from and its figures.
+type SavedRun struct {
+	Dir        string        `json:"dir"`
+	Seed       uint64        `json:"seed"`
+	Split      string        `json:"split"`
+	Epoch      int           `json:"epoch"`
+	Metric     string        `json:"metric"`
+	Valid      metrics.Value `json:"valid"` // the metric on the valid part at Epoch
+	Test       metrics.Value `json:"test"`
+	TestMAE    metrics.Value `json:"test_mae,omitempty"`
+	Selection  string        `json:"selection"`
+	Seeds      int           `json:"seeds"`
+	ResultTest metrics.Stat  `json:"result_test"` // the experiment's Test, over all runs
 }
 
 // SelectedEpoch is the epoch a seed's folds report under cross-validation.
@@ -109,21 +148,40 @@ type FinetuneRun struct {
 	Test  int    `json:"test"`
 
 	// Per epoch, in order: mean training loss over the epoch's batches, and
-	// evaluation-mode ROC-AUC on the valid (null without one) and test parts.
+	// evaluation-mode ROC-AUC on the valid (null without one) and test parts;
+	// on regression tasks RMSE and the test MAE instead (the loss is then
+	// the MSE in standardised units).
 	TrainLoss    []metrics.Value `json:"train_loss"`
 	ValidROCAUC  []metrics.Value `json:"valid_roc_auc"`
 	TestROCAUC   []metrics.Value `json:"test_roc_auc"`
+	ValidRMSE    []metrics.Value `json:"valid_rmse,omitempty"`
+	TestRMSE     []metrics.Value `json:"test_rmse,omitempty"`
+	TestMAE      []metrics.Value `json:"test_mae,omitempty"`
 	EpochSeconds []float64       `json:"epoch_seconds"`
 
-	// BestEpoch, from 1, is the selected epoch: the first with the highest
-	// valid ROC-AUC, or with cross-validation the seed's (SelectedEpoch).
-	BestEpoch   int             `json:"best_epoch"`
-	BestValid   metrics.Value   `json:"best_valid"`
-	TestAtBest  metrics.Value   `json:"test_at_best"`
-	TestPerTask []metrics.Value `json:"test_per_task"` // at BestEpoch; null for a task lacking a class in the test part
-	Seconds     float64         `json:"seconds"`
+	// BestEpoch, from 1, is the selected epoch: the first with the best
+	// valid figure (highest ROC-AUC, lowest RMSE), or with cross-validation
+	// the seed's (SelectedEpoch). BestValid and TestAtBest are that metric.
+	BestEpoch     int             `json:"best_epoch"`
+	BestValid     metrics.Value   `json:"best_valid"`
+	TestAtBest    metrics.Value   `json:"test_at_best"`
+	TestMAEAtBest metrics.Value   `json:"test_mae_at_best,omitempty"`
+	TestPerTask   []metrics.Value `json:"test_per_task"` // at BestEpoch; null for a task lacking a class in the test part
+	Seconds       float64         `json:"seconds"`
 
 	testPerTaskByEpoch [][]float64 // for the selection across folds
+	// The model at BestEpoch (CPU copies) and the label standardisation it
+	// was trained with, kept only to be saved (Config.Save).
+	snapshot []torch.Named
+	std      metrics.Standardizer
+}
+
+// testCurve is the run's test figure of the selection metric, per epoch.
+func (r *FinetuneRun) testCurve() []metrics.Value {
+	if r.TestRMSE != nil {
+		return r.TestRMSE
+	}
+	return r.TestROCAUC
 }
 
 // Finetune trains a classifier (encoder + graph head, model.Classifier) on
@@ -141,70 +199,155 @@ func Finetune(cfg FinetuneConfig) (_ *FinetuneResult, err error) {
 		return nil, err
 	}
 	defer se.close()
+	if cfg.Save != "" {
+		// Refused now rather than after the training.
+		if _, err := os.Stat(cfg.Save); err == nil {
+			return nil, fmt.Errorf("save %s: already exists", cfg.Save)
+		}
+	}
 	arch, state, dev, ds, folds := se.arch, se.state, se.dev, se.ds, se.folds
 	arch.Dropout = cfg.Dropout
 	name := filepath.Base(cfg.Data)
 
-	res := &FinetuneResult{Evaluation: "finetune", Protocol: cfg.Protocol, Folds: folds, Config: cfg, Device: dev.String(),
+	res := &FinetuneResult{Evaluation: "finetune", Metric: MetricROCAUC, Protocol: cfg.Protocol, Folds: folds, Config: cfg, Device: dev.String(),
 		Dataset: summarizeDataset(cfg.Data, ds, folds), Pretrained: state != nil}
+	if se.regression {
+		res.Metric = MetricRMSE
+	}
 	res.Config.Encoder = arch
+	// With Save, the run to save so far; the others' snapshots are freed as soon as they lose.
+	var best *FinetuneRun
+	defer func() {
+		if best != nil {
+			torch.FreeNamed(best.snapshot)
+		}
+	}()
 	for i := range cfg.Seeds {
 		seed := cfg.Seed + uint64(i)
-		splits, err := evaluationSplits(name, ds, folds, seed)
+		splits, err := evaluationSplits(name, ds, se.regression, folds, seed)
 		if err != nil {
 			return nil, err
 		}
 		seedRuns := make([]FinetuneRun, 0, len(splits))
 		for _, split := range splits {
-			f := &finetuner{cfg: &res.Config, name: name, ds: ds, split: split, dev: dev, seed: seed}
+			f := &finetuner{cfg: &res.Config, name: name, ds: ds, regression: se.regression, split: split, dev: dev, seed: seed}
 			var run FinetuneRun
 			var runErr error
 			if err := torch.Catch(func() { run, runErr = f.run(state) }); err != nil || runErr != nil {
+				torch.FreeNamed(run.snapshot)
 				return nil, fmt.Errorf("seed %d, %s split: %w", f.seed, split.Name, errors.Join(err, runErr))
+			}
+			if run.snapshot != nil {
+				if best == nil || better(se.regression, float64(run.BestValid), float64(best.BestValid)) {
+					if best != nil {
+						torch.FreeNamed(best.snapshot)
+					}
+					kept := run
+					best = &kept
+				} else {
+					torch.FreeNamed(run.snapshot)
+				}
+				run.snapshot = nil
 			}
 			seedRuns = append(seedRuns, run)
 		}
 		if folds > 0 {
-			res.Selected = append(res.Selected, selectEpochOnFolds(seed, seedRuns))
+			res.Selected = append(res.Selected, selectEpochOnFolds(seed, seedRuns, se.regression))
 		}
 		res.Runs = append(res.Runs, seedRuns...)
 	}
 
-	tests, valids := make([]float64, len(res.Runs)), make([]float64, len(res.Runs))
+	tests, valids, maes := make([]float64, len(res.Runs)), make([]float64, len(res.Runs)), make([]float64, len(res.Runs))
 	perTask := make([][]metrics.Value, len(res.Runs))
 	for i, r := range res.Runs {
-		tests[i], valids[i], perTask[i] = float64(r.TestAtBest), float64(r.BestValid), r.TestPerTask
+		tests[i], valids[i], maes[i], perTask[i] = float64(r.TestAtBest), float64(r.BestValid), float64(r.TestMAEAtBest), r.TestPerTask
 	}
 	res.Test, res.Valid = metrics.StatOf(tests), metrics.StatOf(valids)
+	if se.regression {
+		mae := metrics.StatOf(maes)
+		res.TestMAE = &mae
+	}
 	res.TestPerTask = perTaskStats(ds.Tasks, perTask)
+	if cfg.Save != "" {
+		if best == nil {
+			return nil, fmt.Errorf("save %s: no run selected an epoch", cfg.Save)
+		}
+		if err := saveModel(res, best, se.types); err != nil {
+			return nil, err
+		}
+	}
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
 }
 
+// better reports whether figure a beats b: a higher ROC-AUC, or a lower
+// RMSE on regression tasks. NaN never beats.
+func better(regression bool, a, b float64) bool {
+	if regression {
+		return a < b || math.IsNaN(b) && !math.IsNaN(a)
+	}
+	return a > b || math.IsNaN(b) && !math.IsNaN(a)
+}
+
+// saveModel writes run's snapshot, with the description predict and PyTorch
+// need, into res.Config.Save.
+func saveModel(res *FinetuneResult, run *FinetuneRun, types []data.TaskType) error {
+	tasks := make([]infer.Task, len(types))
+	for j, t := range types {
+		tasks[j] = infer.Task{Name: res.Dataset.Tasks[j], Type: t}
+		if t == data.Regression {
+			tasks[j].Mean, tasks[j].Std = run.std.Mean[j], run.std.Std[j]
+		}
+	}
+	res.Saved = &SavedRun{
+		Dir: res.Config.Save, Seed: run.Seed, Split: run.Split, Epoch: run.BestEpoch, Metric: res.Metric,
+		Valid: run.BestValid, Test: run.TestAtBest, TestMAE: run.TestMAEAtBest,
+		Selection: "the run with the best valid figure over the seeds, at its best valid epoch",
+		Seeds:     res.Config.Seeds, ResultTest: res.Test,
+	}
+	m, err := infer.NewSavedModel(res.Config.Encoder, tasks, res.Dataset, res.Saved)
+	if err != nil {
+		return err
+	}
+	return infer.SaveModel(res.Config.Save, m, run.snapshot)
+}
+
 // selectEpochOnFolds applies the paper's selection to one seed's fold runs:
-// each run reports the epoch with the best test ROC-AUC averaged over the
-// folds.
-func selectEpochOnFolds(seed uint64, runs []FinetuneRun) SelectedEpoch {
+// each run reports the epoch with the best test figure (highest ROC-AUC,
+// lowest RMSE) averaged over the folds.
+func selectEpochOnFolds(seed uint64, runs []FinetuneRun, regression bool) SelectedEpoch {
 	curves := make([][]metrics.Value, len(runs))
-	for f, r := range runs {
-		curves[f] = r.TestROCAUC
+	for f := range runs {
+		curves[f] = slices.Clone(runs[f].testCurve())
+		if regression { // SelectOnFoldMean takes the highest
+			for i, v := range curves[f] {
+				curves[f][i] = -v
+			}
+		}
 	}
 	best, mean := SelectOnFoldMean(curves)
+	if regression {
+		mean = -mean
+	}
 	for f := range runs {
 		r := &runs[f]
-		r.BestEpoch, r.TestAtBest, r.TestPerTask = best+1, r.TestROCAUC[best], toValues(r.testPerTaskByEpoch[best])
+		r.BestEpoch, r.TestAtBest, r.TestPerTask = best+1, r.testCurve()[best], toValues(r.testPerTaskByEpoch[best])
+		if regression {
+			r.TestMAEAtBest = r.TestMAE[best]
+		}
 	}
 	return SelectedEpoch{Seed: seed, Epoch: best + 1, FoldMean: metrics.Value(mean)}
 }
 
 // finetuner is one run: a seed on a split.
 type finetuner struct {
-	cfg   *FinetuneConfig
-	name  string // the dataset's, in progress lines
-	ds    *data.Dataset
-	split *data.Split
-	dev   torch.Device
-	seed  uint64
+	cfg        *FinetuneConfig
+	name       string // the dataset's, in progress lines
+	ds         *data.Dataset
+	regression bool // MSE on standardised labels, RMSE selects
+	split      *data.Split
+	dev        torch.Device
+	seed       uint64
 }
 
 // run trains from a fresh classifier (pre-trained encoder weights from state
@@ -228,8 +371,18 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 	}
 	adam := optim.NewAdam(clf.Store.Trainable(), f.cfg.LR)
 	defer adam.Free()
+	// Regression trains on labels standardised with the train part's
+	// statistics (a copy of the dataset with those labels; the molecules
+	// are shared) and is evaluated in the labels' units.
+	train := f.ds
+	if f.regression {
+		run.std = metrics.FitStandardizer(splitLabels(f.ds, f.split.Train), f.ds.NumTasks())
+		standardised := *f.ds
+		standardised.Labels = run.std.Apply(f.ds.Labels)
+		train = &standardised
+	}
 	loader, err := data.NewLoader(data.LoaderConfig{
-		Dataset: f.ds, Indices: f.split.Train, BatchSize: f.cfg.BatchSize, Shuffle: true, Seed: f.seed,
+		Dataset: train, Indices: f.split.Train, BatchSize: f.cfg.BatchSize, Shuffle: true, Seed: f.seed,
 		Epochs: f.cfg.Epochs, Workers: f.cfg.Workers, Prepare: batchPrepare(f.dev),
 	})
 	if err != nil {
@@ -240,7 +393,7 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 	validLabels, testLabels := splitLabels(f.ds, f.split.Valid), splitLabels(f.ds, f.split.Test)
 	for epoch := 1; epoch <= f.cfg.Epochs; epoch++ {
 		epochStart := time.Now()
-		loss, err := trainEpoch(clf, adam, loader, f.dev)
+		loss, err := trainEpoch(clf, adam, loader, f.dev, f.regression)
 		if err != nil {
 			return run, fmt.Errorf("epoch %d: %w", epoch, err)
 		}
@@ -248,41 +401,74 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 			return run, fmt.Errorf("epoch %d: the training loss is %v: the model diverged (is the learning rate %g too high, or the encoder %s damaged?)",
 				epoch, loss, f.cfg.LR, encoderName(f.cfg.EncoderPath))
 		}
-		testPerTask, test, err := f.evaluate(clf, f.split.Test, testLabels)
+		test, err := f.evaluate(clf, run.std, f.split.Test, testLabels)
 		if err != nil {
 			return run, fmt.Errorf("epoch %d, test: %w", epoch, err)
 		}
 		run.TrainLoss = append(run.TrainLoss, metrics.Value(loss))
-		run.TestROCAUC = append(run.TestROCAUC, metrics.Value(test))
-		run.testPerTaskByEpoch = append(run.testPerTaskByEpoch, testPerTask)
+		if f.regression {
+			run.TestRMSE = append(run.TestRMSE, metrics.Value(test.value))
+			run.TestMAE = append(run.TestMAE, metrics.Value(test.mae))
+		} else {
+			run.TestROCAUC = append(run.TestROCAUC, metrics.Value(test.value))
+		}
+		run.testPerTaskByEpoch = append(run.testPerTaskByEpoch, test.perTask)
+		metric := "ROC-AUC"
+		if f.regression {
+			metric = "RMSE"
+		}
 		validText := "" // cross-validation selects across folds afterwards
 		if len(f.split.Valid) > 0 {
-			_, valid, err := f.evaluate(clf, f.split.Valid, validLabels)
+			valid, err := f.evaluate(clf, run.std, f.split.Valid, validLabels)
 			if err != nil {
 				return run, fmt.Errorf("epoch %d, valid: %w", epoch, err)
 			}
-			run.ValidROCAUC = append(run.ValidROCAUC, metrics.Value(valid))
-			// Model selection on valid only (§7); the earliest epoch wins ties.
-			if run.BestEpoch == 0 || valid > float64(run.BestValid) {
-				run.BestEpoch, run.BestValid, run.TestAtBest = epoch, metrics.Value(valid), metrics.Value(test)
-				run.TestPerTask = toValues(testPerTask)
+			if f.regression {
+				run.ValidRMSE = append(run.ValidRMSE, metrics.Value(valid.value))
+			} else {
+				run.ValidROCAUC = append(run.ValidROCAUC, metrics.Value(valid.value))
 			}
-			validText = fmt.Sprintf(", valid ROC-AUC %.4f", valid)
+			// Model selection on valid only (§7); the earliest epoch wins ties.
+			if run.BestEpoch == 0 || better(f.regression, valid.value, float64(run.BestValid)) {
+				run.BestEpoch, run.BestValid, run.TestAtBest = epoch, metrics.Value(valid.value), metrics.Value(test.value)
+				run.TestPerTask = toValues(test.perTask)
+				if f.regression {
+					run.TestMAEAtBest = metrics.Value(test.mae)
+				}
+				if f.cfg.Save != "" {
+					torch.FreeNamed(run.snapshot)
+					run.snapshot = snapshot(clf)
+				}
+			}
+			validText = fmt.Sprintf(", valid %s %.4f", metric, valid.value)
 		}
 		run.EpochSeconds = append(run.EpochSeconds, time.Since(epochStart).Seconds())
 		if f.cfg.Progress != nil {
-			fmt.Fprintf(f.cfg.Progress, "finetune %s: seed %d, %s split, epoch %d/%d: loss %.4f%s, test ROC-AUC %.4f (%.1fs)\n",
-				f.name, f.seed, f.split.Name, epoch, f.cfg.Epochs, loss, validText, test, time.Since(epochStart).Seconds())
+			fmt.Fprintf(f.cfg.Progress, "finetune %s: seed %d, %s split, epoch %d/%d: loss %.4f%s, test %s %.4f (%.1fs)\n",
+				f.name, f.seed, f.split.Name, epoch, f.cfg.Epochs, loss, validText, metric, test.value, time.Since(epochStart).Seconds())
 		}
 	}
 	run.Seconds = time.Since(start).Seconds()
 	return run, nil
 }
 
+// snapshot is a CPU copy of every tensor of the classifier, with its name.
+func snapshot(clf *model.Classifier) []torch.Named {
+	s := torch.NewScope() // the intermediate tensors
+	defer s.Close()
+	state := clf.Store.State()
+	out := make([]torch.Named, len(state))
+	for i, n := range state {
+		out[i] = torch.Named{Name: n.Name, Tensor: n.Tensor.Detach().To(torch.CPU, false).Clone().Unscope()}
+	}
+	return out
+}
+
 // trainEpoch runs one epoch of optimiser steps and returns the mean of the
-// batches' losses. The losses stay on the device until the epoch ends, so
-// that the steps never wait to read them.
-func trainEpoch(clf *model.Classifier, adam *optim.Adam, loader *data.Loader, dev torch.Device) (float64, error) {
+// batches' losses: BCE with logits, or on regression tasks the squared error
+// of the standardised labels, over labelled entries. The losses stay on the
+// device until the epoch ends, so that the steps never wait to read them.
+func trainEpoch(clf *model.Classifier, adam *optim.Adam, loader *data.Loader, dev torch.Device, regression bool) (float64, error) {
 	epoch := torch.NewScope()
 	defer epoch.Close()
 	losses := make([]*torch.Tensor, 0, loader.BatchesPerEpoch())
@@ -296,7 +482,13 @@ func trainEpoch(clf *model.Classifier, adam *optim.Adam, loader *data.Loader, de
 			defer s.Close()
 			defer loader.Release(b)
 			labels, mask := b.Targets(dev)
-			loss := MaskedBCEWithLogits(clf.Forward(b.Graph(dev), true), labels, mask)
+			out := clf.Forward(b.Graph(dev), true)
+			var loss *torch.Tensor
+			if regression {
+				loss = MaskedMSE(out, labels, mask)
+			} else {
+				loss = MaskedBCEWithLogits(out, labels, mask)
+			}
 			adam.ZeroGrad()
 			loss.Backward()
 			adam.Step()
@@ -306,17 +498,36 @@ func trainEpoch(clf *model.Classifier, adam *optim.Adam, loader *data.Loader, de
 	return torch.Stack(losses, 0).Mean().Item(), nil
 }
 
+// figures are a part's evaluation: the selection metric per task and
+// averaged, and on regression tasks the MAE.
+type figures struct {
+	perTask    []float64
+	value, mae float64
+}
+
 // evaluate is the evaluation-mode ROC-AUC of the classifier on molecules idx
-// (labels: their label matrix), per task and averaged by OGB's rules.
-func (f *finetuner) evaluate(clf *model.Classifier, idx []int32, labels []float32) ([]float64, float64, error) {
+// (labels: their label matrix), per task and averaged by OGB's rules; on
+// regression tasks the RMSE and MAE of its outputs mapped back to the
+// labels' units with std.
+func (f *finetuner) evaluate(clf *model.Classifier, std metrics.Standardizer, idx []int32, labels []float32) (figures, error) {
 	scores := make([]float32, 0, len(labels))
 	err := forEachBatch(f.ds, idx, f.cfg.Workers, f.dev, func(b *data.Batch, _ *torch.Scope) {
 		scores = append(scores, torch.ToSlice[float32](clf.Forward(b.Graph(f.dev), false))...)
 	})
 	if err != nil {
-		return nil, 0, err
+		return figures{}, err
 	}
-	return metrics.ROCAUC(labels, scores, f.ds.NumTasks())
+	var r figures
+	if !f.regression {
+		r.perTask, r.value, err = metrics.ROCAUC(labels, scores, f.ds.NumTasks())
+		return r, err
+	}
+	preds := std.Restore(scores)
+	if r.perTask, r.value, err = metrics.RMSE(labels, preds, f.ds.NumTasks()); err != nil {
+		return r, err
+	}
+	_, r.mae, err = metrics.MAE(labels, preds, f.ds.NumTasks())
+	return r, err
 }
 
 // encoderName names an encoder in messages: its file, or the random one.

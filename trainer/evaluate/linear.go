@@ -100,8 +100,12 @@ func (c LinearEvalConfig) Validate() error {
 }
 
 // LinearEvalResult is a linear evaluation's outcome, written as JSON.
+//
+// On regression tasks (Metric MetricRMSE) the probe is a ridge regression
+// (fitRidgeRun) and the figures named ROC-AUC are RMSE, lower being better.
 type LinearEvalResult struct {
 	Evaluation   string           `json:"evaluation"` // "linear"
+	Metric       string           `json:"metric"`     // MetricROCAUC or MetricRMSE: what Test, Valid and the selection use
 	Protocol     string           `json:"protocol"`   // as Config.Protocol
 	Folds        int              `json:"folds"`      // cross-validation folds; 0 on the scaffold split
 	Config       LinearEvalConfig `json:"config"`     // as run: Encoder is the architecture used
@@ -121,11 +125,12 @@ type LinearEvalResult struct {
 
 	// Test, Valid and TestPerTask are over the runs of the largest label
 	// fraction (every run without Config.LabelFractions).
-	Test         metrics.Stat `json:"test"`  // test ROC-AUC at the chosen λ, over runs
-	Valid        metrics.Stat `json:"valid"` // valid ROC-AUC at the chosen λ; undefined with cross-validation
-	TestPerTask  []TaskStat   `json:"test_per_task"`
-	EmbedSeconds float64      `json:"embed_seconds"` // computing embeddings, in all
-	Seconds      float64      `json:"seconds"`
+	Test         metrics.Stat  `json:"test"`  // test ROC-AUC at the chosen λ, over runs
+	Valid        metrics.Stat  `json:"valid"` // valid ROC-AUC at the chosen λ; undefined with cross-validation
+	TestPerTask  []TaskStat    `json:"test_per_task"`
+	TestMAE      *metrics.Stat `json:"test_mae,omitempty"` // regression: test MAE at the chosen λ, over runs
+	EmbedSeconds float64       `json:"embed_seconds"`      // computing embeddings, in all
+	Seconds      float64       `json:"seconds"`
 
 	// ByFraction summarises the runs of each label fraction, in
 	// Config.LabelFractions' order; empty without them.
@@ -167,13 +172,26 @@ type LinearEvalRun struct {
 	TestByL2      []metrics.Value `json:"test_by_l2"`
 	TrainLossByL2 []metrics.Value `json:"train_loss_by_l2"`
 
-	L2          []float64       `json:"l2"` // λ chosen for each task
-	ValidROCAUC metrics.Value   `json:"valid_roc_auc"`
-	TestROCAUC  metrics.Value   `json:"test_roc_auc"`
+	L2          []float64     `json:"l2"` // λ chosen for each task
+	ValidROCAUC metrics.Value `json:"valid_roc_auc"`
+	TestROCAUC  metrics.Value `json:"test_roc_auc"`
+	// Regression tasks: RMSE and MAE instead of ROC-AUC (null).
+	ValidRMSE   metrics.Value   `json:"valid_rmse,omitempty"`
+	TestRMSE    metrics.Value   `json:"test_rmse,omitempty"`
+	TestMAE     metrics.Value   `json:"test_mae,omitempty"`
 	TestPerTask []metrics.Value `json:"test_per_task"` // null for a task lacking a class in the test part
 	Seconds     float64         `json:"seconds"`
 
 	testPerTaskByL2 [][]float64 // [λ][task], for the selection across folds
+	testMAEByL2     []float64   // regression: mean test MAE over tasks per λ
+}
+
+// figures are the run's valid and test values of the selection metric.
+func (r *LinearEvalRun) figures(regression bool) (valid, test metrics.Value) {
+	if regression {
+		return r.ValidRMSE, r.TestRMSE
+	}
+	return r.ValidROCAUC, r.TestROCAUC
 }
 
 // LinearEval embeds every molecule with the frozen encoder (evaluation mode:
@@ -191,9 +209,18 @@ func LinearEval(cfg LinearEvalConfig) (_ *LinearEvalResult, err error) {
 	}
 	defer se.close()
 	arch, state, dev, ds, folds := se.arch, se.state, se.dev, se.ds, se.folds
-	res := &LinearEvalResult{Evaluation: "linear", Protocol: cfg.Protocol, Folds: folds, Config: cfg, Device: dev.String(),
+	res := &LinearEvalResult{Evaluation: "linear", Metric: MetricROCAUC, Protocol: cfg.Protocol, Folds: folds, Config: cfg, Device: dev.String(),
 		Dataset: summarizeDataset(cfg.Data, ds, folds), Pretrained: state != nil, EmbeddingDim: arch.Hidden}
 	res.Config.Encoder = arch
+	fit, metric := FitLinear, "ROC-AUC"
+	if se.regression {
+		res.Metric, fit, metric = MetricRMSE, fitRidgeRun, "RMSE"
+		for _, l := range cfg.L2Grid {
+			if !(l > 0) {
+				return nil, field.Errorf("l2_grid", l, "must hold positive values for ridge regression (the tasks of %s are regression tasks)", res.Dataset.Name)
+			}
+		}
+	}
 
 	fractions := cfg.LabelFractions
 	if len(fractions) == 0 {
@@ -203,7 +230,7 @@ func LinearEval(cfg LinearEvalConfig) (_ *LinearEvalResult, err error) {
 	defer func() { embeddings.Free() }()
 	for i := range cfg.Seeds {
 		seed := cfg.Seed + uint64(i)
-		splits, err := evaluationSplits(filepath.Base(cfg.Data), ds, folds, seed)
+		splits, err := evaluationSplits(filepath.Base(cfg.Data), ds, se.regression, folds, seed)
 		if err != nil {
 			return nil, err
 		}
@@ -231,7 +258,7 @@ func LinearEval(cfg LinearEvalConfig) (_ *LinearEvalResult, err error) {
 				}
 				var run LinearEvalRun
 				var runErr error
-				if err := torch.Catch(func() { run, runErr = FitLinear(&res.Config, ds, &labelled, embeddings, seed) }); err != nil || runErr != nil {
+				if err := torch.Catch(func() { run, runErr = fit(&res.Config, ds, &labelled, embeddings, seed) }); err != nil || runErr != nil {
 					return nil, fmt.Errorf("seed %d, %s: %w", seed, name, errors.Join(err, runErr))
 				}
 				run.LabelFraction, run.TrainPart = fraction, len(split.Train)
@@ -248,7 +275,7 @@ func LinearEval(cfg LinearEvalConfig) (_ *LinearEvalResult, err error) {
 						idx, runs = append(idx, j), append(runs, r)
 					}
 				}
-				sel := selectL2OnFolds(seed, cfg.L2Grid, runs)
+				sel := selectL2OnFolds(seed, cfg.L2Grid, runs, se.regression)
 				sel.LabelFraction = fraction
 				res.Selected = append(res.Selected, sel)
 				for k, j := range idx {
@@ -258,7 +285,8 @@ func LinearEval(cfg LinearEvalConfig) (_ *LinearEvalResult, err error) {
 		}
 		if cfg.Progress != nil {
 			for _, run := range seedRuns {
-				valid := fmt.Sprintf("valid ROC-AUC %.4f", run.ValidROCAUC)
+				validFigure, testFigure := run.figures(se.regression)
+				valid := fmt.Sprintf("valid %s %.4f", metric, validFigure)
 				if folds > 0 {
 					valid = fmt.Sprintf("λ %g chosen on the fold-averaged test", run.L2[0])
 				}
@@ -266,17 +294,27 @@ func LinearEval(cfg LinearEvalConfig) (_ *LinearEvalResult, err error) {
 				if len(cfg.LabelFractions) > 0 {
 					share = fmt.Sprintf(", %.4g %% of train labels", 100*run.LabelFraction)
 				}
-				fmt.Fprintf(cfg.Progress, "linear-eval %s: seed %d, %s split%s: %s, test ROC-AUC %.4f (%.1fs)\n",
-					res.Dataset.Name, seed, run.Split, share, valid, run.TestROCAUC, run.Seconds)
+				fmt.Fprintf(cfg.Progress, "linear-eval %s: seed %d, %s split%s: %s, test %s %.4f (%.1fs)\n",
+					res.Dataset.Name, seed, run.Split, share, valid, metric, testFigure, run.Seconds)
 			}
 		}
 		res.Runs = append(res.Runs, seedRuns...)
 	}
 
-	res.Test, res.Valid, res.TestPerTask = summarizeLinearRuns(res.Runs, slices.Max(fractions), ds.Tasks)
+	res.Test, res.Valid, res.TestPerTask = summarizeLinearRuns(res.Runs, slices.Max(fractions), ds.Tasks, se.regression)
+	if se.regression {
+		var maes []float64
+		for _, r := range res.Runs {
+			if r.LabelFraction == slices.Max(fractions) {
+				maes = append(maes, float64(r.TestMAE))
+			}
+		}
+		mae := metrics.StatOf(maes)
+		res.TestMAE = &mae
+	}
 	for _, fraction := range cfg.LabelFractions {
 		s := FractionStat{Fraction: fraction}
-		s.Test, s.Valid, _ = summarizeLinearRuns(res.Runs, fraction, ds.Tasks)
+		s.Test, s.Valid, _ = summarizeLinearRuns(res.Runs, fraction, ds.Tasks, se.regression)
 		for _, r := range res.Runs[:len(res.Runs)/cfg.Seeds] { // the first seed's runs
 			if r.LabelFraction == fraction {
 				s.Train = append(s.Train, r.Train)
@@ -290,29 +328,43 @@ func LinearEval(cfg LinearEvalConfig) (_ *LinearEvalResult, err error) {
 
 // selectL2OnFolds applies the paper's selection to one seed's fold runs:
 // each run reports, for every task, the λ of grid with the best mean test
-// ROC-AUC averaged over the folds.
-func selectL2OnFolds(seed uint64, grid []float64, runs []LinearEvalRun) SelectedL2 {
+// figure (highest ROC-AUC, lowest RMSE) averaged over the folds.
+func selectL2OnFolds(seed uint64, grid []float64, runs []LinearEvalRun, regression bool) SelectedL2 {
 	curves := make([][]metrics.Value, len(runs))
 	for f, r := range runs {
-		curves[f] = r.TestByL2
+		curves[f] = slices.Clone(r.TestByL2)
+		if regression { // SelectOnFoldMean takes the highest
+			for i, v := range curves[f] {
+				curves[f][i] = -v
+			}
+		}
 	}
 	best, mean := SelectOnFoldMean(curves)
+	if regression {
+		mean = -mean
+	}
 	for f := range runs {
 		r := &runs[f]
 		r.L2 = slices.Repeat([]float64{grid[best]}, len(r.testPerTaskByL2[best]))
-		r.TestROCAUC, r.TestPerTask = r.TestByL2[best], toValues(r.testPerTaskByL2[best])
+		r.TestPerTask = toValues(r.testPerTaskByL2[best])
+		if regression {
+			r.TestRMSE, r.TestMAE = r.TestByL2[best], metrics.Value(r.testMAEByL2[best])
+		} else {
+			r.TestROCAUC = r.TestByL2[best]
+		}
 	}
 	return SelectedL2{Seed: seed, L2: grid[best], FoldMean: metrics.Value(mean)}
 }
 
 // summarizeLinearRuns summarises the runs of one label fraction: test and
 // valid ROC-AUC, and test per task.
-func summarizeLinearRuns(runs []LinearEvalRun, fraction float64, tasks []string) (test, valid metrics.Stat, perTask []TaskStat) {
+func summarizeLinearRuns(runs []LinearEvalRun, fraction float64, tasks []string, regression bool) (test, valid metrics.Stat, perTask []TaskStat) {
 	var tests, valids []float64
 	var byTask [][]metrics.Value
 	for _, r := range runs {
 		if r.LabelFraction == fraction {
-			tests, valids, byTask = append(tests, float64(r.TestROCAUC)), append(valids, float64(r.ValidROCAUC)), append(byTask, r.TestPerTask)
+			v, t := r.figures(regression)
+			tests, valids, byTask = append(tests, float64(t)), append(valids, float64(v)), append(byTask, r.TestPerTask)
 		}
 	}
 	return metrics.StatOf(tests), metrics.StatOf(valids), perTaskStats(tasks, byTask)

@@ -48,7 +48,6 @@ type BenchResult struct {
 // one step late as Run does) after Warmup untimed ones.
 func Bench(cfg BenchConfig, opt data.OpenOptions) (res *BenchResult, err error) {
 	defer torch.Recover(&err)
-	torch.TuneAllocator()
 	pc := cfg.Pretrain
 	pc.Epochs = max(pc.Epochs, 1)
 	if err := pc.Validate(); err != nil {

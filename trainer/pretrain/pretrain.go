@@ -89,7 +89,6 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 	// a failed collective, the line that says another rank failed.
 	defer func() { err = jb.explain(err) }()
 	defer torch.Recover(&err)
-	torch.TuneAllocator()
 	if ck, err = jb.sameCheckpoint(run, ck); err != nil {
 		return nil, err
 	}

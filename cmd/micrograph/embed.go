@@ -1,0 +1,148 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/matrixfile"
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/trainer/infer"
+	"github.com/spf13/pflag"
+)
+
+// scoreFlags are the flags embed and predict share: the input, the output
+// and how the model runs.
+type scoreFlags struct {
+	data, out, smilesCol, cache, device string
+	skipInvalid                         bool
+	batchSize, threads, workers         int
+	limits                              data.Limits
+}
+
+func (s *scoreFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&s.data, "data", "", "CSV file of SMILES (gzip-compressed or not), read as a stream, or an OGB dataset folder")
+	fs.StringVar(&s.out, "out", "", "output file, .npy or .csv by its extension; written atomically (no partial file)")
+	fs.BoolVar(&s.skipInvalid, "skip-invalid", false, "leave rows RDKit rejects out (.csv only: its row column says which input row each line is)\n"+
+		"instead of writing them as NaN rows")
+	fs.StringVar(&s.smilesCol, "smiles-col", "", `SMILES column of the CSV (case ignored; default: "smiles", else "mol")`)
+	fs.IntVar(&s.batchSize, "batch-size", 256, "molecules per forward pass (the outputs do not depend on it)")
+	fs.StringVar(&s.device, "device", "auto", "cpu, cuda, cuda:N, or auto (CUDA when available)")
+	fs.IntVar(&s.threads, "threads", 0, "libtorch intra-op threads (0: libtorch's default, one per core)")
+	fs.IntVar(&s.workers, "workers", 0, "parallel RDKit calls (0: one per core)")
+	fs.StringVar(&s.cache, "cache", "", cacheFlagHelp)
+	limitFlags(fs, &s.limits)
+}
+
+// options checks the flags that need no file and turns them into
+// infer.Options; misuse is a usage error (exit 2).
+func (s *scoreFlags) options(fs *pflag.FlagSet) (infer.Options, error) {
+	format, err := matrixfile.Format(s.out)
+	if err != nil {
+		return infer.Options{}, usageError{fmt.Errorf("--out %s: want a .npy or .csv file", s.out)}
+	}
+	if s.skipInvalid && format == ".npy" {
+		return infer.Options{}, usageError{fmt.Errorf("--skip-invalid needs a .csv --out (a .npy file has no row column to say which rows were kept)")}
+	}
+	switch {
+	case s.batchSize < 1:
+		return infer.Options{}, usageError{fmt.Errorf("--batch-size %d must be positive", s.batchSize)}
+	case s.threads < 0:
+		return infer.Options{}, usageError{fmt.Errorf("--threads %d must not be negative", s.threads)}
+	case s.workers < 0:
+		return infer.Options{}, usageError{fmt.Errorf("--workers %d must not be negative", s.workers)}
+	}
+	if err := s.limits.Validate(); err != nil {
+		return infer.Options{}, flagError(fs, &s.limits, err)
+	}
+	if err := checkOutFolder(s.out); err != nil {
+		return infer.Options{}, err
+	}
+	dev, err := torch.ParseDevice(s.device)
+	if err != nil {
+		return infer.Options{}, usageError{fmt.Errorf("--device %q: %v", s.device, err)}
+	}
+	if s.threads > 0 {
+		torch.SetNumThreads(s.threads)
+	}
+	return infer.Options{
+		Data: s.data, SmilesCol: s.smilesCol, CacheDir: s.cache, Limits: s.limits, SkipInvalid: s.skipInvalid,
+		BatchSize: s.batchSize, Workers: s.workers, Device: dev,
+	}, nil
+}
+
+// report prints what a scoring pass did: the invalid rows on stderr, by
+// line, and a summary on stdout.
+func (s *scoreFlags) report(what string, rep *infer.Report) {
+	for _, r := range rep.Invalid {
+		smiles := r.SMILES
+		if len(smiles) > 80 {
+			smiles = smiles[:80] + "..."
+		}
+		fmt.Fprintf(notes, "micrograph: %s:%d (row %d) %q: %s\n", s.data, r.Line, r.Row, smiles, r.Reason)
+	}
+	invalid := "written as NaN rows"
+	if s.skipInvalid {
+		invalid = "left out"
+	}
+	mols := rep.Rows - len(rep.Invalid)
+	printf("%s %d of %d rows of %s into %s (%d rows; %d invalid, %s) in %.2fs: featurisation %.2fs, model %.2fs (%.0f molecules/s)",
+		what, mols, rep.Rows, filepath.Base(s.data), s.out, rep.Written, len(rep.Invalid), invalid,
+		rep.Seconds, rep.FeaturizeSeconds, rep.ModelSeconds, float64(mols)/max(rep.ModelSeconds, 1e-9))
+}
+
+func runEmbed(args []string) error {
+	fs := newFlags("embed", "--encoder encoder.pt --data CSV|DIR --out FILE.npy|FILE.csv [flags]",
+		"Writes the graph embedding of every molecule (the mean of the encoder's node embeddings,\n"+
+			"evaluation mode, as linear-eval uses and the README's PyTorch snippet computes) in input row\n"+
+			"order: .npy is float32 N×d (numpy.load); .csv has the columns row, smiles, e_0 … e_{d-1}.\n"+
+			"Rows RDKit rejects are listed on stderr by line and written as NaN rows, or left out with\n"+
+			"--skip-invalid. The input is read and featurised in chunks, so memory does not grow with it.")
+	encoder := fs.String("encoder", "", "exported encoder (.pt, with its .json beside it)")
+	var s scoreFlags
+	s.register(fs)
+	if err := parseFlags(fs, args, "encoder", "data", "out"); err != nil {
+		return err
+	}
+	opt, err := s.options(fs)
+	if err != nil {
+		return err
+	}
+	info, state, err := model.LoadEncoder(*encoder)
+	if err != nil {
+		return err
+	}
+	defer torch.FreeNamed(state)
+	rep, err := infer.Embed(info.Encoder, state, opt, s.out)
+	if err != nil {
+		return err
+	}
+	s.report("embedded", rep)
+	return nil
+}
+
+func runPredict(args []string) error {
+	fs := newFlags("predict", "--model DIR --data CSV|DIR --out preds.csv [flags]",
+		"Predicts every molecule's properties with a model saved by finetune --save: one column per\n"+
+			"task, the probability of class 1 for a classification task and the value in the label's\n"+
+			"units for a regression task, in input row order (.csv: row, smiles, then the tasks; .npy:\n"+
+			"float64 N×T). Rows RDKit rejects are listed on stderr by line and written as NaN rows, or\n"+
+			"left out with --skip-invalid.")
+	dir := fs.String("model", "", "folder written by finetune --save (model.pt, model.json)")
+	var s scoreFlags
+	s.register(fs)
+	if err := parseFlags(fs, args, "model", "data", "out"); err != nil {
+		return err
+	}
+	opt, err := s.options(fs)
+	if err != nil {
+		return err
+	}
+	m, rep, err := infer.Predict(*dir, opt, s.out)
+	if err != nil {
+		return err
+	}
+	s.report(fmt.Sprintf("predicted %d tasks for", len(m.Tasks)), rep)
+	return nil
+}

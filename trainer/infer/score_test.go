@@ -1,0 +1,163 @@
+package infer
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/testenv"
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/ops"
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/nn"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.RunWithPrivateUserCache(m)) }
+
+// tinyEncoder is a randomly initialised 2-layer encoder of width 8 and its
+// state, named as in an exported encoder.
+func tinyEncoder(t *testing.T) (model.EncoderConfig, []torch.Named, *model.DeeperGCN) {
+	t.Helper()
+	arch := model.EncoderConfig{Hidden: 8, Layers: 2, MLPLayers: 1, T: 1}
+	torch.ManualSeed(3)
+	store := nn.NewStore(torch.CPU, torch.Float32)
+	t.Cleanup(store.Free)
+	enc := model.NewDeeperGCN(store.Root(), arch)
+	t.Cleanup(enc.Free)
+	return arch, store.State(), enc
+}
+
+// readNPY is the float32 values of a .npy file matrixfile wrote (after its
+// header of 128 bytes), row-major.
+func readNPY(t *testing.T, path string) []float32 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := b[128:]
+	out := make([]float32, len(body)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(body[4*i:]))
+	}
+	return out
+}
+
+// streamCSV has invalid rows at a chunk boundary (rows 1 and 2 with chunks
+// of 2 rows), at the start of a chunk and at the end of the file.
+const streamCSV = "smiles\nCCO\nC1CC\nQ\nc1ccccc1O\nCC(=O)Nc1ccccc1\nCCN(CC)CC\nC(C)(C)(C)(C)C\n"
+
+// Row i of the output is input row i whatever the chunk and batch sizes (the
+// invalid rows NaN), and each valid row is the embedding the encoder gives
+// the molecule on its own.
+func TestEmbedKeepsRowOrderAcrossChunks(t *testing.T) {
+	arch, state, enc := tinyEncoder(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.csv")
+	if err := os.WriteFile(in, []byte(streamCSV), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	valid := []int{0, 3, 4, 5}
+	var want [][]float32 // each valid molecule embedded alone
+	for _, i := range valid {
+		smiles := strings.Split(streamCSV, "\n")[i+1]
+		ds, kept, _, err := data.FeaturizeRows([]data.Row{{SMILES: smiles}}, 1, data.Limits{})
+		if err != nil || len(kept) != 1 {
+			t.Fatalf("%s: %v", smiles, err)
+		}
+		var b data.Batch
+		if err := data.Collate(ds, []int32{0}, &b); err != nil {
+			t.Fatal(err)
+		}
+		torch.NoGrad(func() {
+			g := b.Graph(torch.CPU)
+			want = append(want, torch.ToSlice[float32](ops.GraphPool(enc.Forward(g, false), g, ops.MeanPool)))
+		})
+	}
+	for _, size := range []struct{ chunk, batch int }{{2, 1}, {3, 2}, {0, 0}} {
+		out := filepath.Join(dir, "e.npy")
+		rep, err := Embed(arch, state, Options{Data: in, Chunk: size.chunk, BatchSize: size.batch, Workers: 1, Device: torch.CPU}, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Rows != 7 || rep.Written != 7 || len(rep.Invalid) != 3 ||
+			rep.Invalid[0].Row != 1 || rep.Invalid[1].Row != 2 || rep.Invalid[2].Row != 6 || rep.Invalid[2].Line != 8 {
+			t.Fatalf("chunk %d: report %+v", size.chunk, rep)
+		}
+		got := readNPY(t, out)
+		if len(got) != 7*8 {
+			t.Fatalf("chunk %d: %d values, want 7×8", size.chunk, len(got))
+		}
+		for i := range 7 {
+			row := got[i*8 : (i+1)*8]
+			k := slices.Index(valid, i)
+			if k < 0 {
+				if !slices.ContainsFunc(row, func(v float32) bool { return v == v }) {
+					continue
+				}
+				t.Errorf("chunk %d: invalid row %d = %v, want NaN", size.chunk, i, row)
+				continue
+			}
+			for j := range row {
+				if d := math.Abs(float64(row[j] - want[k][j])); d > 1e-5 {
+					t.Errorf("chunk %d: row %d [%d] = %v, alone %v", size.chunk, i, j, row[j], want[k][j])
+				}
+			}
+		}
+	}
+}
+
+// A dataset folder is scored molecule by molecule in its order, and a CSV
+// file that names the same molecules gives the same rows.
+func TestEmbedFolderMatchesCSV(t *testing.T) {
+	arch, state, _ := tinyEncoder(t)
+	dir := t.TempDir()
+	folder := filepath.Join(dir, "synth")
+	if _, err := data.WriteSynthetic(folder, data.SynthOptions{Molecules: 40, Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := data.Load(folder, data.LoadOptions{CacheDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	csv := filepath.Join(dir, "synth.csv")
+	if err := os.WriteFile(csv, []byte("smiles\n"+strings.Join(d.SMILES, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, b := filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.npy")
+	if _, err := Embed(arch, state, Options{Data: folder, CacheDir: dir, Chunk: 16, Device: torch.CPU}, a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Embed(arch, state, Options{Data: csv, Chunk: 7, Device: torch.CPU}, b); err != nil {
+		t.Fatal(err)
+	}
+	x, y := readNPY(t, a), readNPY(t, b)
+	if len(x) != 40*8 || len(y) != len(x) {
+		t.Fatalf("%d and %d values, want 320", len(x), len(y))
+	}
+	for i := range x {
+		if math.Abs(float64(x[i]-y[i])) > 1e-5 {
+			t.Fatalf("value %d: folder %v, CSV %v", i, x[i], y[i])
+		}
+	}
+}
+
+// A .npy output cannot leave rows out: it has no row column.
+func TestSkipInvalidNeedsCSV(t *testing.T) {
+	arch, state, _ := tinyEncoder(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.csv")
+	os.WriteFile(in, []byte(streamCSV), 0o644)
+	_, err := Embed(arch, state, Options{Data: in, SkipInvalid: true, Device: torch.CPU}, filepath.Join(dir, "e.npy"))
+	if err == nil || !strings.Contains(err.Error(), "has no row column") {
+		t.Fatalf("error %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("left %v behind", entries)
+	}
+}
