@@ -127,6 +127,24 @@ func CrossValidationSplits(n, k int, seed uint64) ([]*data.Split, error) {
 	return splits, nil
 }
 
+// selectOnFolds is SelectOnFoldMean for a figure where higher is better
+// (ROC-AUC), or, for regression, lower (RMSE): the best candidate and its
+// mean over the folds.
+func selectOnFolds(curves [][]metrics.Value, regression bool) (int, float64) {
+	if !regression {
+		return SelectOnFoldMean(curves)
+	}
+	negated := make([][]metrics.Value, len(curves))
+	for f, c := range curves {
+		negated[f] = make([]metrics.Value, len(c))
+		for i, v := range c {
+			negated[f][i] = -v
+		}
+	}
+	best, mean := SelectOnFoldMean(negated)
+	return best, -mean
+}
+
 // SelectOnFoldMean is the paper protocol's selection: curves[f][i] is fold
 // f's test ROC-AUC at candidate i (an epoch, or a λ of the grid); it returns
 // the candidate whose mean over the folds is highest (the earliest on ties;

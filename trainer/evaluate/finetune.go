@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/micrograph/micrograph/data"
@@ -318,17 +317,9 @@ func saveModel(res *FinetuneResult, run *FinetuneRun, types []data.TaskType) err
 func selectEpochOnFolds(seed uint64, runs []FinetuneRun, regression bool) SelectedEpoch {
 	curves := make([][]metrics.Value, len(runs))
 	for f := range runs {
-		curves[f] = slices.Clone(runs[f].testCurve())
-		if regression { // SelectOnFoldMean takes the highest
-			for i, v := range curves[f] {
-				curves[f][i] = -v
-			}
-		}
+		curves[f] = runs[f].testCurve()
 	}
-	best, mean := SelectOnFoldMean(curves)
-	if regression {
-		mean = -mean
-	}
+	best, mean := selectOnFolds(curves, regression)
 	for f := range runs {
 		r := &runs[f]
 		r.BestEpoch, r.TestAtBest, r.TestPerTask = best+1, r.testCurve()[best], toValues(r.testPerTaskByEpoch[best])

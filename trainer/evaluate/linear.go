@@ -332,17 +332,9 @@ func LinearEval(cfg LinearEvalConfig) (_ *LinearEvalResult, err error) {
 func selectL2OnFolds(seed uint64, grid []float64, runs []LinearEvalRun, regression bool) SelectedL2 {
 	curves := make([][]metrics.Value, len(runs))
 	for f, r := range runs {
-		curves[f] = slices.Clone(r.TestByL2)
-		if regression { // SelectOnFoldMean takes the highest
-			for i, v := range curves[f] {
-				curves[f][i] = -v
-			}
-		}
+		curves[f] = r.TestByL2
 	}
-	best, mean := SelectOnFoldMean(curves)
-	if regression {
-		mean = -mean
-	}
+	best, mean := selectOnFolds(curves, regression)
 	for f := range runs {
 		r := &runs[f]
 		r.L2 = slices.Repeat([]float64{grid[best]}, len(r.testPerTaskByL2[best]))
