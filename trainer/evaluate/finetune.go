@@ -68,7 +68,7 @@ func (c FinetuneConfig) Validate() error {
 	case !(c.LR > 0):
 		return field.Errorf("lr", c.LR, "must be positive")
 	case c.Save != "" && c.Protocol != ProtocolScaffold:
-		return field.Errorf("save", c.Save, "needs --protocol %s: cross-validation has no valid part to choose the saved model on", ProtocolScaffold)
+		return field.Errorf("save", c.Save, "needs protocol %s: cross-validation has no valid part to choose the saved model on", ProtocolScaffold)
 	case c.EncoderPath == "":
 		arch := c.Encoder
 		arch.Dropout = c.Dropout // the one trained with
