@@ -255,7 +255,7 @@ type pretrainer struct {
 type pendingStep struct {
 	step      int64
 	epoch     int
-	values    *torch.Tensor // total, node_mot, mot_sub, reg, contra, subgraphs, stop (ranks asking to stop)
+	values    *torch.Tensor // total, node_mot, mot_sub, reg, contra, subgraphs; in a job also stop (ranks asking to stop)
 	skipped   bool
 	molecules int
 	queued    time.Time // once steps are queued as fast as the device runs them, their spacing is its pace
@@ -278,12 +278,16 @@ func (t *pretrainer) step(b *data.Batch, stop bool) (values *torch.Tensor, skipp
 	}
 	t.adam.ZeroGrad()
 	l.Total.Backward()
-	stopFlag := 0.0
-	if stop {
-		stopFlag = 1
+	parts := []*torch.Tensor{l.Total, l.NodeMot, l.MotSub, l.Reg, l.Contra, l.Subgraphs.ToDType(l.Total.DType())}
+	if t.job != nil {
+		// A rank's stop request travels with the losses it sums.
+		stopFlag := 0.0
+		if stop {
+			stopFlag = 1
+		}
+		parts = append(parts, torch.Full(nil, stopFlag, torch.Options{DType: l.Total.DType(), Device: t.dev}))
 	}
-	values = torch.Stack([]*torch.Tensor{l.Total, l.NodeMot, l.MotSub, l.Reg, l.Contra,
-		l.Subgraphs.ToDType(l.Total.DType()), torch.Full(nil, stopFlag, torch.Options{DType: l.Total.DType(), Device: t.dev})}, 0).ToDType(torch.Float64)
+	values = torch.Stack(parts, 0).ToDType(torch.Float64)
 	if t.job != nil {
 		if err := t.job.group.AllReduce(values, torch.ReduceSum); err != nil {
 			return nil, false, err
@@ -319,7 +323,7 @@ func (t *pretrainer) flush() error {
 		Loss: metrics.Value(v[0]), NodeMot: metrics.Value(v[1]), MotSub: metrics.Value(v[2]), Reg: metrics.Value(v[3]), Contra: metrics.Value(v[4]),
 		Subgraphs: int64(v[5]), LR: metrics.Value(t.adam.LR), Skipped: p.skipped,
 	}
-	t.stopAgreed = t.stopAgreed || v[6] > 0
+	t.stopAgreed = t.stopAgreed || len(v) > 6 && v[6] > 0 // only a job's steps carry a stop flag
 	t.molecules += p.molecules
 	if p.step%int64(t.cfg.LogEvery) == 0 || !metrics.IsFinite(v[0]) {
 		r.MoleculesPerS = metrics.Value(float64(t.molecules) / p.queued.Sub(t.lastLog).Seconds())
