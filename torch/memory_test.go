@@ -161,3 +161,45 @@ func TestLongTrainingIsStable(t *testing.T) {
 		t.Errorf("Adam counted %d steps, want %d", steps[0], total)
 	}
 }
+
+// The CPU pool serves a freed large block to the next allocation of its size
+// class, leaves small tensors to glibc, and keeps values intact. (From here
+// on the whole test process allocates through the pool.)
+func TestCPUPoolReusesBlocks(t *testing.T) {
+	torch.TuneAllocator()
+	f32 := torch.Options{DType: torch.Float32}
+	start := torch.CPUPoolStats()
+	since := func() torch.PoolStats {
+		s := torch.CPUPoolStats()
+		return torch.PoolStats{Allocated: s.Allocated - start.Allocated, Reused: s.Reused - start.Reused,
+			PooledBytes: s.PooledBytes - start.PooledBytes}
+	}
+	// 2 MiB exactly: its own class.
+	a := torch.Full([]int64{512, 1024}, 3, f32)
+	if got, want := a.Sum().Item(), 3.0*512*1024; got != want {
+		t.Errorf("sum of the pooled tensor: %v, want %v", got, want)
+	}
+	a.Free()
+	if s := since(); s.Allocated != 1 || s.PooledBytes != 2<<20 {
+		t.Fatalf("after one 2 MiB tensor: %+v, want 1 block of 2 MiB", s)
+	}
+	// 500×1024 floats (1,953.125 KiB) round up to the same 2 MiB class.
+	b := torch.Ones([]int64{500, 1024}, f32)
+	if got, want := b.Sum().Item(), 500.0*1024; got != want {
+		t.Errorf("sum of the reused block: %v, want %v", got, want)
+	}
+	if s := since(); s.Allocated != 1 || s.Reused != 1 {
+		t.Errorf("a 1.9 MiB tensor after a freed 2 MiB one: %+v, want the block reused", s)
+	}
+	// While b holds the block, another of its class needs a new one; a
+	// 3 MiB tensor needs a block of its own class; small ones bypass the pool.
+	c := torch.Zeros([]int64{512, 1024}, f32)
+	d := torch.Zeros([]int64{768, 1024}, f32)
+	small := torch.Zeros([]int64{16, 16}, f32)
+	if s := since(); s.Allocated != 3 || s.Reused != 1 || s.PooledBytes != 7<<20 {
+		t.Errorf("after 2 + 3 MiB more while the first is held: %+v, want 3 blocks, 7 MiB", s)
+	}
+	for _, x := range []*torch.Tensor{b, c, d, small} {
+		x.Free()
+	}
+}

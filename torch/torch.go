@@ -23,7 +23,7 @@
 // where FusedKernelsFor or FusedAggregation says they run (see fused.go).
 //
 // Process settings. TuneAllocator, which the micrograph program calls first,
-// changes how glibc keeps freed memory for the whole process; loading the
+// sets how CPU tensor memory is kept for reuse, for the whole process; loading the
 // package changes nothing.
 //
 // Memory. Tensors hold libtorch memory that Go's garbage collector cannot see,
@@ -108,13 +108,30 @@ func Recover(err *error) {
 	panic(r)
 }
 
-// TuneAllocator makes glibc keep freed memory in the heap for reuse, for the
-// whole process: each training step allocates and frees megabytes of
-// tensors, which by default go back to the kernel and are faulted back in,
-// zeroed, by the next step. It is a no-op that reports false when the
+// TuneAllocator sets up the process's memory for training, once: libtorch's
+// CPU tensors of 1 MiB and more come from a pool that keeps freed blocks for
+// reuse (rounded up to eight size classes per power of two), and glibc keeps
+// smaller freed memory in its heap. Each step allocates and frees the same
+// tensors, the largest tens of megabytes; by default glibc hands those back
+// to the kernel and the next step faults them in again, zeroed, page by
+// page. The pool never shrinks: it holds at most what one step held at once.
+// The glibc part is skipped, and TuneAllocator reports false, when the
 // environment sets MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_ or
 // MALLOC_TOP_PAD_, which take precedence.
 func TuneAllocator() bool { return C.mg_tune_allocator() != 0 }
+
+// PoolStats counts the CPU pool's blocks since TuneAllocator (zero before).
+type PoolStats struct {
+	Allocated   int64 // blocks obtained from the system
+	Reused      int64 // allocations served by a freed block
+	PooledBytes int64 // bytes obtained from the system, never returned
+}
+
+// CPUPoolStats reports the CPU pool's counts.
+func CPUPoolStats() PoolStats {
+	s := C.mg_cpu_pool_stats()
+	return PoolStats{Allocated: int64(s.allocated), Reused: int64(s.reused), PooledBytes: int64(s.pooled_bytes)}
+}
 
 // Version is the version of the libtorch the shim was built against.
 func Version() string { return C.GoString(C.mg_torch_version()) }

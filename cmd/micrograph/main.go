@@ -49,8 +49,8 @@ var (
 )
 
 func main() {
-	// Every command runs tensors: glibc keeps their freed memory for the next
-	// batch instead of returning it to the kernel (30 % of embed's time).
+	// Every command runs tensors: their freed memory is kept for the next
+	// batch instead of being returned to the kernel (30 % of embed's time).
 	torch.TuneAllocator()
 	os.Exit(run(os.Args[1:], os.Stderr))
 }

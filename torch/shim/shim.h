@@ -71,10 +71,20 @@ mg_error mg_set_deterministic(int on);
 /* Peak bytes allocated on a GPU since the last reset; reset restarts the count.
  * Fails when the shim was built without CUDA. */
 mg_error mg_cuda_peak_memory(int device_index, int reset, int64_t *peak);
-/* Makes glibc keep freed memory in the heap for reuse (mallopt), for the whole
- * process; returns 0 and does nothing when MALLOC_MMAP_THRESHOLD_,
- * MALLOC_TRIM_THRESHOLD_ or MALLOC_TOP_PAD_ is set in the environment. */
+/* Routes libtorch's CPU allocations of 1 MiB and more through a pool of
+ * reusable blocks, and makes glibc keep the smaller ones in its heap
+ * (mallopt), for the whole process. The glibc part is skipped, and 0
+ * returned, when MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_ or
+ * MALLOC_TOP_PAD_ is set in the environment. */
 int mg_tune_allocator(void);
+
+/* The CPU pool's counts since mg_tune_allocator (zeros before). */
+typedef struct {
+	int64_t allocated;    /* blocks obtained from the system */
+	int64_t reused;       /* allocations served by a freed block */
+	int64_t pooled_bytes; /* bytes obtained from the system, never returned */
+} mg_pool_stats;
+mg_pool_stats mg_cpu_pool_stats(void);
 
 /* ---- metadata (cannot fail on a live handle) ---- */
 int mg_dim(mg_tensor t);

@@ -5,7 +5,6 @@
 #include <torch/version.h>
 
 #include <dlfcn.h>
-#include <malloc.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -56,21 +55,6 @@ mg_error mg_set_num_threads(int n) {
 }
 
 int mg_get_num_threads(void) { return at::get_num_threads(); }
-
-// Each step allocates and frees megabytes of tensors. By default glibc hands
-// large freed blocks back to the kernel, and the next step faults them back
-// in, zeroed; keeping them in the heap lets every step reuse warm memory, as
-// PyTorch's GPU allocator keeps its blocks.
-int mg_tune_allocator(void) {
-	if (std::getenv("MALLOC_MMAP_THRESHOLD_") || std::getenv("MALLOC_TRIM_THRESHOLD_") ||
-	    std::getenv("MALLOC_TOP_PAD_")) {
-		return 0;
-	}
-	mallopt(M_MMAP_THRESHOLD, 32 << 20); // glibc's largest
-	mallopt(M_TRIM_THRESHOLD, 1 << 30);
-	mallopt(M_TOP_PAD, 64 << 20);
-	return 1;
-}
 
 mg_error mg_set_deterministic(int on) { MG_TRY(at::globalContext().setDeterministicAlgorithms(on != 0, false)) }
 
