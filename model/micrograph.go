@@ -119,7 +119,7 @@ type Output struct {
 	E         *torch.Tensor  // graph embeddings, B×d
 	Subgraphs *ops.Subgraphs // the sampled subgraphs
 	S         *torch.Tensor  // slot embeddings, NumSlots×d (0 for empty slots)
-	LogP      *torch.Tensor  // log slot-to-motif probabilities, NumSlots×K
+	LogP      *torch.Tensor  // log subgraph-to-motif probabilities, J×K, rows in Subgraphs.LiveSlots order
 }
 
 // Forward computes the objective of §3 on a batch. train selects batch
@@ -132,13 +132,14 @@ func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
 	e := ops.GraphPool(a.H, g, ops.MeanPool)
 	sub := m.Subgraphs(g, a, train)
 	s := sub.Pool(a.H)
-	// P sees s cut from the gradient: only M and W_s learn from L_mot-sub.
-	logP := ops.Cosine(m.Ws.Forward(m.Encoder.cut("subgraph_embeddings@P", s)), m.Motifs).DivScalar(c.Tau).LogSoftmax(1)
+	// P sees the subgraphs' embeddings cut from the gradient: only M and W_s
+	// learn from L_mot-sub.
+	sLive := m.Encoder.cut("subgraph_embeddings@P", s.IndexSelect(0, sub.LiveSlots))
+	logP := ops.Cosine(m.Ws.Forward(sLive), m.Motifs).DivScalar(c.Tau).LogSoftmax(1)
 	var target *torch.Tensor
 	if c.Sampler == SamplerMotif {
 		// Slot graph·K + k holds motif k.
-		target = torch.Arange(0, float64(sub.NumSlots), 1, torch.Options{DType: torch.Int64, Device: s.Device()}).
-			RemainderScalar(float64(c.Motifs))
+		target = sub.LiveSlots.RemainderScalar(float64(c.Motifs))
 	} else {
 		torch.NoGrad(func() { target = logP.Argmax(1, false) })
 	}
@@ -148,8 +149,8 @@ func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
 	}
 
 	l := Losses{
-		NodeMot:   ops.NLL(a.LogQ, a.Motif, nil),
-		MotSub:    ops.NLL(logP, target, sub.LiveWeight),
+		NodeMot:   ops.NLL(a.LogQ, a.Motif),
+		MotSub:    ops.NLL(logP, target),
 		Contra:    ops.GraphSubgraphContrast(m.We.Forward(e), sContra, sub, c.Tau),
 		Subgraphs: sub.Count(),
 	}

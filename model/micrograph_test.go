@@ -73,7 +73,7 @@ func TestMatchesReference(t *testing.T) {
 		return out
 	}
 	compareMatrix(t, "S", liveRows(out.S), ref.S, 1e-6)
-	compareMatrix(t, "P", liveRows(out.LogP.Exp()), ref.P, 1e-6)
+	compareMatrix(t, "P", matrix(out.LogP.Exp()), ref.P, 1e-6)
 	for _, part := range []struct {
 		name      string
 		got, want float64

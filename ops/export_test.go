@@ -4,10 +4,6 @@ package ops
 // tests compare both.
 var PoolSorted = (*Subgraphs).poolSorted
 
-// ContrastComposed exposes the contrastive loss of devices without the CPU
-// kernel.
-var ContrastComposed = blockContrast
-
 // SinkhornComposed exposes the Sinkhorn assignment of devices without the CPU
 // kernel.
 var SinkhornComposed = sinkhornComposed

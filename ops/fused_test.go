@@ -238,36 +238,6 @@ func TestPoolKernelMatchesSortedSegments(t *testing.T) {
 	near(t, "gradient", grads[0], grads[1], 1e-12)
 }
 
-// The contrastive kernel and the composed loss of other devices agree, values
-// and gradients, including the case without any subgraph.
-func TestContrastKernelMatchesComposed(t *testing.T) {
-	scope(t)
-	if !torch.FusedKernels(torch.CPU) {
-		t.Skip("this CPU lacks AVX2/FMA: only the composed loss runs, tested elsewhere")
-	}
-	g, _ := graph(testMols)
-	motif := torch.FromSlice([]int64{0, 0, 1, 1, 0, 0, 1, 1, 1, 1, 0})
-	r := rand.New(rand.NewPCG(6, 6))
-	z, sv := randomMatrix(r, 4, 3), randomMatrix(r, 8, 3)
-	for _, eta := range []int{1, 2, 100} {
-		sub := ops.MotifSubgraphs(g, motif, 2, eta, 0, 0, torch.Float64)
-		var losses [2]float64
-		var grads [2][]float64
-		for i, f := range []func(z, s *torch.Tensor) *torch.Tensor{
-			func(z, s *torch.Tensor) *torch.Tensor { return ops.GraphSubgraphContrast(z, s, sub, 0.3) },
-			func(z, s *torch.Tensor) *torch.Tensor { return ops.ContrastComposed(z, s, sub, 0.3) },
-		} {
-			zt, st := torch.FromSlice(z, 4, 3).SetRequiresGrad(true), torch.FromSlice(sv, 8, 3).SetRequiresGrad(true)
-			l := f(zt, st)
-			l.Backward()
-			losses[i] = l.Item()
-			grads[i] = append(values(zt.Grad()), values(st.Grad())...)
-		}
-		near(t, "loss", losses[:1], losses[1:], 1e-12)
-		near(t, "gradient", grads[0], grads[1], 1e-12)
-	}
-}
-
 // The Sinkhorn kernel and the composed assignment of other devices agree.
 func TestSinkhornKernelMatchesComposed(t *testing.T) {
 	scope(t)

@@ -16,6 +16,10 @@ type Subgraphs struct {
 	Size       *torch.Tensor // NumSlots: members of each slot (float)
 	Live       *torch.Tensor // NumSlots bool: slots with at least η members, the subgraphs
 	LiveWeight *torch.Tensor // NumSlots, Live as 1/0 in Weight's dtype
+	// LiveSlots lists the live slots, ascending (int64): the subgraphs.
+	// The losses run over these rows only; most slots are empty (a molecule
+	// has about 3 subgraphs in K = 20 slots).
+	LiveSlots *torch.Tensor
 }
 
 func newSubgraphs(node, slot, weight *torch.Tensor, perGraph, numSlots int64, eta int) *Subgraphs {
@@ -24,7 +28,7 @@ func newSubgraphs(node, slot, weight *torch.Tensor, perGraph, numSlots int64, et
 	return &Subgraphs{
 		PerGraph: perGraph, NumSlots: numSlots,
 		Node: node, Slot: slot, Weight: weight,
-		Size: size, Live: live, LiveWeight: live.ToDType(weight.DType()),
+		Size: size, Live: live, LiveWeight: live.ToDType(weight.DType()), LiveSlots: live.Nonzero(),
 	}
 }
 

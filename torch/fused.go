@@ -89,20 +89,6 @@ func FusedEmbeddingBagSum(weight, indices *Tensor) *Tensor {
 	})
 }
 
-// FusedBlockContrast is a contrastive loss over logits y (B × B·per) whose
-// positives lie in diagonal blocks (shim/kernels/block_contrast.h): with live
-// (float 1/0, B·per) marking the columns that exist,
-//
-//	L = −mean over rows i with a live column in i·per … i·per+per−1 of
-//	    Σ_{live j in that block} log softmax over the live columns of y_i, at j
-//
-// (0 if no row has one).
-func FusedBlockContrast(y, live *Tensor, per int64) *Tensor {
-	return newTensor("block_contrast", func(out *C.mg_tensor) C.mg_error {
-		return C.mg_fused_block_contrast(y.c(), live.c(), C.int64_t(per), out)
-	})
-}
-
 // FusedGroupMean is the weighted mean of rows of x per group
 // (shim/kernels/group_mean.h):
 //

@@ -188,6 +188,13 @@ func (t *Tensor) Amax(dim int64, keepdim bool) *Tensor {
 // All is true if every element is nonzero (0-d bool).
 func (t *Tensor) All() *Tensor { return t.reduce(C.MG_ALL, "all", nil, false) }
 
+// Nonzero is the positions of a 1-D tensor's nonzero (true) elements, in
+// ascending order (int64). Its length depends on the values, so on CUDA it
+// waits for them.
+func (t *Tensor) Nonzero() *Tensor {
+	return newTensor("nonzero", func(out *C.mg_tensor) C.mg_error { return C.mg_nonzero(t.c(), out) })
+}
+
 // Argmax is the index of the maximum over dim (the first, on ties).
 func (t *Tensor) Argmax(dim int64, keepdim bool) *Tensor {
 	return newTensor("argmax", func(out *C.mg_tensor) C.mg_error {

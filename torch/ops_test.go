@@ -122,6 +122,8 @@ func TestReductionValues(t *testing.T) {
 		{"amax_dim0", a.Amax(0, false), []int64{3}, []float64{4, 5, 3}},
 		{"all", a.GtScalar(-3).All(), []int64{}, []float64{1}},
 		{"argmax_dim0", a.Argmax(0, false), []int64{3}, []float64{1, 0, 1}},
+		{"nonzero", a.Reshape(-1).Nonzero(), []int64{5}, []float64{0, 1, 2, 3, 5}},
+		{"nonzero_none", a.Reshape(-1).GtScalar(9).Nonzero(), []int64{0}, nil},
 		{"norm1_dim1", a.NormDim(1, 1, false), []int64{2}, []float64{8, 7}},
 		{"cumsum_dim1", a.Cumsum(1), []int64{2, 3}, []float64{1, 6, 4, 4, 4, 7}},
 	}

@@ -122,6 +122,8 @@ mg_error mg_masked_fill(mg_tensor a, mg_tensor mask, double value, mg_tensor *ou
 /* ---- reductions and normalisations; ndims == 0 reduces over every element ---- */
 mg_error mg_reduce(int op, mg_tensor a, const int64_t *dims, int ndims, int keepdim, mg_tensor *out);
 mg_error mg_argmax(mg_tensor a, int64_t dim, int keepdim, mg_tensor *out);
+/* The positions of a 1-D tensor's nonzero elements, ascending (int64). */
+mg_error mg_nonzero(mg_tensor a, mg_tensor *out);
 mg_error mg_norm(mg_tensor a, double p, const int64_t *dims, int ndims, int keepdim, mg_tensor *out);
 mg_error mg_cumsum(mg_tensor a, int64_t dim, mg_tensor *out);
 mg_error mg_softmax(mg_tensor a, int64_t dim, int log, mg_tensor *out);
@@ -205,9 +207,6 @@ mg_error mg_fused_embedding_bag_sum(mg_tensor weight, mg_tensor indices, mg_tens
  * membership adding weights[p]·x[rows[p]] to group groups[p]. */
 mg_error mg_fused_group_mean(mg_tensor x, mg_tensor rows, mg_tensor groups, mg_tensor weights, int64_t num_groups,
                              mg_tensor *out);
-/* The graph-to-subgraph contrastive loss from logits y (B × B·per) and live
- * (float 1/0, B·per). */
-mg_error mg_fused_block_contrast(mg_tensor y, mg_tensor live, int64_t per, mg_tensor *out);
 /* Sinkhorn-Knopp assignment of q (N×K), in float32: motif (N, int64) and the
  * balanced matrix (K×N float32). */
 mg_error mg_fused_sinkhorn(mg_tensor q, double lambda, int iters, mg_tensor *motif, mg_tensor *balanced);

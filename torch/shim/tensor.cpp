@@ -308,6 +308,13 @@ mg_error mg_argmax(mg_tensor a, int64_t dim, int keepdim, mg_tensor *out) {
 	MG_TRY(*out = mg_wrap(at::argmax(a->t, dim, keepdim != 0)))
 }
 
+mg_error mg_nonzero(mg_tensor a, mg_tensor *out) {
+	MG_TRY({
+		TORCH_CHECK(a->t.dim() == 1, "nonzero: the tensor has ", a->t.dim(), " dimensions, not 1");
+		*out = mg_wrap(at::nonzero(a->t).squeeze(1));
+	})
+}
+
 mg_error mg_norm(mg_tensor a, double p, const int64_t *dims, int ndims, int keepdim, mg_tensor *out) {
 	MG_TRY({
 		if (ndims == 0) {

@@ -567,7 +567,7 @@ func (a *diagAccumulator) motifs(b *data.Batch, g *ops.Graph, out model.Output) 
 
 // subgraphs records one sampler's subgraphs of a batch: sizes, coverage,
 // connectivity, alignment with their molecule and the contrast's softmax.
-// z (W_e·e) and logP (slot-to-motif) may be nil.
+// z (W_e·e) and logP (subgraph-to-motif, live slots only) may be nil.
 func (a *diagAccumulator) subgraphs(sampler string, b *data.Batch, sub *ops.Subgraphs, s *torch.Tensor, eHost []float64, z, logP *torch.Tensor) error {
 	acc := a.subs[sampler]
 	d, per := a.d, int(sub.PerGraph)
@@ -611,10 +611,12 @@ func (a *diagAccumulator) subgraphs(sampler string, b *data.Batch, sub *ops.Subg
 	k := a.m.cfg.Motifs
 	count := make([]int, b.NumGraphs())
 	var ePairs, sPairs []float64
+	row := -1 // j's row of logP, which has the live slots only
 	for j, mem := range members {
 		if !live[j] {
 			continue
 		}
+		row++
 		mol := j / per
 		count[mol]++
 		for _, v := range mem {
@@ -640,7 +642,7 @@ func (a *diagAccumulator) subgraphs(sampler string, b *data.Batch, sub *ops.Subg
 		acc.components = append(acc.components, float64(roots))
 		if logPHost != nil {
 			best := math.Inf(-1)
-			for _, v := range logPHost[j*k : (j+1)*k] {
+			for _, v := range logPHost[row*k : (row+1)*k] {
 				best = math.Max(best, float64(v))
 			}
 			acc.maxP = append(acc.maxP, math.Exp(best))

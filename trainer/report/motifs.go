@@ -250,7 +250,7 @@ func (r *MotifReport) collectBatch(m *model.MicroGraph, ds *data.Dataset, b *dat
 	var cosine *torch.Tensor
 	torch.NoGrad(func() {
 		out = m.Forward(b.Graph(dev), false)
-		cosine = ops.Cosine(m.Ws.Forward(out.S), m.Motifs)
+		cosine = ops.Cosine(m.Ws.Forward(out.S.IndexSelect(0, out.Subgraphs.LiveSlots)), m.Motifs)
 	})
 	k := m.Config.Motifs
 	sub := out.Subgraphs
@@ -275,10 +275,12 @@ func (r *MotifReport) collectBatch(m *model.MicroGraph, ds *data.Dataset, b *dat
 			members[j] = append(members[j], int(node[i]-b.GraphPtr[mol]))
 		}
 	}
+	row := -1 // j's row of out.LogP and cosine, which have the live slots only
 	for j, atoms := range members {
 		if !live[j] {
 			continue
 		}
+		row++
 		if len(atoms) == 0 {
 			return nil, fmt.Errorf("model output: subgraph in slot %d has no members", j)
 		}
@@ -286,7 +288,7 @@ func (r *MotifReport) collectBatch(m *model.MicroGraph, ds *data.Dataset, b *dat
 		g := int(b.Graphs[j/k])
 		sg := MotifSubgraph{
 			Molecule: g, Motif: j % k, Atoms: atoms,
-			LogP: float64(logP[j*k+j%k]), Cosine: float64(cos[j*k+j%k]),
+			LogP: float64(logP[row*k+j%k]), Cosine: float64(cos[row*k+j%k]),
 		}
 		if ds.SMILES != nil {
 			sg.SMILES = ds.SMILES[g]
