@@ -27,6 +27,8 @@ type DeeperGCN struct {
 	Convs  []*GENConv
 	Norms  []*nn.BatchNorm1d
 
+	bondCombos Combinations // every combination of bond features: the rows of a bond table
+
 	cut stopGradient // also MicroGraph's cuts of M and the slot embeddings
 
 	// SumAcross, when the batch is split across the processes of a
@@ -41,6 +43,7 @@ func NewDeeperGCN(p nn.Path, c EncoderConfig) *DeeperGCN {
 	d := int64(c.Hidden)
 	m := &DeeperGCN{Config: c, cut: detach}
 	m.Atom = NewFeatureEncoder(p.Sub("atom_encoder"), AtomFeatureDims, d)
+	m.bondCombos = NewCombinations(BondFeatureDims, p.Options().Device)
 	if !c.BondPerLayer {
 		m.Bond = NewFeatureEncoder(p.Sub("bond_encoder"), BondFeatureDims, d)
 	}
@@ -79,9 +82,9 @@ func (m *DeeperGCN) Probe(g *ops.Graph, p ForwardProbe) *torch.Tensor {
 // forward is the res+ stack; update says whether training-mode norms move
 // their running statistics.
 func (m *DeeperGCN) forward(g *ops.Graph, p ForwardProbe, update bool) *torch.Tensor {
-	var bonds *torch.Tensor
+	bonds := bondLookup{combos: m.bondCombos.All, index: m.bondCombos.Index(g.Bonds)}
 	if m.Bond != nil {
-		bonds = m.Bond.Forward(g.Bonds)
+		bonds.shared = m.Bond.Forward(bonds.combos)
 	}
 	drop := nn.Dropout{P: m.Config.Dropout}
 	norm := func(l int, h *torch.Tensor) *torch.Tensor {
@@ -110,6 +113,7 @@ func (m *DeeperGCN) forward(g *ops.Graph, p ForwardProbe, update bool) *torch.Te
 // Free releases the encoder's constants (its parameters belong to the store).
 func (m *DeeperGCN) Free() {
 	m.Atom.Free()
+	m.bondCombos.Free()
 	if m.Bond != nil {
 		m.Bond.Free()
 	}

@@ -1,10 +1,12 @@
 package model_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/nn"
 )
 
 // A probe in each mode gives Forward's embeddings for that mode, sees every
@@ -46,5 +48,29 @@ func TestProbeMatchesForward(t *testing.T) {
 	compareMatrix(t, "batch-statistics probe", matrix(batch), matrix(m.Encoder.Forward(g, true)), 1e-12)
 	if d := eval.Sub(batch).Abs().Max().Item(); d < 1e-3 {
 		t.Errorf("batch statistics changed the embeddings by only %g", d)
+	}
+}
+
+// Combinations enumerates feature values with the last varying fastest, and
+// Index finds a row's combination; embedding All and looking rows up gives
+// the rows' own embeddings.
+func TestCombinations(t *testing.T) {
+	scope(t)
+	c := model.NewCombinations([]int64{2, 3}, torch.CPU)
+	defer c.Free()
+	if got, want := torch.ToSlice[int64](c.All), []int64{0, 0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 2}; !slices.Equal(got, want) || c.All.Size(0) != 6 {
+		t.Errorf("All: %v (%v), want %v", got, c.All.Shape(), want)
+	}
+	x := torch.FromSlice([]int64{1, 2, 0, 1, 1, 0}, 3, 2)
+	if got, want := torch.ToSlice[int64](c.Index(x)), []int64{5, 1, 3}; !slices.Equal(got, want) {
+		t.Errorf("Index: %v, want %v", got, want)
+	}
+	enc := model.NewFeatureEncoder(nn.NewStore(torch.CPU, torch.Float64).Root(), []int64{2, 3}, 4)
+	defer enc.Free()
+	direct, looked := matrix(enc.Forward(x)), matrix(enc.Forward(c.All).IndexSelect(0, c.Index(x)))
+	for i := range direct {
+		if !slices.Equal(direct[i], looked[i]) {
+			t.Errorf("row %d: embedded %v, looked up %v", i, direct[i], looked[i])
+		}
 	}
 }

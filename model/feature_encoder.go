@@ -57,3 +57,49 @@ func (f *FeatureEncoder) Forward(x *torch.Tensor) *torch.Tensor {
 
 // Free releases the encoder's constants (its tables belong to the store).
 func (f *FeatureEncoder) Free() { f.offsets.Free() }
+
+// Combinations enumerates every combination of categorical feature values:
+// All (C×F int64, C = Π dims, the last feature varying fastest) and, through
+// Index, each row's position in All. A FeatureEncoder applied to All is a
+// table of one embedding per combination (bonds: 5·6·2 = 60 rows), from
+// which rows are looked up by index instead of being embedded one by one.
+type Combinations struct {
+	All     *torch.Tensor // C×F int64
+	strides *torch.Tensor // 1×F int64: how far each feature moves the index
+}
+
+// NewCombinations enumerates the combinations of dims on dev.
+func NewCombinations(dims []int64, dev torch.Device) Combinations {
+	count := int64(1)
+	for _, n := range dims {
+		count *= n
+	}
+	f := int64(len(dims))
+	all, strides := make([]int64, 0, count*f), make([]int64, f)
+	for i := f - 1; i >= 0; i-- {
+		strides[i] = 1
+		if i < f-1 {
+			strides[i] = strides[i+1] * dims[i+1]
+		}
+	}
+	for c := range count {
+		for i := range f {
+			all = append(all, c/strides[i]%dims[i])
+		}
+	}
+	onDevice := func(v []int64, shape ...int64) *torch.Tensor {
+		host := torch.FromSlice(v, shape...)
+		defer host.Free()
+		return host.To(dev, false).Unscope()
+	}
+	return Combinations{All: onDevice(all, count, f), strides: onDevice(strides, 1, f)}
+}
+
+// Index is the row of All that each row of x (R×F int64) holds (R int64).
+func (c Combinations) Index(x *torch.Tensor) *torch.Tensor { return x.Mul(c.strides).SumDim(1, false) }
+
+// Free releases the constants.
+func (c Combinations) Free() {
+	c.All.Free()
+	c.strides.Free()
+}

@@ -68,9 +68,18 @@ func NewGENConv(p nn.Path, c EncoderConfig) *GENConv {
 	return conv
 }
 
-// Forward maps node embeddings h (N×d) to the next layer's, given the bond
-// embeddings of every edge (E×d; ignored when the layer has its own encoder).
-func (c *GENConv) Forward(h, bonds *torch.Tensor, g *ops.Graph, train bool, cut stopGradient) *torch.Tensor {
+// bondLookup is where the layers find a batch's bond embeddings: a table
+// with a row per combination of bond features, and each edge's row in it.
+type bondLookup struct {
+	combos *torch.Tensor // C×3 int64: every combination of bond features
+	index  *torch.Tensor // E int64: each edge's row of combos
+	shared *torch.Tensor // C×d: the shared BondEncoder applied to combos, or nil
+}
+
+// Forward maps node embeddings h (N×d) to the next layer's, given the
+// batch's bonds (the shared table is ignored when the layer has its own
+// encoder).
+func (c *GENConv) Forward(h *torch.Tensor, bonds bondLookup, g *ops.Graph, train bool, cut stopGradient) *torch.Tensor {
 	// The layer's temporaries go as soon as it is done (autograd keeps what
 	// backpropagation needs), so that later ops reuse warm memory.
 	s := torch.NewScope()
@@ -78,9 +87,10 @@ func (c *GENConv) Forward(h, bonds *torch.Tensor, g *ops.Graph, train bool, cut 
 	return s.Keep(c.forward(h, bonds, g, train, cut))
 }
 
-func (c *GENConv) forward(h, bonds *torch.Tensor, g *ops.Graph, train bool, cut stopGradient) *torch.Tensor {
+func (c *GENConv) forward(h *torch.Tensor, bonds bondLookup, g *ops.Graph, train bool, cut stopGradient) *torch.Tensor {
+	table := bonds.shared
 	if c.Bond != nil {
-		bonds = c.Bond.Forward(g.Bonds)
+		table = c.Bond.Forward(bonds.combos)
 	}
 	var agg *torch.Tensor
 	if !c.unfused && torch.FusedAggregation(h.Device()) {
@@ -88,9 +98,10 @@ func (c *GENConv) forward(h, bonds *torch.Tensor, g *ops.Graph, train bool, cut 
 		if t == nil {
 			t = c.fixedT
 		}
-		agg = torch.FusedGENAggregate(h, bonds, t, g.Src, g.RowPtr, c.T != nil)
+		agg = torch.FusedGENAggregate(h, table, bonds.index, t, g.Src, g.RowPtr, c.T != nil)
 	} else {
-		m := h.IndexSelect(0, g.Src).Add(bonds).Relu().AddScalar(torch.GENMessageEpsilon)
+		e := table.IndexSelect(0, bonds.index)
+		m := h.IndexSelect(0, g.Src).Add(e).Relu().AddScalar(torch.GENMessageEpsilon)
 		var a *torch.Tensor
 		if c.T != nil {
 			a = ops.SegmentSoftmax(m.Mul(c.T), g.RowPtr, g.Dst)

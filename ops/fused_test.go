@@ -9,10 +9,19 @@ import (
 	"github.com/micrograph/micrograph/torch"
 )
 
+// randomRows is n row indices below rows.
+func randomRows(r *rand.Rand, n int, rows int64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = r.Int64N(rows)
+	}
+	return out
+}
+
 // unfusedAggregate is GENConv's aggregation composed from tensor ops, the
 // way the model computes it where there is no fused kernel.
-func unfusedAggregate(h, e, t *torch.Tensor, g *ops.Graph, learnT bool) *torch.Tensor {
-	m := h.IndexSelect(0, g.Src).Add(e).Relu().AddScalar(torch.GENMessageEpsilon)
+func unfusedAggregate(h, table, bond, t *torch.Tensor, g *ops.Graph, learnT bool) *torch.Tensor {
+	m := h.IndexSelect(0, g.Src).Add(table.IndexSelect(0, bond)).Relu().AddScalar(torch.GENMessageEpsilon)
 	var a *torch.Tensor
 	if learnT {
 		a = ops.SegmentSoftmax(m.Mul(t), g.RowPtr, g.Dst)
@@ -35,20 +44,22 @@ func aggregationDevices() []torch.Device {
 }
 
 // aggregationCase is one comparison of the fused aggregation on a device with
-// the unfused ops on the CPU, on graph g with node features hv (n×d), edge
-// features ev (e×d) and output weights w (n×d).
+// the unfused ops on the CPU, on graph g with node features hv (n×d), a bond
+// table tv (rows×d), each edge's row of it (bond, e) and output weights w
+// (n×d).
 type aggregationCase struct {
-	g         *ops.Graph
-	n, e, d   int64
-	hv, ev, w []float64
-	dtype     torch.DType
-	temp      float64
-	learnT    bool
-	tol       float64
+	g             *ops.Graph
+	n, e, d, rows int64
+	hv, tv, w     []float64
+	bond          []int64
+	dtype         torch.DType
+	temp          float64
+	learnT        bool
+	tol           float64
 }
 
-// check compares values and gradients (h, e and, when learned, t) and
-// returns the fused output.
+// check compares values and gradients (h, the table and, when learned, t)
+// and returns the fused output.
 func (c aggregationCase) check(t *testing.T, name string, dev torch.Device) []float64 {
 	t.Helper()
 	var grads [2][][]float64
@@ -59,23 +70,24 @@ func (c aggregationCase) check(t *testing.T, name string, dev torch.Device) []fl
 			at = dev
 		}
 		hh := torch.FromSlice(c.hv, c.n, c.d).ToDType(c.dtype).To(at, false).SetRequiresGrad(true)
-		ee := torch.FromSlice(c.ev, c.e, c.d).ToDType(c.dtype).To(at, false).SetRequiresGrad(true)
+		tab := torch.FromSlice(c.tv, c.rows, c.d).ToDType(c.dtype).To(at, false).SetRequiresGrad(true)
+		bond := torch.FromSlice(c.bond).To(at, false)
 		tt := torch.Full(nil, c.temp, torch.Options{DType: c.dtype, Device: at}).SetRequiresGrad(c.learnT)
 		var out *torch.Tensor
 		if fused {
-			out = torch.FusedGENAggregate(hh, ee, tt, c.g.Src.To(at, false), c.g.RowPtr.To(at, false), c.learnT)
+			out = torch.FusedGENAggregate(hh, tab, bond, tt, c.g.Src.To(at, false), c.g.RowPtr.To(at, false), c.learnT)
 		} else {
-			out = unfusedAggregate(hh, ee, tt, c.g, c.learnT)
+			out = unfusedAggregate(hh, tab, bond, tt, c.g, c.learnT)
 		}
 		out.Mul(torch.FromSlice(c.w, c.n, c.d).ToDType(c.dtype).To(at, false)).Sum().Backward()
 		outs[i] = values(out.To(torch.CPU, false))
-		grads[i] = [][]float64{values(hh.Grad().To(torch.CPU, false)), values(ee.Grad().To(torch.CPU, false))}
+		grads[i] = [][]float64{values(hh.Grad().To(torch.CPU, false)), values(tab.Grad().To(torch.CPU, false))}
 		if c.learnT {
 			grads[i] = append(grads[i], values(tt.Grad().To(torch.CPU, false)))
 		}
 	}
 	near(t, name+" out", outs[0], outs[1], c.tol)
-	for k, part := range []string{"dh", "de", "dt"}[:len(grads[0])] {
+	for k, part := range []string{"dh", "dtable", "dt"}[:len(grads[0])] {
 		near(t, name+" "+part, grads[0][k], grads[1][k], c.tol)
 	}
 	return outs[0]
@@ -84,7 +96,7 @@ func (c aggregationCase) check(t *testing.T, name string, dev torch.Device) []fl
 // The fused kernel, on each device that has one, gives the values and
 // gradients of the unfused ops on the CPU, for fixed and learned
 // temperatures, in float64 and float32, including a node without incoming
-// edges.
+// edges; edges share the rows of a four-row bond table.
 func TestFusedAggregationMatchesUnfused(t *testing.T) {
 	scope(t)
 	devices := aggregationDevices()
@@ -93,8 +105,9 @@ func TestFusedAggregationMatchesUnfused(t *testing.T) {
 	}
 	g, h := graph(testMols)
 	r := rand.New(rand.NewPCG(8, 8))
-	n, e, d := int64(len(h.nodeGraph)), int64(len(h.src)), int64(5)
-	hv, ev := randomMatrix(r, int(n), int(d)), randomMatrix(r, int(e), int(d))
+	n, e, d, rows := int64(len(h.nodeGraph)), int64(len(h.src)), int64(5), int64(4)
+	hv, tv := randomMatrix(r, int(n), int(d)), randomMatrix(r, int(rows), int(d))
+	bond := randomRows(r, int(e), rows)
 	weights := randomMatrix(r, int(n), int(d))
 	for _, dev := range devices {
 		for _, tc := range []struct {
@@ -111,7 +124,7 @@ func TestFusedAggregationMatchesUnfused(t *testing.T) {
 			{"learned t, float32", torch.Float32, 1.3, true, 1e-5},
 		} {
 			name := dev.String() + ", " + tc.name
-			c := aggregationCase{g: g, n: n, e: e, d: d, hv: hv, ev: ev, w: weights,
+			c := aggregationCase{g: g, n: n, e: e, d: d, rows: rows, hv: hv, tv: tv, bond: bond, w: weights,
 				dtype: tc.dtype, temp: tc.t, learnT: tc.learnT, tol: tc.tol}
 			out := c.check(t, name, dev)
 			// Atom 7 (the one-atom molecule) has no incoming edges: 0.
@@ -121,13 +134,18 @@ func TestFusedAggregationMatchesUnfused(t *testing.T) {
 	if !torch.FusedAggregation(torch.CPU) {
 		return
 	}
-	// And against central differences, through the learned temperature too.
+	// And against central differences, through the table and the learned
+	// temperature too.
 	tt := torch.Full(nil, 0.9, torch.Options{DType: torch.Float64})
+	tab, bt := torch.FromSlice(tv, rows, d), torch.FromSlice(bond)
 	gradCheck(t, "fused dh", torch.FromSlice(hv, n, d), func(x *torch.Tensor) *torch.Tensor {
-		return weighted(torch.FusedGENAggregate(x, torch.FromSlice(ev, e, d), tt, g.Src, g.RowPtr, true))
+		return weighted(torch.FusedGENAggregate(x, tab, bt, tt, g.Src, g.RowPtr, true))
+	})
+	gradCheck(t, "fused dtable", torch.FromSlice(tv, rows, d), func(x *torch.Tensor) *torch.Tensor {
+		return weighted(torch.FusedGENAggregate(torch.FromSlice(hv, n, d), x, bt, tt, g.Src, g.RowPtr, true))
 	})
 	gradCheck(t, "fused dt", torch.Full(nil, 0.9, torch.Options{DType: torch.Float64}), func(x *torch.Tensor) *torch.Tensor {
-		return weighted(torch.FusedGENAggregate(torch.FromSlice(hv, n, d), torch.FromSlice(ev, e, d), x, g.Src, g.RowPtr, true))
+		return weighted(torch.FusedGENAggregate(torch.FromSlice(hv, n, d), tab, bt, x, g.Src, g.RowPtr, true))
 	})
 }
 
@@ -160,8 +178,8 @@ func TestFusedAggregationLargeGraph(t *testing.T) {
 			if dtype == torch.Float32 {
 				tol = 1e-5
 			}
-			c := aggregationCase{g: g, n: n, e: e, d: d, hv: randomMatrix(r, n, d), ev: randomMatrix(r, int(e), d),
-				w: randomMatrix(r, n, d), dtype: dtype, temp: 1.1, learnT: true, tol: tol}
+			c := aggregationCase{g: g, n: n, e: e, d: d, rows: 60, hv: randomMatrix(r, n, d), tv: randomMatrix(r, 60, d),
+				bond: randomRows(r, int(e), 60), w: randomMatrix(r, n, d), dtype: dtype, temp: 1.1, learnT: true, tol: tol}
 			c.check(t, dev.String()+", "+dtype.String(), dev)
 		}
 	}
@@ -201,8 +219,9 @@ func TestFusedAggregationMessageEpsilon(t *testing.T) {
 	for _, dt := range []torch.DType{torch.Float32, torch.Float64} {
 		o := torch.Options{DType: dt}
 		h := torch.Full([]int64{2, 3}, -1, o) // node 1 receives one edge from node 0
-		e := torch.Zeros([]int64{1, 3}, o)
-		out := torch.FusedGENAggregate(h, e, torch.Full(nil, 1, o), torch.FromSlice([]int64{0}), torch.FromSlice([]int64{0, 0, 1}), false)
+		table := torch.Zeros([]int64{1, 3}, o)
+		out := torch.FusedGENAggregate(h, table, torch.FromSlice([]int64{0}), torch.Full(nil, 1, o), torch.FromSlice([]int64{0}),
+			torch.FromSlice([]int64{0, 0, 1}), false)
 		want := torch.Full(nil, torch.GENMessageEpsilon, o).Item()
 		got := values(out)
 		for i, v := range got {

@@ -45,12 +45,17 @@ func TestExceptionsAreRecovered(t *testing.T) {
 		{"thread count", "positive number of threads", func() { torch.SetNumThreads(0) }},
 		{"kernel temperature", "gen_aggregate", func() {
 			x := torch.Zeros([]int64{2, 1}, o)
-			torch.FusedGENAggregate(x, torch.Zeros([]int64{1, 1}, o), torch.Zeros([]int64{2}, o),
+			torch.FusedGENAggregate(x, torch.Zeros([]int64{1, 1}, o), torch.FromSlice([]int64{0}), torch.Zeros([]int64{2}, o),
+				torch.FromSlice([]int64{0}), torch.FromSlice([]int64{0, 1, 1}), false)
+		}},
+		{"kernel bond row", "bond row 1 of edge 0 out of range", func() {
+			x := torch.Zeros([]int64{2, 1}, o)
+			torch.FusedGENAggregate(x, torch.Zeros([]int64{1, 1}, o), torch.FromSlice([]int64{1}), torch.Full(nil, 1, o),
 				torch.FromSlice([]int64{0}), torch.FromSlice([]int64{0, 1, 1}), false)
 		}},
 		{"kernel offsets", "gen_aggregate", func() {
 			x := torch.Zeros([]int64{3, 1}, o)
-			torch.FusedGENAggregate(x, torch.Zeros([]int64{1, 1}, o), torch.Full(nil, 1, o),
+			torch.FusedGENAggregate(x, torch.Zeros([]int64{1, 1}, o), torch.FromSlice([]int64{0}), torch.Full(nil, 1, o),
 				torch.FromSlice([]int64{0}), torch.FromSlice([]int64{0, 1, 0, 1}), false)
 		}},
 		{"fused kernel argument", "dropout", func() { torch.FusedDropout(torch.Ones([]int64{2}, o), 1.5) }},

@@ -38,12 +38,14 @@ func FusedAggregation(d Device) bool { return C.mg_fused_aggregation(C.int(d.Typ
 // (docs/method.md §2; shim/kernels/gen_aggregate.h) in one kernel: for the
 // edges src→i sorted by destination with CSR offsets rowPtr, each node's
 // softmax-weighted (temperature t, a 0-d tensor) sum of its incoming
-// messages ReLU(h[src] + e) + GENMessageEpsilon. With learnT false the
-// weights are constants in backpropagation. It is deterministic (on CUDA,
-// the gradient of h is as deterministic as index_add).
-func FusedGENAggregate(h, e, t, src, rowPtr *Tensor, learnT bool) *Tensor {
+// messages ReLU(h[src] + table[bond]) + GENMessageEpsilon, where edge k's
+// bond embedding is row bond[k] of table (every combination of bond features
+// once: no edge-sized bond tensor, nor its gradient, is made). With learnT
+// false the weights are constants in backpropagation. It is deterministic
+// (on CUDA, the gradients of h and table are as deterministic as index_add).
+func FusedGENAggregate(h, table, bond, t, src, rowPtr *Tensor, learnT bool) *Tensor {
 	return newTensor("gen_aggregate", func(out *C.mg_tensor) C.mg_error {
-		return C.mg_fused_gen_aggregate(h.c(), e.c(), t.c(), src.c(), rowPtr.c(), cbool(learnT), out)
+		return C.mg_fused_gen_aggregate(h.c(), table.c(), bond.c(), t.c(), src.c(), rowPtr.c(), cbool(learnT), out)
 	})
 }
 

@@ -186,10 +186,11 @@ int mg_fused_kernels(int device_type);
  * on CUDA when the shim was built with CUDA. */
 int mg_fused_aggregation(int device_type);
 /* GENConv's softmax aggregation over the edges src→i sorted by destination
- * (CSR rowptr); t is a 0-d tensor; with learn_t = 0 the softmax weights are
- * constants in backpropagation. */
-mg_error mg_fused_gen_aggregate(mg_tensor h, mg_tensor e, mg_tensor t, mg_tensor src, mg_tensor rowptr, int learn_t,
-                                mg_tensor *out);
+ * (CSR rowptr); edge k's bond embedding is row bond[k] of table; t is a 0-d
+ * tensor; with learn_t = 0 the softmax weights are constants in
+ * backpropagation. */
+mg_error mg_fused_gen_aggregate(mg_tensor h, mg_tensor table, mg_tensor bond, mg_tensor t, mg_tensor src,
+                                mg_tensor rowptr, int learn_t, mg_tensor *out);
 /* Training-mode batch norm of 2-d x; updates running_mean and running_var in place. */
 mg_error mg_fused_batch_norm(mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor running_mean,
                              mg_tensor running_var, double momentum, double eps, mg_tensor *out);

@@ -11,7 +11,6 @@
 #include <c10/cuda/CUDAStream.h>
 #endif
 
-#include "embedding_bag_sum.h"
 #include "gen_aggregate.h"
 #include "kernels.h"
 
@@ -41,74 +40,81 @@ bool aggregation_kernel(const at::Tensor &x) {
 
 // The aggregation as an autograd function: forward keeps the messages and
 // each node's Z and D; backward sums the edges' gradients into their source
-// nodes (in edge order on the CPU, with index_add on CUDA).
+// nodes and their bonds' table rows (in edge order on the CPU, with
+// index_add on CUDA).
 struct GENAggregate : public torch::autograd::Function<GENAggregate> {
-	static at::Tensor forward(AutogradContext *ctx, const at::Tensor &h, const at::Tensor &e, const at::Tensor &t,
-	                          const at::Tensor &src, const at::Tensor &rowptr, bool learn_t) {
+	static at::Tensor forward(AutogradContext *ctx, const at::Tensor &h, const at::Tensor &table,
+	                          const at::Tensor &bond, const at::Tensor &t, const at::Tensor &src,
+	                          const at::Tensor &rowptr, bool learn_t) {
 		TORCH_CHECK(aggregation_kernel(h), "gen_aggregate: no fused kernel for ", h.device(), " and ",
 		            h.scalar_type());
-		TORCH_CHECK(h.dim() == 2 && e.dim() == 2 && h.size(1) == e.size(1), "gen_aggregate: h is ", h.sizes(),
-		            " and e is ", e.sizes());
-		TORCH_CHECK(src.size(0) == e.size(0) && rowptr.size(0) == h.size(0) + 1, "gen_aggregate: ", src.size(0),
-		            " sources, ", e.size(0), " edges, ", rowptr.size(0), " offsets for ", h.size(0), " nodes");
+		TORCH_CHECK(h.dim() == 2 && table.dim() == 2 && h.size(1) == table.size(1), "gen_aggregate: h is ",
+		            h.sizes(), " and the bond table ", table.sizes());
+		TORCH_CHECK(src.size(0) == bond.size(0) && rowptr.size(0) == h.size(0) + 1, "gen_aggregate: ", src.size(0),
+		            " sources, ", bond.size(0), " bonds, ", rowptr.size(0), " offsets for ", h.size(0), " nodes");
 		TORCH_CHECK(t.numel() == 1, "gen_aggregate: the temperature has ", t.numel(), " elements");
-		TORCH_CHECK(e.device() == h.device() && t.device() == h.device() && src.device() == h.device() &&
-		                rowptr.device() == h.device(),
+		TORCH_CHECK(table.device() == h.device() && bond.device() == h.device() && t.device() == h.device() &&
+		                src.device() == h.device() && rowptr.device() == h.device(),
 		            "gen_aggregate: the tensors are on different devices");
-		auto hc = h.contiguous(), ec = e.contiguous(), tc = t.to(h.scalar_type()).contiguous();
-		auto sc = src.contiguous(), rc = rowptr.contiguous();
-		const int64_t n = hc.size(0), d = hc.size(1);
+		auto hc = h.contiguous(), tabc = table.to(h.scalar_type()).contiguous(),
+		     tc = t.to(h.scalar_type()).contiguous();
+		auto bc = bond.contiguous(), sc = src.contiguous(), rc = rowptr.contiguous();
+		const int64_t n = hc.size(0), d = hc.size(1), edges = sc.size(0);
 		auto out = at::empty_like(hc), zmax = at::empty_like(hc), den = at::empty_like(hc);
-		auto messages = at::empty_like(ec);
+		auto messages = at::empty({edges, d}, hc.options());
 		if (hc.is_cuda()) {
-			// Checking the offsets would read them back to the host; the
-			// batches were checked when they were built.
+			// Checking the offsets and indices would read them back to the
+			// host; the batches were checked when they were built.
 #ifdef MG_WITH_CUDA
 			const c10::cuda::CUDAGuard guard(hc.device());
 			AT_DISPATCH_FLOATING_TYPES(hc.scalar_type(), "gen_aggregate_forward_cuda", [&] {
-				check_launch(mg::gen_forward_cuda(hc.data_ptr<scalar_t>(), ec.data_ptr<scalar_t>(),
-				                                  sc.data_ptr<int64_t>(), rc.data_ptr<int64_t>(),
-				                                  tc.data_ptr<scalar_t>(), n, d, messages.data_ptr<scalar_t>(),
-				                                  out.data_ptr<scalar_t>(), zmax.data_ptr<scalar_t>(),
-				                                  den.data_ptr<scalar_t>(), stream_of(hc)));
+				check_launch(mg::gen_forward_cuda(hc.data_ptr<scalar_t>(), tabc.data_ptr<scalar_t>(),
+				                                  bc.data_ptr<int64_t>(), sc.data_ptr<int64_t>(),
+				                                  rc.data_ptr<int64_t>(), tc.data_ptr<scalar_t>(), n, d,
+				                                  messages.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(),
+				                                  zmax.data_ptr<scalar_t>(), den.data_ptr<scalar_t>(), stream_of(hc)));
 			});
 #endif
 		} else {
-			const int64_t *R = rc.data_ptr<int64_t>(), *S = sc.data_ptr<int64_t>();
-			TORCH_CHECK(R[0] == 0 && R[n] == ec.size(0), "gen_aggregate: offsets do not cover the edges");
+			const int64_t *R = rc.data_ptr<int64_t>(), *S = sc.data_ptr<int64_t>(), *B = bc.data_ptr<int64_t>();
+			TORCH_CHECK(R[0] == 0 && R[n] == edges, "gen_aggregate: offsets do not cover the edges");
 			for (int64_t i = 0; i < n; i++) {
 				TORCH_CHECK(R[i] <= R[i + 1], "gen_aggregate: offsets decrease at node ", i);
 			}
-			for (int64_t k = 0; k < ec.size(0); k++) {
+			for (int64_t k = 0; k < edges; k++) {
 				TORCH_CHECK(S[k] >= 0 && S[k] < n, "gen_aggregate: source ", S[k], " of edge ", k, " out of range");
+				TORCH_CHECK(B[k] >= 0 && B[k] < tabc.size(0), "gen_aggregate: bond row ", B[k], " of edge ", k,
+				            " out of range");
 			}
 			AT_DISPATCH_FLOATING_TYPES(hc.scalar_type(), "gen_aggregate_forward", [&] {
 				const scalar_t tv = tc.item<scalar_t>();
 				at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
-					mg::gen_forward(hc.data_ptr<scalar_t>(), ec.data_ptr<scalar_t>(), S, R, tv, d, begin, end,
+					mg::gen_forward(hc.data_ptr<scalar_t>(), tabc.data_ptr<scalar_t>(), B, S, R, tv, d, begin, end,
 					                messages.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(),
 					                zmax.data_ptr<scalar_t>(), den.data_ptr<scalar_t>());
 				});
 			});
 		}
-		ctx->save_for_backward({tc, sc, rc, out});
+		ctx->save_for_backward({tc, sc, rc, bc, out});
 		ctx->saved_data["messages"] = messages;
 		ctx->saved_data["zmax"] = zmax;
 		ctx->saved_data["den"] = den;
+		ctx->saved_data["table_rows"] = tabc.size(0);
 		ctx->saved_data["learn_t"] = learn_t;
 		return out;
 	}
 
 	static variable_list backward(AutogradContext *ctx, variable_list grads) {
 		auto saved = ctx->get_saved_variables();
-		const auto &t = saved[0], &src = saved[1], &rowptr = saved[2], &out = saved[3];
+		const auto &t = saved[0], &src = saved[1], &rowptr = saved[2], &bond = saved[3], &out = saved[4];
 		auto messages = ctx->saved_data["messages"].toTensor();
 		auto zmax = ctx->saved_data["zmax"].toTensor(), den = ctx->saved_data["den"].toTensor();
+		const int64_t rows = ctx->saved_data["table_rows"].toInt();
 		const bool learn_t = ctx->saved_data["learn_t"].toBool();
 		auto go = grads[0].contiguous();
 		const int64_t n = out.size(0), d = out.size(1);
 		auto grad_pre = at::empty_like(messages);
-		at::Tensor grad_h, grad_t_parts;
+		at::Tensor grad_h, grad_table, grad_t_parts;
 		if (out.is_cuda()) {
 			if (learn_t) grad_t_parts = at::empty_like(out);
 #ifdef MG_WITH_CUDA
@@ -118,17 +124,17 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 				    messages.data_ptr<scalar_t>(), rowptr.data_ptr<int64_t>(), t.data_ptr<scalar_t>(), learn_t, n,
 				    d, out.data_ptr<scalar_t>(), zmax.data_ptr<scalar_t>(), den.data_ptr<scalar_t>(),
 				    go.data_ptr<scalar_t>(), grad_pre.data_ptr<scalar_t>(),
-				    learn_t ? grad_t_parts.data_ptr<scalar_t>() : nullptr,
-				    stream_of(out)));
+				    learn_t ? grad_t_parts.data_ptr<scalar_t>() : nullptr, stream_of(out)));
 			});
 #endif
-			// Into the source nodes: index_add, deterministic (sorted) when
-			// deterministic algorithms are on.
+			// Into the source nodes and the table rows: index_add,
+			// deterministic (sorted) when deterministic algorithms are on.
 			grad_h = at::zeros_like(out).index_add_(0, src, grad_pre);
+			grad_table = at::zeros({rows, d}, out.options()).index_add_(0, bond, grad_pre);
 		} else {
 			grad_t_parts = at::empty({n}, out.options());
-			// Sum the edges' gradients into their source nodes, in edge order.
 			grad_h = at::zeros_like(out);
+			grad_table = at::zeros({rows, d}, out.options());
 			AT_DISPATCH_FLOATING_TYPES(out.scalar_type(), "gen_aggregate_backward", [&] {
 				const scalar_t tv = t.item<scalar_t>();
 				at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
@@ -139,19 +145,22 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 					                 grad_pre.data_ptr<scalar_t>(), grad_t_parts.data_ptr<scalar_t>(),
 					                 scratch.data());
 				});
-				mg::bag_sum_backward(grad_pre.data_ptr<scalar_t>(), src.data_ptr<int64_t>(), 1, d, src.numel(),
-				                     grad_h.data_ptr<scalar_t>());
+				// Sum the edges' gradients into their source nodes and
+				// table rows, in edge order.
+				mg::gen_scatter_back(grad_pre.data_ptr<scalar_t>(), src.data_ptr<int64_t>(),
+				                     bond.data_ptr<int64_t>(), src.numel(), d, grad_h.data_ptr<scalar_t>(),
+				                     grad_table.data_ptr<scalar_t>());
 			});
 		}
 		at::Tensor grad_t;
 		if (learn_t) grad_t = grad_t_parts.sum().reshape(t.sizes());
-		return {grad_h, grad_pre, grad_t, at::Tensor(), at::Tensor(), at::Tensor()};
+		return {grad_h, grad_table, at::Tensor(), grad_t, at::Tensor(), at::Tensor(), at::Tensor()};
 	}
 };
 
 } // namespace
 
-mg_error mg_fused_gen_aggregate(mg_tensor h, mg_tensor e, mg_tensor t, mg_tensor src, mg_tensor rowptr, int learn_t,
-                                mg_tensor *out) {
-	MG_TRY(*out = mg_wrap(GENAggregate::apply(h->t, e->t, t->t, src->t, rowptr->t, learn_t != 0)))
+mg_error mg_fused_gen_aggregate(mg_tensor h, mg_tensor table, mg_tensor bond, mg_tensor t, mg_tensor src,
+                                mg_tensor rowptr, int learn_t, mg_tensor *out) {
+	MG_TRY(*out = mg_wrap(GENAggregate::apply(h->t, table->t, bond->t, t->t, src->t, rowptr->t, learn_t != 0)))
 }

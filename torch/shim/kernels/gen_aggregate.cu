@@ -21,8 +21,8 @@ __device__ float exp_of(float x) { return expf(x); }
 __device__ double exp_of(double x) { return exp(x); }
 
 template <typename T>
-__global__ void forward_kernel(const T *H, const T *E, const int64_t *S, const int64_t *R, const T *tp, int64_t n,
-                               int64_t d, T *M, T *O, T *Z, T *D) {
+__global__ void forward_kernel(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R,
+                               const T *tp, int64_t n, int64_t d, T *M, T *O, T *Z, T *D) {
 	const T t = *tp;
 	for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < n * d;
 	     idx += int64_t(gridDim.x) * blockDim.x) {
@@ -33,7 +33,7 @@ __global__ void forward_kernel(const T *H, const T *E, const int64_t *S, const i
 		}
 		T z = T(kNoMaximum);
 		for (int64_t k = first; k < last; k++) {
-			const T m = gen_message(H[S[k] * d + c], E[k * d + c]);
+			const T m = gen_message(H[S[k] * d + c], Tab[B[k] * d + c]);
 			M[k * d + c] = m;
 			z = t * m > z ? t * m : z;
 		}
@@ -72,10 +72,10 @@ __global__ void backward_kernel(const T *M, const int64_t *R, const T *tp, bool 
 } // namespace
 
 template <typename T>
-cudaError_t gen_forward_cuda(const T *H, const T *E, const int64_t *S, const int64_t *R, const T *t, int64_t n, int64_t d,
-                      T *M, T *O, T *Z, T *D, cudaStream_t stream) {
+cudaError_t gen_forward_cuda(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R, const T *t,
+                             int64_t n, int64_t d, T *M, T *O, T *Z, T *D, cudaStream_t stream) {
 	if (n * d == 0) return cudaSuccess;
-	forward_kernel<T><<<blocks_for(n * d), kThreads, 0, stream>>>(H, E, S, R, t, n, d, M, O, Z, D);
+	forward_kernel<T><<<blocks_for(n * d), kThreads, 0, stream>>>(H, Tab, B, S, R, t, n, d, M, O, Z, D);
 	return cudaGetLastError();
 }
 
@@ -87,11 +87,12 @@ cudaError_t gen_backward_cuda(const T *M, const int64_t *R, const T *t, bool lea
 	return cudaGetLastError();
 }
 
-template cudaError_t gen_forward_cuda<float>(const float *, const float *, const int64_t *, const int64_t *, const float *,
-                                      int64_t, int64_t, float *, float *, float *, float *, cudaStream_t);
+template cudaError_t gen_forward_cuda<float>(const float *, const float *, const int64_t *, const int64_t *,
+                                             const int64_t *, const float *, int64_t, int64_t, float *, float *,
+                                             float *, float *, cudaStream_t);
 template cudaError_t gen_forward_cuda<double>(const double *, const double *, const int64_t *, const int64_t *,
-                                       const double *, int64_t, int64_t, double *, double *, double *, double *,
-                                       cudaStream_t);
+                                              const int64_t *, const double *, int64_t, int64_t, double *, double *,
+                                              double *, double *, cudaStream_t);
 template cudaError_t gen_backward_cuda<float>(const float *, const int64_t *, const float *, bool, int64_t, int64_t,
                                        const float *, const float *, const float *, const float *, float *, float *,
                                        cudaStream_t);

@@ -2,7 +2,10 @@
 // node's incoming edges instead of a dozen tensor ops, forward and backward.
 //
 // For the edges k→i, sorted by destination (CSR offsets R, sources S), with
-// messages m_k = ReLU(h_S(k) + e_k) + ε (ε = kGENMessageEpsilon), per channel:
+// messages m_k = ReLU(h_S(k) + e_k) + ε (ε = kGENMessageEpsilon), per channel,
+// where the bond embedding e_k = Tab[B_k] is row B_k of a small table of
+// every bond-feature combination (so no E×d bond tensor, nor its gradient,
+// is ever made):
 //
 //	out_i = Σ_k a_k m_k,   a_k = exp(t·m_k − Z_i) / D_i,
 //	Z_i = max_k t·m_k,     D_i = Σ_k exp(t·m_k − Z_i)
@@ -15,8 +18,9 @@
 //	∂L/∂m_k = g·a_k·(1 + t·(m_k − out_i))   (t learned)
 //	∂L/∂t   = Σ_i Σ_k g·a_k·m_k·(m_k − out_i)
 //
-// then through the ReLU (m_k > ε is its gate) to e_k and, summed over the
-// edges leaving each node, to h.
+// then through the ReLU (m_k > ε is its gate) to e_k, summed over the edges
+// of each table row into ∂L/∂Tab, and summed over the edges leaving each
+// node into ∂L/∂h.
 //
 // Files: gen_aggregate_cpu.cpp (CPU loops), gen_aggregate.cu (CUDA, one
 // thread per node and channel, the same arithmetic), gen_aggregate.cpp (the
@@ -51,8 +55,8 @@ MG_HOST_DEVICE inline T gen_message(T h, T e) {
 // Nodes [begin, end) of the forward pass on the CPU: the messages M (per
 // edge), the outputs O and each node's Z and D (n×d each).
 template <typename T>
-void gen_forward(const T *H, const T *E, const int64_t *S, const int64_t *R, T t, int64_t d, int64_t begin,
-                 int64_t end, T *M, T *O, T *Z, T *D);
+void gen_forward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R, T t, int64_t d,
+                 int64_t begin, int64_t end, T *M, T *O, T *Z, T *D);
 
 // Nodes [begin, end) of the backward pass on the CPU: the gradient of the
 // messages' pre-activations (GP, per edge) from the output's gradient G, and
@@ -62,14 +66,20 @@ template <typename T>
 void gen_backward(const T *M, const int64_t *R, T t, bool learn_t, int64_t d, int64_t begin, int64_t end, const T *O,
                   const T *Z, const T *D, const T *G, T *GP, T *GT, T *scratch);
 
+// The sums of backward on the CPU: each edge's gradient GP[k] (d values)
+// added into its source node's row of GH and its bond's row of GTab, edges
+// in order (deterministic).
+template <typename T>
+void gen_scatter_back(const T *GP, const int64_t *S, const int64_t *B, int64_t edges, int64_t d, T *GH, T *GTab);
+
 #if defined(MG_WITH_CUDA) || defined(__CUDACC__)
 // The same for all n nodes at once on a GPU, launched on stream; t points to
 // the temperature on the device, so that nothing is read back to the host.
 // GT gets each (node, channel)'s part of the temperature's gradient (n×d)
 // when learn_t, and may be null otherwise. They return the launch's error.
 template <typename T>
-cudaError_t gen_forward_cuda(const T *H, const T *E, const int64_t *S, const int64_t *R, const T *t, int64_t n,
-                             int64_t d, T *M, T *O, T *Z, T *D, cudaStream_t stream);
+cudaError_t gen_forward_cuda(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R, const T *t,
+                             int64_t n, int64_t d, T *M, T *O, T *Z, T *D, cudaStream_t stream);
 template <typename T>
 cudaError_t gen_backward_cuda(const T *M, const int64_t *R, const T *t, bool learn_t, int64_t n, int64_t d,
                               const T *O, const T *Z, const T *D, const T *G, T *GP, T *GT, cudaStream_t stream);

@@ -8,8 +8,8 @@
 namespace mg {
 
 template <typename T>
-void gen_forward(const T *H, const T *E, const int64_t *S, const int64_t *R, T t, int64_t d, int64_t begin,
-                 int64_t end, T *M, T *O, T *Z, T *D) {
+void gen_forward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R, T t, int64_t d,
+                 int64_t begin, int64_t end, T *M, T *O, T *Z, T *D) {
 	for (int64_t i = begin; i < end; i++) {
 		T *z = Z + i * d, *den = D + i * d, *o = O + i * d;
 		if (R[i] == R[i + 1]) {
@@ -18,7 +18,7 @@ void gen_forward(const T *H, const T *E, const int64_t *S, const int64_t *R, T t
 		}
 		if (R[i + 1] - R[i] == 1) {
 			// One incoming edge (a terminal atom): its weight is exactly 1.
-			const T *hj = H + S[R[i]] * d, *ek = E + R[i] * d;
+			const T *hj = H + S[R[i]] * d, *ek = Tab + B[R[i]] * d;
 			T *m = M + R[i] * d;
 			for (int64_t c = 0; c < d; c++) {
 				m[c] = o[c] = gen_message(hj[c], ek[c]);
@@ -30,7 +30,7 @@ void gen_forward(const T *H, const T *E, const int64_t *S, const int64_t *R, T t
 		// Pass 1: the messages and the maximum of t·m.
 		for (int64_t c = 0; c < d; c++) z[c] = T(kNoMaximum);
 		for (int64_t k = R[i]; k < R[i + 1]; k++) {
-			const T *hj = H + S[k] * d, *ek = E + k * d;
+			const T *hj = H + S[k] * d, *ek = Tab + B[k] * d;
 			T *m = M + k * d;
 			for (int64_t c = 0; c < d; c++) {
 				m[c] = gen_message(hj[c], ek[c]);
@@ -108,15 +108,32 @@ void gen_backward(const T *M, const int64_t *R, T t, bool learn_t, int64_t d, in
 	}
 }
 
-template void gen_forward<float>(const float *, const float *, const int64_t *, const int64_t *, float, int64_t,
-                                 int64_t, int64_t, float *, float *, float *, float *);
-template void gen_forward<double>(const double *, const double *, const int64_t *, const int64_t *, double, int64_t,
-                                  int64_t, int64_t, double *, double *, double *, double *);
+template <typename T>
+void gen_scatter_back(const T *GP, const int64_t *S, const int64_t *B, int64_t edges, int64_t d, T *GH, T *GTab) {
+	for (int64_t k = 0; k < edges; k++) {
+		const T *gp = GP + k * d;
+		T *gh = GH + S[k] * d, *gt = GTab + B[k] * d;
+		for (int64_t c = 0; c < d; c++) {
+			gh[c] += gp[c];
+			gt[c] += gp[c];
+		}
+	}
+}
+
+template void gen_forward<float>(const float *, const float *, const int64_t *, const int64_t *, const int64_t *, float,
+                                 int64_t, int64_t, int64_t, float *, float *, float *, float *);
+template void gen_forward<double>(const double *, const double *, const int64_t *, const int64_t *, const int64_t *,
+                                  double, int64_t, int64_t, int64_t, double *, double *, double *, double *);
 template void gen_backward<float>(const float *, const int64_t *, float, bool, int64_t, int64_t, int64_t,
                                   const float *, const float *, const float *, const float *, float *, float *,
                                   float *);
 template void gen_backward<double>(const double *, const int64_t *, double, bool, int64_t, int64_t, int64_t,
                                    const double *, const double *, const double *, const double *, double *, double *,
                                    double *);
+
+template void gen_scatter_back<float>(const float *, const int64_t *, const int64_t *, int64_t, int64_t, float *,
+                                      float *);
+template void gen_scatter_back<double>(const double *, const int64_t *, const int64_t *, int64_t, int64_t, double *,
+                                       double *);
 
 } // namespace mg
