@@ -92,13 +92,13 @@ func (c *GENConv) forward(h *torch.Tensor, bonds bondLookup, g *ops.Graph, train
 	if c.Bond != nil {
 		table = c.Bond.Forward(bonds.combos)
 	}
-	var agg *torch.Tensor
+	var x *torch.Tensor
 	if !c.unfused && torch.FusedAggregation(h.Device()) {
 		t := c.T
 		if t == nil {
 			t = c.fixedT
 		}
-		agg = torch.FusedGENAggregate(h, table, bonds.index, t, g.Src, g.RowPtr, c.T != nil)
+		x = torch.FusedGENAggregate(h, table, bonds.index, t, g.Src, g.RowPtr, c.T != nil)
 	} else {
 		e := table.IndexSelect(0, bonds.index)
 		m := h.IndexSelect(0, g.Src).Add(e).Relu().AddScalar(torch.GENMessageEpsilon)
@@ -109,9 +109,8 @@ func (c *GENConv) forward(h *torch.Tensor, bonds bondLookup, g *ops.Graph, train
 			torch.NoGrad(func() { a = ops.SegmentSoftmax(m.MulScalar(c.t), g.RowPtr, g.Dst) })
 			a = cut(c.name, a)
 		}
-		agg = m.Mul(a).SegmentReduce(g.RowPtr, torch.ReduceSum)
+		x = h.Add(m.Mul(a).SegmentReduce(g.RowPtr, torch.ReduceSum))
 	}
-	x := h.Add(agg)
 	if c.Lin != nil {
 		return c.Lin.Forward(x)
 	}

@@ -28,7 +28,7 @@ func unfusedAggregate(h, table, bond, t *torch.Tensor, g *ops.Graph, learnT bool
 	} else {
 		torch.NoGrad(func() { a = ops.SegmentSoftmax(m.Mul(t), g.RowPtr, g.Dst) })
 	}
-	return m.Mul(a).SegmentReduce(g.RowPtr, torch.ReduceSum)
+	return h.Add(m.Mul(a).SegmentReduce(g.RowPtr, torch.ReduceSum))
 }
 
 // aggregationDevices is where FusedGENAggregate has a kernel to test: the CPU
@@ -127,8 +127,8 @@ func TestFusedAggregationMatchesUnfused(t *testing.T) {
 			c := aggregationCase{g: g, n: n, e: e, d: d, rows: rows, hv: hv, tv: tv, bond: bond, w: weights,
 				dtype: tc.dtype, temp: tc.t, learnT: tc.learnT, tol: tc.tol}
 			out := c.check(t, name, dev)
-			// Atom 7 (the one-atom molecule) has no incoming edges: 0.
-			near(t, name+" isolated", out[7*d:8*d], make([]float64, d), 0)
+			// Atom 7 (the one-atom molecule) has no incoming edges: x = h.
+			near(t, name+" isolated", out[7*d:8*d], hv[7*d:8*d], tc.tol)
 		}
 	}
 	if !torch.FusedAggregation(torch.CPU) {
@@ -218,15 +218,16 @@ func TestFusedAggregationMessageEpsilon(t *testing.T) {
 	}
 	for _, dt := range []torch.DType{torch.Float32, torch.Float64} {
 		o := torch.Options{DType: dt}
-		h := torch.Full([]int64{2, 3}, -1, o) // node 1 receives one edge from node 0
+		// Node 1 (h = 0) receives one edge from node 0 (h = −1): x_1 = 0 + ε.
+		h := torch.FromSlice([]float64{-1, -1, -1, 0, 0, 0}, 2, 3).ToDType(dt)
 		table := torch.Zeros([]int64{1, 3}, o)
 		out := torch.FusedGENAggregate(h, table, torch.FromSlice([]int64{0}), torch.Full(nil, 1, o), torch.FromSlice([]int64{0}),
 			torch.FromSlice([]int64{0, 0, 1}), false)
 		want := torch.Full(nil, torch.GENMessageEpsilon, o).Item()
 		got := values(out)
 		for i, v := range got {
-			if wantV := []float64{0, want}[i/3]; v != wantV {
-				t.Fatalf("%s: out %v, want 0 for node 0 and %v (ε) for node 1", dt, got, want)
+			if wantV := []float64{-1, want}[i/3]; v != wantV {
+				t.Fatalf("%s: out %v, want −1 (h) for node 0 and %v (ε) for node 1", dt, got, want)
 			}
 		}
 	}

@@ -37,8 +37,9 @@ func FusedAggregation(d Device) bool { return C.mg_fused_aggregation(C.int(d.Typ
 // FusedGENAggregate is GENConv's message passing with softmax aggregation
 // (docs/method.md §2; shim/kernels/gen_aggregate.h) in one kernel: for the
 // edges src→i sorted by destination with CSR offsets rowPtr, each node's
-// softmax-weighted (temperature t, a 0-d tensor) sum of its incoming
-// messages ReLU(h[src] + table[bond]) + GENMessageEpsilon, where edge k's
+// own h_i plus the softmax-weighted (temperature t, a 0-d tensor) sum of its
+// incoming messages ReLU(h[src] + table[bond]) + GENMessageEpsilon: the
+// input of GENConv's MLP. Edge k's
 // bond embedding is row bond[k] of table (every combination of bond features
 // once: no edge-sized bond tensor, nor its gradient, is made). With learnT
 // false the weights are constants in backpropagation. It is deterministic

@@ -38,10 +38,11 @@ bool aggregation_kernel(const at::Tensor &x) {
 	return mg_cpu_kernels(x);
 }
 
-// The aggregation as an autograd function: forward keeps the messages and
-// each node's Z and D; backward sums the edges' gradients into their source
-// nodes and their bonds' table rows (in edge order on the CPU, with
-// index_add on CUDA).
+// The aggregation as an autograd function, with h added (x = h + out):
+// forward keeps the messages and each node's Z and D; backward sums the
+// edges' gradients into their source nodes and their bonds' table rows (in
+// edge order on the CPU, with index_add on CUDA), then adds x's gradient to
+// h's.
 struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 	static at::Tensor forward(AutogradContext *ctx, const at::Tensor &h, const at::Tensor &table,
 	                          const at::Tensor &bond, const at::Tensor &t, const at::Tensor &src,
@@ -62,6 +63,7 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 		const int64_t n = hc.size(0), d = hc.size(1), edges = sc.size(0);
 		auto out = at::empty_like(hc), zmax = at::empty_like(hc), den = at::empty_like(hc);
 		auto messages = at::empty({edges, d}, hc.options());
+		at::Tensor x;
 		if (hc.is_cuda()) {
 			// Checking the offsets and indices would read them back to the
 			// host; the batches were checked when they were built.
@@ -75,6 +77,7 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 				                                  zmax.data_ptr<scalar_t>(), den.data_ptr<scalar_t>(), stream_of(hc)));
 			});
 #endif
+			x = hc + out;
 		} else {
 			const int64_t *R = rc.data_ptr<int64_t>(), *S = sc.data_ptr<int64_t>(), *B = bc.data_ptr<int64_t>();
 			TORCH_CHECK(R[0] == 0 && R[n] == edges, "gen_aggregate: offsets do not cover the edges");
@@ -86,12 +89,13 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 				TORCH_CHECK(B[k] >= 0 && B[k] < tabc.size(0), "gen_aggregate: bond row ", B[k], " of edge ", k,
 				            " out of range");
 			}
+			x = at::empty_like(hc);
 			AT_DISPATCH_FLOATING_TYPES(hc.scalar_type(), "gen_aggregate_forward", [&] {
 				const scalar_t tv = tc.item<scalar_t>();
 				at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
 					mg::gen_forward(hc.data_ptr<scalar_t>(), tabc.data_ptr<scalar_t>(), B, S, R, tv, d, begin, end,
 					                messages.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(),
-					                zmax.data_ptr<scalar_t>(), den.data_ptr<scalar_t>());
+					                zmax.data_ptr<scalar_t>(), den.data_ptr<scalar_t>(), x.data_ptr<scalar_t>());
 				});
 			});
 		}
@@ -101,7 +105,7 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 		ctx->saved_data["den"] = den;
 		ctx->saved_data["table_rows"] = tabc.size(0);
 		ctx->saved_data["learn_t"] = learn_t;
-		return out;
+		return x;
 	}
 
 	static variable_list backward(AutogradContext *ctx, variable_list grads) {
@@ -152,6 +156,7 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 				                     grad_table.data_ptr<scalar_t>());
 			});
 		}
+		grad_h.add_(go); // x = h + out
 		at::Tensor grad_t;
 		if (learn_t) grad_t = grad_t_parts.sum().reshape(t.sizes());
 		return {grad_h, grad_table, at::Tensor(), grad_t, at::Tensor(), at::Tensor(), at::Tensor()};

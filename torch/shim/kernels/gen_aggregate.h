@@ -10,9 +10,11 @@
 //	out_i = Σ_k a_k m_k,   a_k = exp(t·m_k − Z_i) / D_i,
 //	Z_i = max_k t·m_k,     D_i = Σ_k exp(t·m_k − Z_i)
 //
-// A node without edges gets out = 0 (Z = 0, D = 1). Forward keeps the
-// messages and, per node, Z and D, so that backward rebuilds a_k exactly as
-// forward computed it. Backward, for g = ∂L/∂out_i:
+// and the op's result is x_i = h_i + out_i, the input of GENConv's MLP (one
+// pass instead of a separate sum, whose gradient autograd would add up
+// again). A node without edges gets out = 0 (Z = 0, D = 1). Forward keeps
+// the messages and, per node, Z and D, so that backward rebuilds a_k exactly
+// as forward computed it. Backward, for g = ∂L/∂x_i = ∂L/∂out_i:
 //
 //	∂L/∂m_k = g·a_k                        (t fixed: a is a constant, as DeeperGCN)
 //	∂L/∂m_k = g·a_k·(1 + t·(m_k − out_i))   (t learned)
@@ -20,7 +22,7 @@
 //
 // then through the ReLU (m_k > ε is its gate) to e_k, summed over the edges
 // of each table row into ∂L/∂Tab, and summed over the edges leaving each
-// node into ∂L/∂h.
+// node into ∂L/∂h, to which g itself is added last.
 //
 // Files: gen_aggregate_cpu.cpp (CPU loops), gen_aggregate.cu (CUDA, one
 // thread per node and channel, the same arithmetic), gen_aggregate.cpp (the
@@ -53,10 +55,10 @@ MG_HOST_DEVICE inline T gen_message(T h, T e) {
 } // namespace
 
 // Nodes [begin, end) of the forward pass on the CPU: the messages M (per
-// edge), the outputs O and each node's Z and D (n×d each).
+// edge), the aggregations O, each node's Z and D, and X = H + O (n×d each).
 template <typename T>
 void gen_forward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R, T t, int64_t d,
-                 int64_t begin, int64_t end, T *M, T *O, T *Z, T *D);
+                 int64_t begin, int64_t end, T *M, T *O, T *Z, T *D, T *X);
 
 // Nodes [begin, end) of the backward pass on the CPU: the gradient of the
 // messages' pre-activations (GP, per edge) from the output's gradient G, and

@@ -9,14 +9,12 @@ namespace mg {
 
 template <typename T>
 void gen_forward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R, T t, int64_t d,
-                 int64_t begin, int64_t end, T *M, T *O, T *Z, T *D) {
+                 int64_t begin, int64_t end, T *M, T *O, T *Z, T *D, T *X) {
 	for (int64_t i = begin; i < end; i++) {
 		T *z = Z + i * d, *den = D + i * d, *o = O + i * d;
 		if (R[i] == R[i + 1]) {
 			for (int64_t c = 0; c < d; c++) o[c] = z[c] = 0, den[c] = 1;
-			continue;
-		}
-		if (R[i + 1] - R[i] == 1) {
+		} else if (R[i + 1] - R[i] == 1) {
 			// One incoming edge (a terminal atom): its weight is exactly 1.
 			const T *hj = H + S[R[i]] * d, *ek = Tab + B[R[i]] * d;
 			T *m = M + R[i] * d;
@@ -25,30 +23,33 @@ void gen_forward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, c
 				z[c] = t * o[c];
 				den[c] = 1;
 			}
-			continue;
-		}
-		// Pass 1: the messages and the maximum of t·m.
-		for (int64_t c = 0; c < d; c++) z[c] = T(kNoMaximum);
-		for (int64_t k = R[i]; k < R[i + 1]; k++) {
-			const T *hj = H + S[k] * d, *ek = Tab + B[k] * d;
-			T *m = M + k * d;
-			for (int64_t c = 0; c < d; c++) {
-				m[c] = gen_message(hj[c], ek[c]);
-				T v = t * m[c];
-				z[c] = v > z[c] ? v : z[c];
+		} else {
+			// Pass 1: the messages and the maximum of t·m.
+			for (int64_t c = 0; c < d; c++) z[c] = T(kNoMaximum);
+			for (int64_t k = R[i]; k < R[i + 1]; k++) {
+				const T *hj = H + S[k] * d, *ek = Tab + B[k] * d;
+				T *m = M + k * d;
+				for (int64_t c = 0; c < d; c++) {
+					m[c] = gen_message(hj[c], ek[c]);
+					T v = t * m[c];
+					z[c] = v > z[c] ? v : z[c];
+				}
 			}
-		}
-		// Pass 2: the weighted sums.
-		for (int64_t c = 0; c < d; c++) den[c] = o[c] = 0;
-		for (int64_t k = R[i]; k < R[i + 1]; k++) {
-			const T *m = M + k * d;
-			for (int64_t c = 0; c < d; c++) {
-				T w = vexp(t * m[c] - z[c]);
-				den[c] += w;
-				o[c] += w * m[c];
+			// Pass 2: the weighted sums.
+			for (int64_t c = 0; c < d; c++) den[c] = o[c] = 0;
+			for (int64_t k = R[i]; k < R[i + 1]; k++) {
+				const T *m = M + k * d;
+				for (int64_t c = 0; c < d; c++) {
+					T w = vexp(t * m[c] - z[c]);
+					den[c] += w;
+					o[c] += w * m[c];
+				}
 			}
+			for (int64_t c = 0; c < d; c++) o[c] /= den[c];
 		}
-		for (int64_t c = 0; c < d; c++) o[c] /= den[c];
+		const T *hi = H + i * d;
+		T *x = X + i * d;
+		for (int64_t c = 0; c < d; c++) x[c] = hi[c] + o[c];
 	}
 }
 
@@ -121,9 +122,9 @@ void gen_scatter_back(const T *GP, const int64_t *S, const int64_t *B, int64_t e
 }
 
 template void gen_forward<float>(const float *, const float *, const int64_t *, const int64_t *, const int64_t *, float,
-                                 int64_t, int64_t, int64_t, float *, float *, float *, float *);
+                                 int64_t, int64_t, int64_t, float *, float *, float *, float *, float *);
 template void gen_forward<double>(const double *, const double *, const int64_t *, const int64_t *, const int64_t *,
-                                  double, int64_t, int64_t, int64_t, double *, double *, double *, double *);
+                                  double, int64_t, int64_t, int64_t, double *, double *, double *, double *, double *);
 template void gen_backward<float>(const float *, const int64_t *, float, bool, int64_t, int64_t, int64_t,
                                   const float *, const float *, const float *, const float *, float *, float *,
                                   float *);
