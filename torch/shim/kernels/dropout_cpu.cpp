@@ -3,6 +3,7 @@
 // may include.
 #include "dropout.h"
 
+#include <algorithm>
 
 namespace mg {
 
@@ -25,10 +26,20 @@ inline uint32_t mix(uint32_t h) {
 template <typename T>
 void dropout_mask(const T *X, T *Y, int64_t begin, int64_t end, uint64_t seed, float p, T scale) {
 	const uint32_t lo = static_cast<uint32_t>(seed), hi = static_cast<uint32_t>(seed >> 32);
-	for (int64_t i = begin; i < end; i++) {
-		uint32_t h = mix((static_cast<uint32_t>(i) * 0x9e3779b9u + lo) ^ (hi + static_cast<uint32_t>(i >> 32)));
-		float u = static_cast<float>(h >> 8) * (1.0f / 16777216.0f); // 24 bits: [0, 1)
-		Y[i] = u >= p ? X[i] * scale : T(0);
+	// In runs of indices that share their upper 32 bits, so that the hash is
+	// all 32-bit lanes (eight to a vector) and the index is a 32-bit counter.
+	for (int64_t start = begin; start < end;) {
+		const int64_t stop = std::min({end, ((start >> 32) + 1) << 32, start + (int64_t(1) << 31)});
+		const uint32_t first = static_cast<uint32_t>(start), top = hi + static_cast<uint32_t>(start >> 32);
+		const uint32_t count = static_cast<uint32_t>(stop - start);
+		const T *x = X + start;
+		T *y = Y + start;
+		for (uint32_t j = 0; j < count; j++) {
+			uint32_t h = mix(((first + j) * 0x9e3779b9u + lo) ^ top);
+			float u = static_cast<float>(h >> 8) * (1.0f / 16777216.0f); // 24 bits: [0, 1)
+			y[j] = u >= p ? x[j] * scale : T(0);
+		}
+		start = stop;
 	}
 }
 
