@@ -39,7 +39,8 @@ bool aggregation_kernel(const at::Tensor &x) {
 }
 
 // The aggregation as an autograd function, with h added (x = h + out):
-// forward keeps the messages and each node's Z and D; backward sums the
+// forward keeps each node's Z and D, and h and the table (CPU) or the
+// messages (CUDA); backward sums the
 // edges' gradients into their source nodes and their bonds' table rows (in
 // edge order on the CPU, with index_add on CUDA), then adds x's gradient to
 // h's.
@@ -62,13 +63,13 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 		auto bc = bond.contiguous(), sc = src.contiguous(), rc = rowptr.contiguous();
 		const int64_t n = hc.size(0), d = hc.size(1), edges = sc.size(0);
 		auto out = at::empty_like(hc), zmax = at::empty_like(hc), den = at::empty_like(hc);
-		auto messages = at::empty({edges, d}, hc.options());
-		at::Tensor x;
+		at::Tensor x, messages;
 		if (hc.is_cuda()) {
 			// Checking the offsets and indices would read them back to the
 			// host; the batches were checked when they were built.
 #ifdef MG_WITH_CUDA
 			const c10::cuda::CUDAGuard guard(hc.device());
+			messages = at::empty({edges, d}, hc.options());
 			AT_DISPATCH_FLOATING_TYPES(hc.scalar_type(), "gen_aggregate_forward_cuda", [&] {
 				check_launch(mg::gen_forward_cuda(hc.data_ptr<scalar_t>(), tabc.data_ptr<scalar_t>(),
 				                                  bc.data_ptr<int64_t>(), sc.data_ptr<int64_t>(),
@@ -94,13 +95,17 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 				const scalar_t tv = tc.item<scalar_t>();
 				at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
 					mg::gen_forward(hc.data_ptr<scalar_t>(), tabc.data_ptr<scalar_t>(), B, S, R, tv, d, begin, end,
-					                messages.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(),
-					                zmax.data_ptr<scalar_t>(), den.data_ptr<scalar_t>(), x.data_ptr<scalar_t>());
+					                out.data_ptr<scalar_t>(), zmax.data_ptr<scalar_t>(), den.data_ptr<scalar_t>(),
+					                x.data_ptr<scalar_t>());
 				});
 			});
 		}
-		ctx->save_for_backward({tc, sc, rc, bc, out});
-		ctx->saved_data["messages"] = messages;
+		if (hc.is_cuda()) {
+			ctx->save_for_backward({tc, sc, rc, bc, out, at::Tensor(), at::Tensor()});
+			ctx->saved_data["messages"] = messages;
+		} else {
+			ctx->save_for_backward({tc, sc, rc, bc, out, hc, tabc});
+		}
 		ctx->saved_data["zmax"] = zmax;
 		ctx->saved_data["den"] = den;
 		ctx->saved_data["table_rows"] = tabc.size(0);
@@ -111,15 +116,15 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 	static variable_list backward(AutogradContext *ctx, variable_list grads) {
 		auto saved = ctx->get_saved_variables();
 		const auto &t = saved[0], &src = saved[1], &rowptr = saved[2], &bond = saved[3], &out = saved[4];
-		auto messages = ctx->saved_data["messages"].toTensor();
 		auto zmax = ctx->saved_data["zmax"].toTensor(), den = ctx->saved_data["den"].toTensor();
 		const int64_t rows = ctx->saved_data["table_rows"].toInt();
 		const bool learn_t = ctx->saved_data["learn_t"].toBool();
 		auto go = grads[0].contiguous();
 		const int64_t n = out.size(0), d = out.size(1);
-		auto grad_pre = at::empty_like(messages);
+		auto grad_pre = at::empty({src.size(0), d}, out.options());
 		at::Tensor grad_h, grad_table, grad_t_parts;
 		if (out.is_cuda()) {
+			auto messages = ctx->saved_data["messages"].toTensor();
 			if (learn_t) grad_t_parts = at::empty_like(out);
 #ifdef MG_WITH_CUDA
 			const c10::cuda::CUDAGuard guard(out.device());
@@ -136,6 +141,7 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 			grad_h = at::zeros_like(out).index_add_(0, src, grad_pre);
 			grad_table = at::zeros({rows, d}, out.options()).index_add_(0, bond, grad_pre);
 		} else {
+			const auto &h = saved[5], &table = saved[6];
 			grad_t_parts = at::empty({n}, out.options());
 			grad_h = at::zeros_like(out);
 			grad_table = at::zeros({rows, d}, out.options());
@@ -143,8 +149,9 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 				const scalar_t tv = t.item<scalar_t>();
 				at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
 					std::vector<scalar_t> scratch(d);
-					mg::gen_backward(messages.data_ptr<scalar_t>(), rowptr.data_ptr<int64_t>(), tv, learn_t, d,
-					                 begin, end, out.data_ptr<scalar_t>(), zmax.data_ptr<scalar_t>(),
+					mg::gen_backward(h.data_ptr<scalar_t>(), table.data_ptr<scalar_t>(), bond.data_ptr<int64_t>(),
+					                 src.data_ptr<int64_t>(), rowptr.data_ptr<int64_t>(), tv, learn_t, d, begin, end,
+					                 out.data_ptr<scalar_t>(), zmax.data_ptr<scalar_t>(),
 					                 den.data_ptr<scalar_t>(), go.data_ptr<scalar_t>(),
 					                 grad_pre.data_ptr<scalar_t>(), grad_t_parts.data_ptr<scalar_t>(),
 					                 scratch.data());

@@ -12,9 +12,10 @@
 //
 // and the op's result is x_i = h_i + out_i, the input of GENConv's MLP (one
 // pass instead of a separate sum, whose gradient autograd would add up
-// again). A node without edges gets out = 0 (Z = 0, D = 1). Forward keeps
-// the messages and, per node, Z and D, so that backward rebuilds a_k exactly
-// as forward computed it. Backward, for g = ∂L/∂x_i = ∂L/∂out_i:
+// again). A node without edges gets out = 0 (Z = 0, D = 1). Forward keeps,
+// per node, Z and D, so that backward rebuilds a_k exactly as forward
+// computed it (the CPU makes the messages again from h and the table; CUDA
+// keeps them). Backward, for g = ∂L/∂x_i = ∂L/∂out_i:
 //
 //	∂L/∂m_k = g·a_k                        (t fixed: a is a constant, as DeeperGCN)
 //	∂L/∂m_k = g·a_k·(1 + t·(m_k − out_i))   (t learned)
@@ -54,19 +55,21 @@ MG_HOST_DEVICE inline T gen_message(T h, T e) {
 
 } // namespace
 
-// Nodes [begin, end) of the forward pass on the CPU: the messages M (per
-// edge), the aggregations O, each node's Z and D, and X = H + O (n×d each).
+// Nodes [begin, end) of the forward pass on the CPU: the aggregations O,
+// each node's Z and D, and X = H + O (n×d each). The messages are made from
+// H and Tab where they are needed, here and in backward, never stored.
 template <typename T>
 void gen_forward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R, T t, int64_t d,
-                 int64_t begin, int64_t end, T *M, T *O, T *Z, T *D, T *X);
+                 int64_t begin, int64_t end, T *O, T *Z, T *D, T *X);
 
 // Nodes [begin, end) of the backward pass on the CPU: the gradient of the
 // messages' pre-activations (GP, per edge) from the output's gradient G, and
 // each node's part of the temperature's gradient (GT) when learn_t. scratch
 // holds d values.
 template <typename T>
-void gen_backward(const T *M, const int64_t *R, T t, bool learn_t, int64_t d, int64_t begin, int64_t end, const T *O,
-                  const T *Z, const T *D, const T *G, T *GP, T *GT, T *scratch);
+void gen_backward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R, T t, bool learn_t,
+                  int64_t d, int64_t begin, int64_t end, const T *O, const T *Z, const T *D, const T *G, T *GP, T *GT,
+                  T *scratch);
 
 // The sums of backward on the CPU: each edge's gradient GP[k] (d values)
 // added into its source node's row of GH and its bond's row of GTab, edges

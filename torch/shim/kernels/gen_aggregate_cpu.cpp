@@ -9,7 +9,7 @@ namespace mg {
 
 template <typename T>
 void gen_forward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R, T t, int64_t d,
-                 int64_t begin, int64_t end, T *M, T *O, T *Z, T *D, T *X) {
+                 int64_t begin, int64_t end, T *O, T *Z, T *D, T *X) {
 	for (int64_t i = begin; i < end; i++) {
 		T *z = Z + i * d, *den = D + i * d, *o = O + i * d;
 		if (R[i] == R[i + 1]) {
@@ -17,32 +17,32 @@ void gen_forward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, c
 		} else if (R[i + 1] - R[i] == 1) {
 			// One incoming edge (a terminal atom): its weight is exactly 1.
 			const T *hj = H + S[R[i]] * d, *ek = Tab + B[R[i]] * d;
-			T *m = M + R[i] * d;
 			for (int64_t c = 0; c < d; c++) {
-				m[c] = o[c] = gen_message(hj[c], ek[c]);
+				o[c] = gen_message(hj[c], ek[c]);
 				z[c] = t * o[c];
 				den[c] = 1;
 			}
 		} else {
-			// Pass 1: the messages and the maximum of t·m.
+			// Pass 1: the maximum of t·m. Pass 2 makes the messages again
+			// from rows pass 1 just brought into cache: cheaper than
+			// storing them (E×d) and reading them back.
 			for (int64_t c = 0; c < d; c++) z[c] = T(kNoMaximum);
 			for (int64_t k = R[i]; k < R[i + 1]; k++) {
 				const T *hj = H + S[k] * d, *ek = Tab + B[k] * d;
-				T *m = M + k * d;
 				for (int64_t c = 0; c < d; c++) {
-					m[c] = gen_message(hj[c], ek[c]);
-					T v = t * m[c];
+					T v = t * gen_message(hj[c], ek[c]);
 					z[c] = v > z[c] ? v : z[c];
 				}
 			}
 			// Pass 2: the weighted sums.
 			for (int64_t c = 0; c < d; c++) den[c] = o[c] = 0;
 			for (int64_t k = R[i]; k < R[i + 1]; k++) {
-				const T *m = M + k * d;
+				const T *hj = H + S[k] * d, *ek = Tab + B[k] * d;
 				for (int64_t c = 0; c < d; c++) {
-					T w = vexp(t * m[c] - z[c]);
+					T m = gen_message(hj[c], ek[c]);
+					T w = vexp(t * m - z[c]);
 					den[c] += w;
-					o[c] += w * m[c];
+					o[c] += w * m;
 				}
 			}
 			for (int64_t c = 0; c < d; c++) o[c] /= den[c];
@@ -60,8 +60,8 @@ namespace {
 // vector, not a scalar reduction) and then over channels. The message of a
 // zero pre-activation is exactly ε, so m > ε is the ReLU's gate.
 template <typename T, bool learn_t>
-void backward_nodes(const T *M, const int64_t *R, T t, int64_t d, int64_t begin, int64_t end, const T *O, const T *Z,
-                    const T *D, const T *G, T *GP, T *GT, T *gt) {
+void backward_nodes(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R, T t, int64_t d,
+                    int64_t begin, int64_t end, const T *O, const T *Z, const T *D, const T *G, T *GP, T *GT, T *gt) {
 	const T eps = T(kGENMessageEpsilon);
 	for (int64_t i = begin; i < end; i++) {
 		const T *o = O + i * d, *z = Z + i * d, *den = D + i * d, *g = G + i * d;
@@ -69,23 +69,24 @@ void backward_nodes(const T *M, const int64_t *R, T t, int64_t d, int64_t begin,
 		if (R[i + 1] - R[i] == 1) {
 			// One incoming edge: a = 1 and m = out, so the gradient passes
 			// straight to the message and none goes to t.
-			const T *m = M + R[i] * d;
+			const T *hj = H + S[R[i]] * d, *ek = Tab + B[R[i]] * d;
 			T *gp = GP + R[i] * d;
-			for (int64_t c = 0; c < d; c++) gp[c] = m[c] > eps ? g[c] : T(0);
+			for (int64_t c = 0; c < d; c++) gp[c] = gen_message(hj[c], ek[c]) > eps ? g[c] : T(0);
 			continue;
 		}
 		for (int64_t c = 0; c < d; c++) gt[c] = 0;
 		for (int64_t k = R[i]; k < R[i + 1]; k++) {
-			const T *m = M + k * d;
+			const T *hj = H + S[k] * d, *ek = Tab + B[k] * d;
 			T *gp = GP + k * d;
 			for (int64_t c = 0; c < d; c++) {
+				const T m = gen_message(hj[c], ek[c]);
 				// The gate as a factor: with a select GCC would sink the
 				// whole gradient into a branch and not vectorise.
-				T on = m[c] > eps ? T(1) : T(0);
-				T grad = g[c] * vexp(t * m[c] - z[c]) / den[c];
+				T on = m > eps ? T(1) : T(0);
+				T grad = g[c] * vexp(t * m - z[c]) / den[c];
 				if (learn_t) {
-					gt[c] += grad * m[c] * (m[c] - o[c]);
-					grad *= 1 + t * (m[c] - o[c]);
+					gt[c] += grad * m * (m - o[c]);
+					grad *= 1 + t * (m - o[c]);
 				}
 				gp[c] = grad * on;
 			}
@@ -100,12 +101,13 @@ void backward_nodes(const T *M, const int64_t *R, T t, int64_t d, int64_t begin,
 } // namespace
 
 template <typename T>
-void gen_backward(const T *M, const int64_t *R, T t, bool learn_t, int64_t d, int64_t begin, int64_t end, const T *O,
-                  const T *Z, const T *D, const T *G, T *GP, T *GT, T *scratch) {
+void gen_backward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R, T t, bool learn_t,
+                  int64_t d, int64_t begin, int64_t end, const T *O, const T *Z, const T *D, const T *G, T *GP, T *GT,
+                  T *scratch) {
 	if (learn_t) {
-		backward_nodes<T, true>(M, R, t, d, begin, end, O, Z, D, G, GP, GT, scratch);
+		backward_nodes<T, true>(H, Tab, B, S, R, t, d, begin, end, O, Z, D, G, GP, GT, scratch);
 	} else {
-		backward_nodes<T, false>(M, R, t, d, begin, end, O, Z, D, G, GP, GT, scratch);
+		backward_nodes<T, false>(H, Tab, B, S, R, t, d, begin, end, O, Z, D, G, GP, GT, scratch);
 	}
 }
 
@@ -122,16 +124,15 @@ void gen_scatter_back(const T *GP, const int64_t *S, const int64_t *B, int64_t e
 }
 
 template void gen_forward<float>(const float *, const float *, const int64_t *, const int64_t *, const int64_t *, float,
-                                 int64_t, int64_t, int64_t, float *, float *, float *, float *, float *);
+                                 int64_t, int64_t, int64_t, float *, float *, float *, float *);
 template void gen_forward<double>(const double *, const double *, const int64_t *, const int64_t *, const int64_t *,
-                                  double, int64_t, int64_t, int64_t, double *, double *, double *, double *, double *);
-template void gen_backward<float>(const float *, const int64_t *, float, bool, int64_t, int64_t, int64_t,
-                                  const float *, const float *, const float *, const float *, float *, float *,
-                                  float *);
-template void gen_backward<double>(const double *, const int64_t *, double, bool, int64_t, int64_t, int64_t,
-                                   const double *, const double *, const double *, const double *, double *, double *,
-                                   double *);
-
+                                  double, int64_t, int64_t, int64_t, double *, double *, double *, double *);
+template void gen_backward<float>(const float *, const float *, const int64_t *, const int64_t *, const int64_t *,
+                                  float, bool, int64_t, int64_t, int64_t, const float *, const float *,
+                                  const float *, const float *, float *, float *, float *);
+template void gen_backward<double>(const double *, const double *, const int64_t *, const int64_t *, const int64_t *,
+                                   double, bool, int64_t, int64_t, int64_t, const double *, const double *,
+                                   const double *, const double *, double *, double *, double *);
 template void gen_scatter_back<float>(const float *, const int64_t *, const int64_t *, int64_t, int64_t, float *,
                                       float *);
 template void gen_scatter_back<double>(const double *, const int64_t *, const int64_t *, int64_t, int64_t, double *,
