@@ -157,10 +157,12 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 					                 scratch.data());
 				});
 				// Sum the edges' gradients into their source nodes and
-				// table rows, in edge order.
-				mg::gen_scatter_back(grad_pre.data_ptr<scalar_t>(), src.data_ptr<int64_t>(),
-				                     bond.data_ptr<int64_t>(), src.numel(), d, grad_h.data_ptr<scalar_t>(),
-				                     grad_table.data_ptr<scalar_t>());
+				// table rows, in edge order; threads take channels.
+				at::parallel_for(0, d, 32, [&](int64_t c0, int64_t c1) {
+					mg::gen_scatter_back(grad_pre.data_ptr<scalar_t>(), src.data_ptr<int64_t>(),
+					                     bond.data_ptr<int64_t>(), src.numel(), d, c0, c1,
+					                     grad_h.data_ptr<scalar_t>(), grad_table.data_ptr<scalar_t>());
+				});
 			});
 		}
 		grad_h.add_(go); // x = h + out

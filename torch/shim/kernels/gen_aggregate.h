@@ -71,11 +71,12 @@ void gen_backward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, 
                   int64_t d, int64_t begin, int64_t end, const T *O, const T *Z, const T *D, const T *G, T *GP, T *GT,
                   T *scratch);
 
-// The sums of backward on the CPU: each edge's gradient GP[k] (d values)
-// added into its source node's row of GH and its bond's row of GTab, edges
-// in order (deterministic).
+// The sums of backward on the CPU, channels [c0, c1): each edge's gradient
+// GP[k] (d values) added into its source node's row of GH and its bond's row
+// of GTab, edges in order (deterministic; threads split the channels).
 template <typename T>
-void gen_scatter_back(const T *GP, const int64_t *S, const int64_t *B, int64_t edges, int64_t d, T *GH, T *GTab);
+void gen_scatter_back(const T *GP, const int64_t *S, const int64_t *B, int64_t edges, int64_t d, int64_t c0,
+                      int64_t c1, T *GH, T *GTab);
 
 #if defined(MG_WITH_CUDA) || defined(__CUDACC__)
 // The same for all n nodes at once on a GPU, launched on stream; t points to

@@ -112,11 +112,12 @@ void gen_backward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, 
 }
 
 template <typename T>
-void gen_scatter_back(const T *GP, const int64_t *S, const int64_t *B, int64_t edges, int64_t d, T *GH, T *GTab) {
+void gen_scatter_back(const T *GP, const int64_t *S, const int64_t *B, int64_t edges, int64_t d, int64_t c0,
+                      int64_t c1, T *GH, T *GTab) {
 	for (int64_t k = 0; k < edges; k++) {
 		const T *gp = GP + k * d;
 		T *gh = GH + S[k] * d, *gt = GTab + B[k] * d;
-		for (int64_t c = 0; c < d; c++) {
+		for (int64_t c = c0; c < c1; c++) {
 			gh[c] += gp[c];
 			gt[c] += gp[c];
 		}
@@ -133,9 +134,9 @@ template void gen_backward<float>(const float *, const float *, const int64_t *,
 template void gen_backward<double>(const double *, const double *, const int64_t *, const int64_t *, const int64_t *,
                                    double, bool, int64_t, int64_t, int64_t, const double *, const double *,
                                    const double *, const double *, double *, double *, double *);
-template void gen_scatter_back<float>(const float *, const int64_t *, const int64_t *, int64_t, int64_t, float *,
-                                      float *);
-template void gen_scatter_back<double>(const double *, const int64_t *, const int64_t *, int64_t, int64_t, double *,
-                                       double *);
+template void gen_scatter_back<float>(const float *, const int64_t *, const int64_t *, int64_t, int64_t, int64_t,
+                                      int64_t, float *, float *);
+template void gen_scatter_back<double>(const double *, const int64_t *, const int64_t *, int64_t, int64_t, int64_t,
+                                       int64_t, double *, double *);
 
 } // namespace mg
