@@ -124,7 +124,8 @@ type Output struct {
 
 // Forward computes the objective of §3 on a batch. train selects batch
 // statistics, dropout and the subgraph perturbation; call Backward on
-// Total. Nothing in it reads values back to the host.
+// Total. It reads one value back to the host: the number of subgraphs
+// (ops.Subgraphs.LiveSlots).
 func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
 	c := m.Config
 	dt := m.Store.DType()

@@ -1,8 +1,9 @@
 // Package ops holds the graph operations of MICRO-Graph as libtorch tensor
 // graphs: segment reductions over destination-sorted edges, pooling, cosine
 // similarities, Sinkhorn assignment, motif-like subgraphs and the losses of
-// docs/method.md §3–§6. Nothing here reads values back to the host,
-// so a training step never waits for the device.
+// docs/method.md §3–§6. One value is read back to the host per batch: how
+// many subgraphs survive (Subgraphs.LiveSlots), so that the losses run over
+// those alone; on CUDA that is the step's one wait for the device.
 package ops
 
 import "github.com/micrograph/micrograph/torch"
