@@ -135,8 +135,8 @@ func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
 	s := sub.Pool(a.H)
 	// P sees the subgraphs' embeddings cut from the gradient: only M and W_s
 	// learn from L_mot-sub.
-	sLive := m.Encoder.cut("subgraph_embeddings@P", s.IndexSelect(0, sub.LiveSlots))
-	logP := ops.Cosine(m.Ws.Forward(sLive), m.Motifs).DivScalar(c.Tau).LogSoftmax(1)
+	sLive := sub.LiveRows(s)
+	logP := ops.Cosine(m.Ws.Forward(m.Encoder.cut("subgraph_embeddings@P", sLive)), m.Motifs).DivScalar(c.Tau).LogSoftmax(1)
 	var target *torch.Tensor
 	if c.Sampler == SamplerMotif {
 		// Slot graph·K + k holds motif k.
@@ -144,9 +144,9 @@ func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
 	} else {
 		torch.NoGrad(func() { target = logP.Argmax(1, false) })
 	}
-	sContra := s
+	sContra := sLive
 	if c.ContrastDetached {
-		sContra = m.Encoder.cut("subgraph_embeddings@contra", s)
+		sContra = m.Encoder.cut("subgraph_embeddings@contra", sLive)
 	}
 
 	l := Losses{

@@ -250,7 +250,7 @@ func TestContrastDetachedCutsSubgraphs(t *testing.T) {
 		out := m.Forward(g, true)
 		loss := out.Contra
 		if byHand {
-			loss = ops.GraphSubgraphContrast(m.We.Forward(out.E), out.S.Detach(), out.Subgraphs, c.Tau)
+			loss = ops.GraphSubgraphContrast(m.We.Forward(out.E), out.Subgraphs.LiveRows(out.S).Detach(), out.Subgraphs, c.Tau)
 		}
 		loss.Backward()
 		var grads []float64

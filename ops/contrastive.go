@@ -3,8 +3,8 @@ package ops
 import "github.com/micrograph/micrograph/torch"
 
 // GraphSubgraphContrast is the graph-to-subgraph contrastive loss of §6 for
-// graph projections z (B×d, W_e·e) and slot embeddings s (NumSlots×d) of
-// the slots in sub:
+// graph projections z (B×d, W_e·e) and the embeddings s of sub's subgraphs
+// (J×d, sub.LiveRows of the slot embeddings):
 //
 //	Y_ij = cos(z_i, s_j)/τ over the subgraphs j of the whole batch (live slots)
 //	L = −Σ_j log softmax(Y_{g(j)·})_j / |{molecules with ≥ 1 subgraph}|
@@ -13,7 +13,7 @@ import "github.com/micrograph/micrograph/torch"
 // positives, the others' its negatives. It is 0 when no molecule has a
 // subgraph.
 func GraphSubgraphContrast(z, s *torch.Tensor, sub *Subgraphs, tau float64) *torch.Tensor {
-	logp := Cosine(z, s.IndexSelect(0, sub.LiveSlots)).DivScalar(tau).LogSoftmax(1) // B×J
+	logp := Cosine(z, s).DivScalar(tau).LogSoftmax(1) // B×J
 	own := logp.Gather(0, sub.LiveSlots.FloorDivideScalar(float64(sub.PerGraph)).Unsqueeze(0))
 	molecules := sub.LiveWeight.ToDType(z.DType()).Reshape(z.Size(0), sub.PerGraph).Amax(1, false).Sum()
 	return own.Sum().Neg().Div(molecules.ClampMin(1))

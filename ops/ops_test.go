@@ -393,18 +393,18 @@ func TestGraphSubgraphContrast(t *testing.T) {
 		}
 	}
 	want := total / float64(graphsWith)
-	got := ops.GraphSubgraphContrast(torch.FromSlice(z, 4, 3), torch.FromSlice(s, 8, 3), sub, tau).Item()
+	got := ops.GraphSubgraphContrast(torch.FromSlice(z, 4, 3), sub.LiveRows(torch.FromSlice(s, 8, 3)), sub, tau).Item()
 	near(t, "contrast", []float64{got}, []float64{want}, 1e-12)
 	gradCheck(t, "contrast z", torch.FromSlice(z, 4, 3), func(x *torch.Tensor) *torch.Tensor {
-		return ops.GraphSubgraphContrast(x, torch.FromSlice(s, 8, 3), sub, tau)
+		return ops.GraphSubgraphContrast(x, sub.LiveRows(torch.FromSlice(s, 8, 3)), sub, tau)
 	})
 	gradCheck(t, "contrast s", torch.FromSlice(s, 8, 3), func(x *torch.Tensor) *torch.Tensor {
-		return ops.GraphSubgraphContrast(torch.FromSlice(z, 4, 3), x, sub, tau)
+		return ops.GraphSubgraphContrast(torch.FromSlice(z, 4, 3), sub.LiveRows(x), sub, tau)
 	})
 	// No subgraph at all: the loss is 0 and its gradient finite.
 	none := ops.MotifSubgraphs(g, motif, 2, 100, 0, 0, torch.Float64)
 	x := torch.FromSlice(z, 4, 3).SetRequiresGrad(true)
-	loss := ops.GraphSubgraphContrast(x, torch.FromSlice(s, 8, 3), none, tau)
+	loss := ops.GraphSubgraphContrast(x, none.LiveRows(torch.FromSlice(s, 8, 3)), none, tau)
 	loss.Backward()
 	if loss.Item() != 0 || x.Grad().IsFinite().All().ItemInt() != 1 {
 		t.Errorf("no subgraphs: loss %v, gradient %v", loss.Item(), values(x.Grad()))

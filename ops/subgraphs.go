@@ -22,6 +22,10 @@ type Subgraphs struct {
 	LiveSlots *torch.Tensor
 }
 
+// LiveRows is the rows of x (NumSlots×d) of the live slots, J×d in
+// LiveSlots order.
+func (s *Subgraphs) LiveRows(x *torch.Tensor) *torch.Tensor { return x.IndexSelect(0, s.LiveSlots) }
+
 func newSubgraphs(node, slot, weight *torch.Tensor, perGraph, numSlots int64, eta int) *Subgraphs {
 	size := torch.Zeros([]int64{numSlots}, torch.Options{DType: weight.DType(), Device: weight.Device()}).IndexAdd(0, slot, weight)
 	live := size.GeScalar(float64(eta))

@@ -166,6 +166,7 @@ func TestLongTrainingIsStable(t *testing.T) {
 // class, leaves small tensors to glibc, and keeps values intact. (From here
 // on the whole test process allocates through the pool.)
 func TestCPUPoolReusesBlocks(t *testing.T) {
+	scope(t)
 	torch.TuneAllocator()
 	f32 := torch.Options{DType: torch.Float32}
 	start := torch.CPUPoolStats()

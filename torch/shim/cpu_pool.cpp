@@ -76,7 +76,12 @@ private:
 		auto *self = instance;
 		std::lock_guard<std::mutex> lock(self->mu_);
 		auto it = self->size_of_.find(p);
-		TORCH_INTERNAL_ASSERT(it != self->size_of_.end(), "CPU memory pool: freeing a block it did not give");
+		if (it == self->size_of_.end()) {
+			// Not a pool block (cannot happen): a deleter must not throw, so
+			// give it back to the system rather than abort the process.
+			std::free(p);
+			return;
+		}
 		self->free_.emplace(it->second, p);
 		self->size_of_.erase(it);
 	}

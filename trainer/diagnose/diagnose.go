@@ -396,10 +396,10 @@ func partGradients(m *model.MicroGraph, g *ops.Graph, seed uint64) []PartGradien
 		{"reg", func(o model.Output) *torch.Tensor { return o.Reg.MulScalar(c.Alpha * c.LambdaReg) }},
 		{"contra", func(o model.Output) *torch.Tensor { return o.Contra.MulScalar(1 - c.Alpha) }},
 		{"contra_via_e", func(o model.Output) *torch.Tensor {
-			return ops.GraphSubgraphContrast(m.We.Forward(o.E), o.S.Detach(), o.Subgraphs, c.Tau).MulScalar(1 - c.Alpha)
+			return ops.GraphSubgraphContrast(m.We.Forward(o.E), o.Subgraphs.LiveRows(o.S).Detach(), o.Subgraphs, c.Tau).MulScalar(1 - c.Alpha)
 		}},
 		{"contra_via_s", func(o model.Output) *torch.Tensor {
-			return ops.GraphSubgraphContrast(m.We.Forward(o.E).Detach(), o.S, o.Subgraphs, c.Tau).MulScalar(1 - c.Alpha)
+			return ops.GraphSubgraphContrast(m.We.Forward(o.E).Detach(), o.Subgraphs.LiveRows(o.S), o.Subgraphs, c.Tau).MulScalar(1 - c.Alpha)
 		}},
 	}
 	var out []PartGradient
