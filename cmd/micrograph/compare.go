@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/metrics"
@@ -27,17 +28,25 @@ type evaluation struct {
 }
 
 func runCompare(args []string) error {
-	fs := newFlags("compare", "RESULT.json...",
+	fs := newFlags("compare", "RESULT.json... | [NAME=]SUITE...",
 		"Prints the results of finetune and linear-eval runs side by side as a Markdown table:\n"+
 			"test and valid ROC-AUC (%, mean ± std over runs) of each, e.g. with and without pre-training,\n"+
 			"or RMSE for results on regression tasks (results of one metric only).\n"+
 			"Results of linear-eval --label-fractions add a second table: test ROC-AUC by share of the\n"+
-			"train labels fitted on, one column per share.")
+			"train labels fitted on, one column per share.\n"+
+			"Given suite results instead (a suite's --out folder or its suite.json, each NAME=PATH or named\n"+
+			"after its folder), sets pre-training methods side by side as the paper's Table 3 does: per\n"+
+			"evaluation and protocol, each method's test ROC-AUC per benchmark and on average, its Δ against\n"+
+			"its random encoders, and the first method minus each other one, paired by pre-training seed\n"+
+			"(list every suite's --encoder files in the same seed order) with its p-value.")
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
 		return usageError{fmt.Errorf("no result files")}
+	}
+	if isSuite(fs.Arg(0)) {
+		return compareSuites(fs.Args())
 	}
 	var rows []evaluation
 	for _, path := range fs.Args() {
@@ -65,6 +74,61 @@ func runCompare(args []string) error {
 			e.Evaluation, e.Protocol, encoderName(e.Pretrained), e.Test.N, figure(e.Metric, e.Test), figure(e.Metric, e.Valid))
 	}
 	printFractionTable(fs.Args(), rows)
+	return nil
+}
+
+// suiteArg splits a compare argument into the method's name and the suite
+// result file: NAME=PATH, or PATH named after its folder; PATH is a suite's
+// --out folder or its suite.json.
+func suiteArg(arg string) (name, file string) {
+	name, path, named := strings.Cut(arg, "=")
+	if !named {
+		path = arg
+	}
+	file = path
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		file = filepath.Join(path, "suite.json")
+	}
+	if !named {
+		name = filepath.Base(filepath.Dir(file))
+	}
+	return name, file
+}
+
+// isSuite tells whether a compare argument is a suite result: its file holds
+// suite entries.
+func isSuite(arg string) bool {
+	_, file := suiteArg(arg)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return false
+	}
+	var probe struct {
+		Entries []json.RawMessage `json:"entries"`
+	}
+	return json.Unmarshal(b, &probe) == nil && probe.Entries != nil
+}
+
+// compareSuites prints evaluate.CompareArms of the suites named.
+func compareSuites(args []string) error {
+	var arms []evaluate.Arm
+	for _, arg := range args {
+		name, file := suiteArg(arg)
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		var r evaluate.SuiteResult
+		if err := json.Unmarshal(b, &r); err != nil || r.Entries == nil {
+			return fmt.Errorf("%s is not a suite result (compare suites with suites)", file)
+		}
+		arms = append(arms, evaluate.Arm{Name: name, Result: &r})
+	}
+	c, err := evaluate.CompareArms(arms)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, c.Markdown())
 	return nil
 }
 

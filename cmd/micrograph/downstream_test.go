@@ -318,3 +318,56 @@ func TestCompareLabelFractions(t *testing.T) {
 		t.Errorf("compare: status %d, stderr %q, stdout\n%s\nwant\n%s", code, errs, out, want)
 	}
 }
+
+// compare given suite results sets the methods side by side (named NAME=PATH
+// or after their folder), and refuses to mix them with other results.
+func TestCompareSuites(t *testing.T) {
+	dir := t.TempDir()
+	suite := func(name string, bace, bbbp float64) string {
+		folder := filepath.Join(dir, name)
+		if err := os.Mkdir(folder, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var entries []string
+		for k := range 2 {
+			for _, side := range []struct {
+				pretrained bool
+				bace, bbbp float64
+			}{{true, bace + 0.02*float64(k), bbbp}, {false, 0.6, 0.5}} {
+				for _, b := range []struct {
+					name string
+					v    float64
+				}{{"bace", side.bace}, {"bbbp", side.bbbp}} {
+					entries = append(entries, fmt.Sprintf(`{"benchmark": %q, "evaluation": "linear", "protocol": "scaffold", "pretrained": %t, "replicate": %d, "run_tests": [%g]}`,
+						b.name, side.pretrained, k, b.v))
+				}
+			}
+		}
+		body := `{"config": {"evaluations": ["linear"], "protocols": ["scaffold"]}, "entries": [` + strings.Join(entries, ", ") + `]}`
+		if err := os.WriteFile(filepath.Join(folder, "suite.json"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return folder
+	}
+	full, walk := suite("suite-full", 0.7, 0.6), suite("suite-rw", 0.65, 0.6)
+	code, out, errs := runCLI(t, "compare", "MICRO-Graph="+full, filepath.Join(walk, "suite.json"))
+	// Replicate averages: full (70+60)/2 = 65 and (72+60)/2 = 66; random walk
+	// 62.5 and 63.5; the difference is 2.5 for both pairs: sd 0, p 0.
+	for _, line := range []string{
+		"| encoder | bace | bbbp | average | Δ vs random [95 %] | MICRO-Graph − this |\n",
+		"| random encoder | 60.00 ± 0.00 | 50.00 ± 0.00 | 55.00 | — | — |\n",
+		"| MICRO-Graph | 71.00 ± 1.00 | 60.00 ± 0.00 | 65.50 | +10.50 [+4.15, +16.85]† | — |\n",
+		"| suite-rw | 66.00 ± 1.00 | 60.00 ± 0.00 | 63.00 | +8.00 [+1.65, +14.35]† | +2.50 (p<0.001)† |\n",
+	} {
+		if code != 0 || errs != "" || !strings.Contains(out, line) {
+			t.Fatalf("compare suites: status %d, stderr %q, stdout\n%s\nwant a line\n%s", code, errs, out, line)
+		}
+	}
+	other := filepath.Join(dir, "linear.json")
+	if err := os.WriteFile(other, []byte(`{"evaluation": "linear"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runCLI(t, "compare", full, other); code != 1 || !strings.Contains(errs, "linear.json is not a suite result") {
+		t.Errorf("suite and linear-eval result: status %d, stderr %q", code, errs)
+	}
+}

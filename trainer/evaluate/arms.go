@@ -1,0 +1,208 @@
+package evaluate
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/micrograph/micrograph/trainer/metrics"
+)
+
+// Arm is one pre-training method's suite (the full method, or one of its
+// ablations), named for the table.
+type Arm struct {
+	Name   string
+	Result *SuiteResult
+}
+
+// ArmComparison sets several methods' suites side by side, as the paper's
+// Table 3 sets MICRO-Graph beside its ablations: for every evaluation and
+// protocol, each arm's pre-trained test ROC-AUC per benchmark, its gain over
+// its own random encoders, and its difference from the first arm.
+//
+// The difference is paired by replicate: replicate i of every arm must be
+// the pre-training run with the same seed, so list each suite's --encoder
+// files in seed order. Replicate i's random encoders and probe seeds are
+// then the same in every arm (SuiteConfig), and so is the pairing of Δ.
+type ArmComparison struct {
+	Benchmarks []string   `json:"benchmarks"` // what every arm ran, in Benchmarks order
+	Tables     []ArmTable `json:"tables"`     // one per evaluation and protocol
+}
+
+// ArmTable is one evaluation under one protocol.
+type ArmTable struct {
+	Evaluation string   `json:"evaluation"`
+	Protocol   string   `json:"protocol"`
+	Random     ArmRow   `json:"random"` // the first arm's random encoders
+	Arms       []ArmRow `json:"arms"`
+}
+
+// ArmRow is one encoder kind's test ROC-AUC: per benchmark (every run of
+// every replicate) and their mean. Gain is Δ against the random encoders of
+// the same suite (the average over benchmarks, as SuiteResult.ComputeGains
+// has it); FromFirst is the first arm minus this one, paired by replicate
+// on the average over benchmarks. Both are nil where they do not apply.
+type ArmRow struct {
+	Name      string         `json:"name"`
+	Figures   []metrics.Stat `json:"figures"` // in ArmComparison.Benchmarks order
+	Average   metrics.Value  `json:"average"`
+	Gain      *Gain          `json:"gain,omitempty"`
+	FromFirst *Gain          `json:"from_first,omitempty"`
+}
+
+// CompareArms builds the comparison. The arms must have run the same
+// benchmarks, evaluations and protocols, so that every average covers the
+// same benchmarks; at least two arms, each with a result.
+func CompareArms(arms []Arm) (*ArmComparison, error) {
+	if len(arms) < 2 {
+		return nil, fmt.Errorf("comparing methods needs at least two suites, got %d", len(arms))
+	}
+	first := arms[0].Result
+	ran := benchmarksRun(first)
+	for _, a := range arms[1:] {
+		if got := benchmarksRun(a.Result); !slices.Equal(got, ran) {
+			return nil, fmt.Errorf("%s ran %s, %s ran %s: compare suites of the same benchmarks",
+				a.Name, strings.Join(got, ", "), arms[0].Name, strings.Join(ran, ", "))
+		}
+		if !slices.Equal(a.Result.Config.Evaluations, first.Config.Evaluations) || !slices.Equal(a.Result.Config.Protocols, first.Config.Protocols) {
+			return nil, fmt.Errorf("%s ran %s under %s, %s ran %s under %s: compare suites of the same evaluations and protocols",
+				a.Name, strings.Join(a.Result.Config.Evaluations, ", "), strings.Join(a.Result.Config.Protocols, ", "),
+				arms[0].Name, strings.Join(first.Config.Evaluations, ", "), strings.Join(first.Config.Protocols, ", "))
+		}
+	}
+	c := &ArmComparison{Benchmarks: ran}
+	for _, evaluation := range first.Config.Evaluations {
+		for _, protocol := range first.Config.Protocols {
+			t := ArmTable{Evaluation: evaluation, Protocol: protocol}
+			t.Random = armRow("random encoder", first, evaluation, protocol, ran, false)
+			reference := replicateAverages(first, evaluation, protocol, ran)
+			for i, a := range arms {
+				row := armRow(a.Name, a.Result, evaluation, protocol, ran, true)
+				_, averages := a.Result.ComputeGains()
+				if k := slices.IndexFunc(averages, func(g Gain) bool { return g.Evaluation == evaluation && g.Protocol == protocol }); k >= 0 {
+					row.Gain = &averages[k]
+				}
+				if i > 0 {
+					row.FromFirst = pairedDifference(reference, replicateAverages(a.Result, evaluation, protocol, ran))
+				}
+				t.Arms = append(t.Arms, row)
+			}
+			c.Tables = append(c.Tables, t)
+		}
+	}
+	return c, nil
+}
+
+// benchmarksRun is every benchmark with an entry, in Benchmarks order.
+func benchmarksRun(r *SuiteResult) []string {
+	var ran []string
+	for _, b := range Benchmarks {
+		if slices.ContainsFunc(r.Entries, func(e SuiteEntry) bool { return e.Benchmark == b }) {
+			ran = append(ran, b)
+		}
+	}
+	return ran
+}
+
+// armRow summarises one side of a suite on the benchmarks given.
+func armRow(name string, r *SuiteResult, evaluation, protocol string, benchmarks []string, pretrained bool) ArmRow {
+	row := ArmRow{Name: name}
+	var means []float64
+	for _, b := range benchmarks {
+		pre, random := r.sides(b, evaluation, protocol)
+		s := random
+		if pretrained {
+			s = pre
+		}
+		st := s.stat()
+		row.Figures = append(row.Figures, st)
+		means = append(means, float64(st.Mean))
+	}
+	row.Average = metrics.Value(metrics.Mean(means))
+	return row
+}
+
+// replicateAverages is, per replicate, the mean over the benchmarks of the
+// pre-trained encoder's mean test ROC-AUC; a replicate missing from a
+// benchmark is left out.
+func replicateAverages(r *SuiteResult, evaluation, protocol string, benchmarks []string) map[int]float64 {
+	sums, counts := map[int]float64{}, map[int]int{}
+	for _, b := range benchmarks {
+		pre, _ := r.sides(b, evaluation, protocol)
+		for k, runs := range pre.replicates {
+			sums[k] += meanOfValues(runs)
+			counts[k]++
+		}
+	}
+	out := map[int]float64{}
+	for k, n := range counts {
+		if n == len(benchmarks) {
+			out[k] = sums[k] / float64(n)
+		}
+	}
+	return out
+}
+
+// pairedDifference is a − b over the replicates both have, with its t-test
+// (nil with fewer than two pairs or a NaN).
+func pairedDifference(a, b map[int]float64) *Gain {
+	var keys []int
+	for k := range a {
+		if _, ok := b[k]; ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	g := &Gain{Benchmark: "average", PairedBy: "encoder"}
+	for _, k := range keys {
+		d := a[k] - b[k]
+		if math.IsNaN(d) {
+			return nil
+		}
+		g.Deltas = append(g.Deltas, metrics.Value(d))
+	}
+	if len(g.Deltas) == 0 {
+		return nil
+	}
+	g.Delta = metrics.Value(meanOfValues(g.Deltas))
+	g.Test, g.Significant = tTest(g.Deltas)
+	return g
+}
+
+// Markdown is one table per evaluation and protocol: rows the random
+// encoder and each arm, columns the benchmarks, their average, Δ against the
+// random encoder with its 95 % interval, and the first arm minus this one
+// with its p-value; test ROC-AUC in %, † p < 0.05.
+func (c *ArmComparison) Markdown() string {
+	var sb strings.Builder
+	row := func(cells ...string) { sb.WriteString("| " + strings.Join(cells, " | ") + " |\n") }
+	for i, t := range c.Tables {
+		if i > 0 {
+			sb.WriteString("\n")
+		}
+		name := map[string]string{EvaluationFinetune: "Fine-tune", EvaluationLinear: "Feature extraction"}[t.Evaluation]
+		fmt.Fprintf(&sb, "%s, %s:\n\n", name, t.Protocol)
+		first := t.Arms[0].Name
+		row(slices.Concat([]string{"encoder"}, c.Benchmarks, []string{"average", "Δ vs random [95 %]", first + " − this"})...)
+		row(slices.Concat([]string{":--"}, slices.Repeat([]string{"--:"}, len(c.Benchmarks)+3))...)
+		for _, r := range append([]ArmRow{t.Random}, t.Arms...) {
+			cells := []string{r.Name}
+			for _, s := range r.Figures {
+				cells = append(cells, percent(s))
+			}
+			cells = append(cells, fmt.Sprintf("%.2f", 100*r.Average), "—", "—")
+			if r.Gain != nil {
+				cells[len(cells)-2] = averageGainCell(*r.Gain)
+			}
+			if r.FromFirst != nil {
+				cells[len(cells)-1] = gainCell(*r.FromFirst)
+			}
+			row(cells...)
+		}
+	}
+	sb.WriteString("\nTest ROC-AUC (%), mean ± std over each cell's runs; average: the mean over the benchmarks. " +
+		"Δ vs random: the arm's pre-trained − random encoders of its own suite, mean over the benchmarks [95 % t interval over the pairs]. " +
+		"The last column: the first arm − this one on the average, paired by replicate (pre-training seed), two-sided t-test; † p < 0.05.\n")
+	return sb.String()
+}
