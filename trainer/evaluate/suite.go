@@ -441,12 +441,7 @@ func meanOfValues(vs []metrics.Value) float64 {
 // p < 0.05 is marked †. When not all seven benchmarks ran, averages (the
 // paper's included) cover only those that did and are starred.
 func (r *SuiteResult) Markdown() string {
-	var ran []string
-	for _, b := range Benchmarks {
-		if slices.ContainsFunc(r.Entries, func(e SuiteEntry) bool { return e.Benchmark == b }) {
-			ran = append(ran, b)
-		}
-	}
+	ran := benchmarksRun(r)
 	star := ""
 	if len(ran) < len(Benchmarks) {
 		star = "*"
