@@ -118,7 +118,7 @@ type Output struct {
 	Assignment
 	E         *torch.Tensor  // graph embeddings, B×d
 	Subgraphs *ops.Subgraphs // the sampled subgraphs
-	S         *torch.Tensor  // slot embeddings, NumSlots×d (0 for empty slots)
+	S         *torch.Tensor  // subgraph embeddings, J×d, rows in Subgraphs.LiveSlots order
 	LogP      *torch.Tensor  // log subgraph-to-motif probabilities, J×K, rows in Subgraphs.LiveSlots order
 }
 
@@ -166,7 +166,7 @@ func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
 		l.Reg = torch.Zeros(nil, torch.Options{DType: dt, Device: s.Device()})
 	}
 	l.Total = m.Objective(l)
-	return Output{Losses: l, Assignment: a, E: e, Subgraphs: sub, S: s, LogP: logP}
+	return Output{Losses: l, Assignment: a, E: e, Subgraphs: sub, S: sLive, LogP: logP}
 }
 
 // Objective is the loss of §3 from its parts (l.Total is ignored):

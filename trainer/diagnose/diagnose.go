@@ -396,10 +396,10 @@ func partGradients(m *model.MicroGraph, g *ops.Graph, seed uint64) []PartGradien
 		{"reg", func(o model.Output) *torch.Tensor { return o.Reg.MulScalar(c.Alpha * c.LambdaReg) }},
 		{"contra", func(o model.Output) *torch.Tensor { return o.Contra.MulScalar(1 - c.Alpha) }},
 		{"contra_via_e", func(o model.Output) *torch.Tensor {
-			return ops.GraphSubgraphContrast(m.We.Forward(o.E), o.Subgraphs.LiveRows(o.S).Detach(), o.Subgraphs, c.Tau).MulScalar(1 - c.Alpha)
+			return ops.GraphSubgraphContrast(m.We.Forward(o.E), o.S.Detach(), o.Subgraphs, c.Tau).MulScalar(1 - c.Alpha)
 		}},
 		{"contra_via_s", func(o model.Output) *torch.Tensor {
-			return ops.GraphSubgraphContrast(m.We.Forward(o.E).Detach(), o.Subgraphs.LiveRows(o.S), o.Subgraphs, c.Tau).MulScalar(1 - c.Alpha)
+			return ops.GraphSubgraphContrast(m.We.Forward(o.E).Detach(), o.S, o.Subgraphs, c.Tau).MulScalar(1 - c.Alpha)
 		}},
 	}
 	var out []PartGradient
@@ -504,7 +504,7 @@ func (a *diagAccumulator) measure(b *data.Batch, g *ops.Graph) error {
 		}
 	}
 	rw := ops.RandomWalkSubgraphs(g, int64(cfg.SubgraphsPerGraph), 10, 40, cfg.Eta, torch.Float32)
-	if err := a.subgraphs(model.SamplerRandomWalk, b, rw, rw.Pool(h), eHost, z, nil); err != nil {
+	if err := a.subgraphs(model.SamplerRandomWalk, b, rw, rw.LiveRows(rw.Pool(h)), eHost, z, nil); err != nil {
 		return err
 	}
 
@@ -567,7 +567,8 @@ func (a *diagAccumulator) motifs(b *data.Batch, g *ops.Graph, out model.Output) 
 
 // subgraphs records one sampler's subgraphs of a batch: sizes, coverage,
 // connectivity, alignment with their molecule and the contrast's softmax.
-// z (W_e·e) and logP (subgraph-to-motif, live slots only) may be nil.
+// s and logP (subgraph-to-motif, may be nil) have a row per live slot, in
+// order; z (W_e·e) may be nil.
 func (a *diagAccumulator) subgraphs(sampler string, b *data.Batch, sub *ops.Subgraphs, s *torch.Tensor, eHost []float64, z, logP *torch.Tensor) error {
 	acc := a.subs[sampler]
 	d, per := a.d, int(sub.PerGraph)
@@ -611,13 +612,15 @@ func (a *diagAccumulator) subgraphs(sampler string, b *data.Batch, sub *ops.Subg
 	k := a.m.cfg.Motifs
 	count := make([]int, b.NumGraphs())
 	var ePairs, sPairs []float64
-	row := -1 // j's row of logP, which has the live slots only
+	var rowMol []int // the molecule of each row of s and logP (the live slots)
+	row := -1
 	for j, mem := range members {
 		if !live[j] {
 			continue
 		}
 		row++
 		mol := j / per
+		rowMol = append(rowMol, mol)
 		count[mol]++
 		for _, v := range mem {
 			stamp[v], parent[v] = j+1, v
@@ -648,7 +651,7 @@ func (a *diagAccumulator) subgraphs(sampler string, b *data.Batch, sub *ops.Subg
 			acc.maxP = append(acc.maxP, math.Exp(best))
 		}
 		ePairs = append(ePairs, eHost[mol*d:(mol+1)*d]...)
-		sPairs = append(sPairs, sHost[j*d:(j+1)*d]...)
+		sPairs = append(sPairs, sHost[row*d:(row+1)*d]...)
 	}
 	for _, c := range count {
 		acc.perMol = append(acc.perMol, float64(c))
@@ -665,34 +668,21 @@ func (a *diagAccumulator) subgraphs(sampler string, b *data.Batch, sub *ops.Subg
 	acc.haveZ = true
 	zHost := appendFloats(nil, z)
 	var zPairs []float64
-	for j := range members {
-		if live[j] {
-			zPairs = append(zPairs, zHost[j/per*d:(j/per+1)*d]...)
-		}
+	for _, mol := range rowMol {
+		zPairs = append(zPairs, zHost[mol*d:(mol+1)*d]...)
 	}
 	acc.alignZ = append(acc.alignZ, metrics.Alignment(zPairs, sPairs, pairs, d)*float64(pairs))
 	// Softmax of Y over the batch's live subgraphs; mass on the own ones.
-	y := ops.Cosine(z, s).DivScalar(a.m.cfg.Tau).MaskedFill(sub.Live.LogicalNot().Unsqueeze(0), math.Inf(-1)).Softmax(1)
-	prob := torch.ToSlice[float32](y)
-	totalLive := 0
-	for _, l := range live {
-		if l {
-			totalLive++
-		}
+	prob := torch.ToSlice[float32](ops.Cosine(z, s).DivScalar(a.m.cfg.Tau).Softmax(1)) // B×J
+	mass := make([]float64, len(count))
+	for r, mol := range rowMol {
+		mass[mol] += float64(prob[mol*pairs+r])
 	}
-	slots := len(live)
 	for mol, c := range count {
-		if c == 0 {
-			continue
+		if c > 0 {
+			acc.positive = append(acc.positive, mass[mol])
+			acc.chance = append(acc.chance, float64(c)/float64(pairs))
 		}
-		var mass float64
-		for j := mol * per; j < (mol+1)*per; j++ {
-			if live[j] {
-				mass += float64(prob[mol*slots+j])
-			}
-		}
-		acc.positive = append(acc.positive, mass)
-		acc.chance = append(acc.chance, float64(c)/float64(totalLive))
 	}
 	return nil
 }

@@ -72,6 +72,10 @@ func CompareArms(arms []Arm) (*ArmComparison, error) {
 		}
 	}
 	c := &ArmComparison{Benchmarks: ran}
+	averages := make([][]Gain, len(arms)) // each arm's Δ averaged over the benchmarks
+	for i, a := range arms {
+		_, averages[i] = a.Result.ComputeGains()
+	}
 	for _, evaluation := range first.Config.Evaluations {
 		for _, protocol := range first.Config.Protocols {
 			t := ArmTable{Evaluation: evaluation, Protocol: protocol}
@@ -79,9 +83,8 @@ func CompareArms(arms []Arm) (*ArmComparison, error) {
 			reference := replicateAverages(first, evaluation, protocol, ran)
 			for i, a := range arms {
 				row := armRow(a.Name, a.Result, evaluation, protocol, ran, true)
-				_, averages := a.Result.ComputeGains()
-				if k := slices.IndexFunc(averages, func(g Gain) bool { return g.Evaluation == evaluation && g.Protocol == protocol }); k >= 0 {
-					row.Gain = &averages[k]
+				if k := slices.IndexFunc(averages[i], func(g Gain) bool { return g.Evaluation == evaluation && g.Protocol == protocol }); k >= 0 {
+					row.Gain = &averages[i][k]
 				}
 				if i > 0 {
 					row.FromFirst = pairedDifference(reference, replicateAverages(a.Result, evaluation, protocol, ran))

@@ -250,7 +250,7 @@ func (r *MotifReport) collectBatch(m *model.MicroGraph, ds *data.Dataset, b *dat
 	var cosine *torch.Tensor
 	torch.NoGrad(func() {
 		out = m.Forward(b.Graph(dev), false)
-		cosine = ops.Cosine(m.Ws.Forward(out.Subgraphs.LiveRows(out.S)), m.Motifs)
+		cosine = ops.Cosine(m.Ws.Forward(out.S), m.Motifs)
 	})
 	k := m.Config.Motifs
 	sub := out.Subgraphs
