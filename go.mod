@@ -13,4 +13,5 @@ require (
 require (
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
+	gonum.org/v1/gonum v0.17.0 // indirect
 )

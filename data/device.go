@@ -59,7 +59,8 @@ func pinned[T torch.Element](data []T, shape ...int64) *torch.Tensor {
 // batch is copied from Go memory.
 func (b *Batch) Graph(dev torch.Device) *ops.Graph {
 	n, e := int64(b.NumAtoms()), int64(b.NumEdges())
-	g := &ops.Graph{NumGraphs: int64(b.NumGraphs()), NumNodes: n, NumEdges: e, MaxNodes: int64(b.MaxAtoms)}
+	g := &ops.Graph{NumGraphs: int64(b.NumGraphs()), NumNodes: n, NumEdges: e, MaxNodes: int64(b.MaxAtoms),
+		Host: &ops.HostGraph{Src: b.EdgeSrc, RowPtr: b.RowPtr, GraphPtr: b.GraphPtr}}
 	if s, ok := b.Aux.(*staged); ok {
 		g.Atoms, g.Bonds = s.atoms.To(dev, true), s.bonds.To(dev, true)
 		g.Src, g.Dst, g.RowPtr = s.src.To(dev, true), s.dst.To(dev, true), s.rowPtr.To(dev, true)

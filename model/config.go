@@ -23,7 +23,23 @@ const (
 	SamplerMotif      = "motif"
 	SamplerRandomWalk = "random-walk"
 	SamplerKHop       = "k-hop"
+	// SamplerSpectral is the released formulation's sampler (§12.1).
+	SamplerSpectral = "spectral"
 )
+
+// ReleasedConfig holds the settings of the formulation MICRO-Graph's authors
+// released as code (docs/method.md §12) that the paper's has no counterpart
+// for; K, τ (motif and contrast softmaxes), the Sinkhorn settings, η and the
+// sampler are Config's.
+type ReleasedConfig struct {
+	ClusterTau     float64 `json:"cluster_tau"`     // temperature of the atoms' affinity softmax (§12.1)
+	MotifWeight    float64 `json:"motif_weight"`    // weight of L_motif (§12.3)
+	ContraWeight   float64 `json:"contra_weight"`   // weight of L_contra
+	SamplerWeight  float64 `json:"sampler_weight"`  // weight of L_sampler
+	TopFraction    float64 `json:"top_fraction"`    // share of subgraphs most similar to each motif that L_sampler takes
+	KMeansRestarts int     `json:"kmeans_restarts"` // k-means++ starts of every k-means (spectral labels, motif initialisation)
+	InitBatches    int     `json:"init_batches"`    // batches whose subgraphs initialise the motif table
+}
 
 // Config is a MICRO-Graph model: its encoder and objective (§1–§6).
 type Config struct {
@@ -47,6 +63,27 @@ type Config struct {
 	// the gradient, as the paper's Algorithm 1 pools them under no_grad (§6):
 	// L_contra then trains the encoder through e only.
 	ContrastDetached bool `json:"contrast_detached,omitempty"`
+
+	// Released, when set, trains the authors' released formulation (§12)
+	// instead of the paper's; the paper-only settings (α, λ_n, λ_s, λ_r,
+	// p_drop, p_add, subgraphs per graph, ortho-selected, contrast-detached)
+	// are then 0.
+	Released *ReleasedConfig `json:"released,omitempty"`
+}
+
+// Objectives of pre-training: the paper's (§3) and its authors' released
+// code's (§12).
+const (
+	ObjectivePaper    = "paper"
+	ObjectiveReleased = "released"
+)
+
+// Objective names the formulation c trains.
+func (c Config) Objective() string {
+	if c.Released != nil {
+		return ObjectiveReleased
+	}
+	return ObjectivePaper
 }
 
 // DefaultEncoderConfig is §1's pre-training encoder: 5 layers of width 300,
@@ -72,6 +109,25 @@ func DefaultConfig() Config {
 		PAdd:              0.1,
 		Sampler:           SamplerMotif,
 		SubgraphsPerGraph: 3,
+	}
+}
+
+// ReleasedModelConfig is §12's pre-training model: the paper's encoder, K =
+// 20, τ = 0.05, Sinkhorn λ = 20 with 5 iterations, η = 4, the spectral
+// sampler, and the released losses' weights.
+func ReleasedModelConfig() Config {
+	return Config{
+		Encoder:        DefaultEncoderConfig(),
+		Motifs:         20,
+		Tau:            0.05,
+		SinkhornLambda: 20,
+		SinkhornIters:  5,
+		Eta:            4,
+		Sampler:        SamplerSpectral,
+		Released: &ReleasedConfig{
+			ClusterTau: 0.2, MotifWeight: 1, ContraWeight: 0.05, SamplerWeight: 0.05,
+			TopFraction: 0.1, KMeansRestarts: 10, InitBatches: 2,
+		},
 	}
 }
 
@@ -134,6 +190,8 @@ func (c Config) Validate() error {
 		return field.Errorf("lambda_sub", c.LambdaSub, "must not be negative")
 	case c.LambdaReg < 0:
 		return field.Errorf("lambda_reg", c.LambdaReg, "must not be negative")
+	case c.Released != nil:
+		return c.validateReleased()
 	case c.Sampler != SamplerMotif && c.Sampler != SamplerRandomWalk && c.Sampler != SamplerKHop:
 		return field.Errorf("sampler", c.Sampler, "must be motif, random-walk or k-hop")
 	case c.Sampler != SamplerMotif && c.SubgraphsPerGraph < 1:
@@ -142,4 +200,50 @@ func (c Config) Validate() error {
 		return field.Errorf("ortho_selected", c.OrthoSelected, "needs the motif sampler")
 	}
 	return field.First(prob("alpha", c.Alpha), prob("p_drop", c.PDrop), prob("p_add", c.PAdd))
+}
+
+// validateReleased checks §12's settings; the shared ones were checked.
+func (c Config) validateReleased() error {
+	r := c.Released
+	paperOnly := []struct {
+		name  string
+		value any
+		set   bool
+	}{{"alpha", c.Alpha, c.Alpha != 0}, {"lambda_node", c.LambdaNode, c.LambdaNode != 0},
+		{"lambda_sub", c.LambdaSub, c.LambdaSub != 0}, {"lambda_reg", c.LambdaReg, c.LambdaReg != 0},
+		{"p_drop", c.PDrop, c.PDrop != 0}, {"p_add", c.PAdd, c.PAdd != 0},
+		{"subgraphs_per_graph", c.SubgraphsPerGraph, c.SubgraphsPerGraph != 0},
+		{"ortho_selected", c.OrthoSelected, c.OrthoSelected}, {"contrast_detached", c.ContrastDetached, c.ContrastDetached}}
+	for _, p := range paperOnly {
+		if p.set {
+			return field.Errorf(p.name, p.value, "belongs to the paper objective, not the released one")
+		}
+	}
+	weights := []struct {
+		name string
+		v    float64
+	}{{"released.cluster_tau", r.ClusterTau}, {"released.motif_weight", r.MotifWeight},
+		{"released.contra_weight", r.ContraWeight}, {"released.sampler_weight", r.SamplerWeight},
+		{"released.top_fraction", r.TopFraction}}
+	for _, w := range weights {
+		if err := field.Finite(w.name, w.v); err != nil {
+			return err
+		}
+		if w.v < 0 {
+			return field.Errorf(w.name, w.v, "must not be negative")
+		}
+	}
+	switch {
+	case c.Sampler != SamplerSpectral && c.Sampler != SamplerRandomWalk && c.Sampler != SamplerKHop:
+		return field.Errorf("sampler", c.Sampler, "must be spectral, random-walk or k-hop for the released objective")
+	case !(r.ClusterTau > 0):
+		return field.Errorf("released.cluster_tau", r.ClusterTau, "must be positive")
+	case r.TopFraction <= 0 || r.TopFraction > 1:
+		return field.Errorf("released.top_fraction", r.TopFraction, "must be in (0, 1]")
+	case r.KMeansRestarts < 1:
+		return field.Errorf("released.kmeans_restarts", r.KMeansRestarts, "must be positive")
+	case r.InitBatches < 0:
+		return field.Errorf("released.init_batches", r.InitBatches, "must not be negative")
+	}
+	return nil
 }

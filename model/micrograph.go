@@ -10,15 +10,18 @@ import (
 
 // MicroGraph is the pre-training model of §3: a DeeperGCN encoder ("encoder.*"),
 // the motif embedding table M ("motif_embeddings", K×d) and the projections
-// W_h, W_s, W_e ("W_h.weight", … d×d, no bias).
+// W_h, W_s, W_e ("W_h.weight", … d×d, no bias). Under the released objective
+// (§12) the projections are replaced by one projection head
+// ("projection_head.*").
 type MicroGraph struct {
 	Config  Config
 	Store   *nn.Store
 	Encoder *DeeperGCN
 	Motifs  *torch.Tensor
-	Wh      *nn.Linear
-	Ws      *nn.Linear
-	We      *nn.Linear
+	Wh      *nn.Linear      // paper objective only
+	Ws      *nn.Linear      // paper objective only
+	We      *nn.Linear      // paper objective only
+	Head    *ProjectionHead // released objective only
 
 	// Across, when the batch is split across the processes of a
 	// data-parallel job, completes sums over this process's nodes into sums
@@ -40,6 +43,10 @@ func New(cfg Config, dev torch.Device, dt torch.DType) (*MicroGraph, error) {
 	m.Encoder = NewDeeperGCN(root.Sub("encoder"), cfg.Encoder)
 	m.Motifs = root.Param("motif_embeddings", torch.Empty([]int64{int64(cfg.Motifs), d}, root.Options()))
 	nn.Normal(m.Motifs, 0, 1)
+	if cfg.Released != nil {
+		m.Head = NewProjectionHead(root.Sub("projection_head"), d)
+		return m, nil
+	}
 	m.Wh = nn.NewLinear(root.Sub("W_h"), d, d, false)
 	m.Ws = nn.NewLinear(root.Sub("W_s"), d, d, false)
 	m.We = nn.NewLinear(root.Sub("W_e"), d, d, false)
@@ -52,23 +59,39 @@ func (m *MicroGraph) Free() {
 	m.Store.Free()
 }
 
-// Losses are the parts of the objective of one step, as 0-d tensors on the
-// device (reading them waits for it).
+// Losses are the loss of one step and its unweighted parts, as 0-d tensors
+// on the device (reading them waits for it). The parts are named as the log
+// names them, in the objective's order: node_mot, mot_sub, reg, contra for
+// the paper's (§3), motif, contra, sampler for the released one (§12).
 type Losses struct {
-	Total     *torch.Tensor // α·L_motif + (1−α)·L_contra
-	NodeMot   *torch.Tensor // L_node-mot
-	MotSub    *torch.Tensor // L_mot-sub
-	Reg       *torch.Tensor // L_reg = cut + ortho (0 when λ_r = 0)
-	Contra    *torch.Tensor // L_contra
+	Total     *torch.Tensor // the objective
+	Parts     []torch.Named // its unweighted parts
 	Subgraphs *torch.Tensor // number of subgraphs (int64)
 }
 
-// Named lists the losses under their log names.
-func (l Losses) Named() []torch.Named {
-	return []torch.Named{
-		{Name: "loss", Tensor: l.Total}, {Name: "node_mot", Tensor: l.NodeMot}, {Name: "mot_sub", Tensor: l.MotSub},
-		{Name: "reg", Tensor: l.Reg}, {Name: "contra", Tensor: l.Contra}, {Name: "subgraphs", Tensor: l.Subgraphs},
+// Part is the part named name; it panics on a name the objective lacks.
+func (l Losses) Part(name string) *torch.Tensor {
+	for _, p := range l.Parts {
+		if p.Name == name {
+			return p.Tensor
+		}
 	}
+	panic("model: the objective has no loss part " + name)
+}
+
+// Named lists the losses under their log names: "loss", the parts,
+// "subgraphs".
+func (l Losses) Named() []torch.Named {
+	out := append([]torch.Named{{Name: "loss", Tensor: l.Total}}, l.Parts...)
+	return append(out, torch.Named{Name: "subgraphs", Tensor: l.Subgraphs})
+}
+
+// PartNames are the names of the parts of the objective c trains, in order.
+func PartNames(c Config) []string {
+	if c.Released != nil {
+		return []string{"motif", "contra", "sampler"}
+	}
+	return []string{"node_mot", "mot_sub", "reg", "contra"}
 }
 
 // Assignment is what the model makes of a batch's nodes.
@@ -127,6 +150,9 @@ type Output struct {
 // Total. It reads one value back to the host: the number of subgraphs
 // (ops.Subgraphs.LiveSlots).
 func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
+	if m.Config.Released != nil {
+		return m.forwardReleased(g, train)
+	}
 	c := m.Config
 	dt := m.Store.DType()
 	a := m.Assign(g, train)
@@ -149,32 +175,40 @@ func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
 		sContra = m.Encoder.cut("subgraph_embeddings@contra", sLive)
 	}
 
-	l := Losses{
-		NodeMot:   ops.NLL(a.LogQ, a.Motif),
-		MotSub:    ops.NLL(logP, target),
-		Contra:    ops.GraphSubgraphContrast(m.We.Forward(e), sContra, sub, c.Tau),
-		Subgraphs: sub.Count(),
-	}
+	var reg *torch.Tensor
 	if c.LambdaReg > 0 {
 		var selected *torch.Tensor
 		if c.OrthoSelected {
 			selected = sub.Live.Reshape(g.NumGraphs, int64(c.Motifs))
 		}
 		cut, ortho := ops.MinCut(a.Q, g, selected)
-		l.Reg = cut.Add(ortho)
+		reg = cut.Add(ortho)
 	} else {
-		l.Reg = torch.Zeros(nil, torch.Options{DType: dt, Device: s.Device()})
+		reg = torch.Zeros(nil, torch.Options{DType: dt, Device: s.Device()})
+	}
+	l := Losses{
+		Parts: []torch.Named{
+			{Name: "node_mot", Tensor: ops.NLL(a.LogQ, a.Motif)},
+			{Name: "mot_sub", Tensor: ops.NLL(logP, target)},
+			{Name: "reg", Tensor: reg},
+			{Name: "contra", Tensor: ops.GraphSubgraphContrast(m.We.Forward(e), sContra, sub, c.Tau)},
+		},
+		Subgraphs: sub.Count(),
 	}
 	l.Total = m.Objective(l)
 	return Output{Losses: l, Assignment: a, E: e, Subgraphs: sub, S: sLive, LogP: logP}
 }
 
-// Objective is the loss of §3 from its parts (l.Total is ignored):
-// α·(λ_n·L_node-mot + λ_s·L_mot-sub + λ_r·L_reg) + (1−α)·L_contra.
+// Objective is the loss from its parts (l.Total is ignored): §3's
+// α·(λ_n·L_node-mot + λ_s·L_mot-sub + λ_r·L_reg) + (1−α)·L_contra, or §12's
+// w_m·L_motif + w_c·L_contra + w_s·L_sampler.
 func (m *MicroGraph) Objective(l Losses) *torch.Tensor {
 	c := m.Config
-	motif := scaled(l.NodeMot, c.LambdaNode).Add(scaled(l.MotSub, c.LambdaSub)).Add(scaled(l.Reg, c.LambdaReg))
-	return scaled(motif, c.Alpha).Add(scaled(l.Contra, 1-c.Alpha))
+	if r := c.Released; r != nil {
+		return scaled(l.Part("motif"), r.MotifWeight).Add(scaled(l.Part("contra"), r.ContraWeight)).Add(scaled(l.Part("sampler"), r.SamplerWeight))
+	}
+	motif := scaled(l.Part("node_mot"), c.LambdaNode).Add(scaled(l.Part("mot_sub"), c.LambdaSub)).Add(scaled(l.Part("reg"), c.LambdaReg))
+	return scaled(motif, c.Alpha).Add(scaled(l.Part("contra"), 1-c.Alpha))
 }
 
 // scaled is x·w; a weight of 1 costs no operation, forward or backward
@@ -184,6 +218,23 @@ func scaled(x *torch.Tensor, w float64) *torch.Tensor {
 		return x
 	}
 	return x.MulScalar(w)
+}
+
+// ClipGroups are the groups of trainable parameters whose gradients are
+// clipped each to the norm bound: all of them together under the paper
+// objective, the motif table apart from the rest under the released one
+// (§12.5).
+func (m *MicroGraph) ClipGroups() [][]*torch.Tensor {
+	var rest []*torch.Tensor
+	for _, v := range m.Store.Trainable() {
+		if m.Config.Released == nil || v.Tensor != m.Motifs {
+			rest = append(rest, v.Tensor)
+		}
+	}
+	if m.Config.Released == nil {
+		return [][]*torch.Tensor{rest}
+	}
+	return [][]*torch.Tensor{rest, {m.Motifs}}
 }
 
 // EncoderState is the encoder's tensors named without the "encoder." prefix,

@@ -70,10 +70,10 @@ func TestMatchesReference(t *testing.T) {
 		name      string
 		got, want float64
 	}{
-		{"node_mot", out.NodeMot.Item(), ref.NodeMot},
-		{"mot_sub", out.MotSub.Item(), ref.MotSub},
-		{"reg", out.Reg.Item(), ref.Reg},
-		{"contra", out.Contra.Item(), ref.Contra},
+		{"node_mot", out.Part("node_mot").Item(), ref.NodeMot},
+		{"mot_sub", out.Part("mot_sub").Item(), ref.MotSub},
+		{"reg", out.Part("reg").Item(), ref.Reg},
+		{"contra", out.Part("contra").Item(), ref.Contra},
 		{"total", out.Total.Item(), ref.Total},
 	} {
 		if !closeRel(part.got, part.want, 1e-6) {
@@ -197,7 +197,7 @@ func TestLossPartsReachOnlyTheirParameters(t *testing.T) {
 	params := m.Store.Parameters()
 
 	torch.ZeroGrad(params)
-	m.Forward(g, true).NodeMot.Backward()
+	m.Forward(g, true).Part("node_mot").Backward()
 	if n := gradNorm("motif_embeddings"); n != 0 {
 		t.Errorf("L_node-mot reached M: |grad| = %g", n)
 	}
@@ -206,7 +206,7 @@ func TestLossPartsReachOnlyTheirParameters(t *testing.T) {
 	}
 
 	torch.ZeroGrad(params)
-	m.Forward(g, true).MotSub.Backward()
+	m.Forward(g, true).Part("mot_sub").Backward()
 	for _, v := range m.Store.Trainable() {
 		n := gradNorm(v.Name)
 		learns := v.Name == "motif_embeddings" || v.Name == "W_s.weight"
@@ -240,7 +240,7 @@ func TestContrastDetachedCutsSubgraphs(t *testing.T) {
 		defer m.Free()
 		g := b.Graph(torch.CPU)
 		out := m.Forward(g, true)
-		loss := out.Contra
+		loss := out.Part("contra")
 		if byHand {
 			loss = ops.GraphSubgraphContrast(m.We.Forward(out.E), out.S.Detach(), out.Subgraphs, c.Tau)
 		}

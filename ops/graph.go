@@ -33,6 +33,17 @@ type Graph struct {
 	// Every pair of edges e' < e with the same destination, e in PairLater and
 	// e' in PairEarlier (P int64 each).
 	PairLater, PairEarlier *torch.Tensor
+
+	// Host is the same structure in host memory, for the samplers that run
+	// there (package ops/sample); nil when the graph was made without it.
+	Host *HostGraph
+}
+
+// HostGraph is a batch's structure on the host, laid out as Graph's tensors
+// of the same names. Its slices belong to the batch, whose loader reuses them
+// once the step is done: a step reads them and keeps none.
+type HostGraph struct {
+	Src, RowPtr, GraphPtr []int64
 }
 
 // EdgePtr is the edge offsets of each molecule (B+1).

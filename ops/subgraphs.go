@@ -68,6 +68,44 @@ func MotifSubgraphs(g *Graph, motif *torch.Tensor, k int64, eta int, pDrop, pAdd
 	return s
 }
 
+// ListedSubgraphs makes Subgraphs of subgraphs drawn on the host:
+// lists[g] holds molecule g's subgraphs, each a list of its atoms numbered
+// from 0 within the molecule. Every molecule gets as many slots as the most
+// any molecule has (at least one); the slots it does not fill stay empty,
+// and every listed subgraph is live, whatever its size (the sampler has
+// applied its own threshold). Weights have dtype dt.
+func ListedSubgraphs(g *Graph, lists [][][]int, dt torch.DType) *Subgraphs {
+	perGraph := 1
+	for _, l := range lists {
+		perGraph = max(perGraph, len(l))
+	}
+	var node, slot []int64
+	for gi, l := range lists {
+		first := g.Host.GraphPtr[gi]
+		for j, members := range l {
+			for _, a := range members {
+				node = append(node, first+int64(a))
+				slot = append(slot, int64(gi*perGraph+j))
+			}
+		}
+	}
+	dev := g.NodeGraph.Device()
+	var s *Subgraphs
+	torch.NoGrad(func() {
+		upload := func(x []int64) *torch.Tensor {
+			t := torch.FromSlice(x, int64(len(x)))
+			if dev.IsCUDA() {
+				return t.To(dev, false)
+			}
+			return t
+		}
+		n := int64(len(node))
+		weight := torch.Ones([]int64{n}, torch.Options{DType: dt, Device: dev})
+		s = newSubgraphs(upload(node), upload(slot), weight, int64(perGraph), g.NumGraphs*int64(perGraph), 1)
+	})
+	return s
+}
+
 // keepWithProbability is n independent draws of 1 with probability p, else 0.
 func keepWithProbability(n int64, p float64, o torch.Options) *torch.Tensor {
 	switch {

@@ -54,6 +54,10 @@ func (t *Tensor) Reciprocal() *Tensor { return t.unary(C.MG_RECIPROCAL, "recipro
 // Relu is max(t, 0).
 func (t *Tensor) Relu() *Tensor { return t.unary(C.MG_RELU, "relu") }
 
+// Gelu is PyTorch's exact GELU, t·Φ(t) with Φ the standard normal CDF
+// (nn.GELU's default, approximate='none').
+func (t *Tensor) Gelu() *Tensor { return t.unary(C.MG_GELU, "gelu") }
+
 // LogicalNot is the elementwise negation, as bool.
 func (t *Tensor) LogicalNot() *Tensor { return t.unary(C.MG_LOGICAL_NOT, "logical_not") }
 

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/spf13/pflag"
 )
 
 // pretrainFlags registers pretrain's flags into cfg.
-func pretrainFlags(cfg *pretrain.Config, run *string, resume *bool, cache *string, limits *data.Limits, job *jobFlags) *pflag.FlagSet {
+func pretrainFlags(cfg *pretrain.Config, run *string, resume *bool, objective *string, cache *string, limits *data.Limits, job *jobFlags) *pflag.FlagSet {
 	fs := newFlags("pretrain", "--data DIR|CSV --run RUNDIR [flags]",
 		"Pre-trains a DeeperGCN encoder with MICRO-Graph (docs/method.md) and writes\n"+
 			"RUNDIR/config.json, RUNDIR/log.jsonl (one line per logged step) and checkpoints in\n"+
@@ -29,10 +30,13 @@ func pretrainFlags(cfg *pretrain.Config, run *string, resume *bool, cache *strin
 	fs.StringVar(&cfg.Data, "data", cfg.Data, "OGB dataset folder, CSV file of SMILES (featurised once and cached), or corpus folder\n(micrograph featurize --shard-rows; its shards stay on disk, memory-mapped)")
 	fs.StringVar(run, "run", "", "run folder")
 	fs.BoolVar(resume, "resume", false, "continue the run in --run")
+	fs.StringVar(objective, "objective", cfg.Model.Objective(), "paper (docs/method.md §3) or released, the formulation of the authors' released code (§12),\n"+
+		"whose defaults differ: --sampler spectral, --batch-size 256, AdamW with --weight-decay 0.01, --clip-grad-norm 0.5")
 	objectiveFlags(fs, &cfg.Model)
 	fs.IntVar(&cfg.BatchSize, "batch-size", cfg.BatchSize, "molecules per batch")
 	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "Adam learning rate")
-	fs.Float64Var(&cfg.ClipGradNorm, "clip-grad-norm", cfg.ClipGradNorm, "clip gradients to this global L2 norm (0: no clipping)")
+	fs.Float64Var(&cfg.ClipGradNorm, "clip-grad-norm", cfg.ClipGradNorm, "clip gradients to this L2 norm (0: no clipping); the released objective clips the motif table apart")
+	fs.Float64Var(&cfg.WeightDecay, "weight-decay", cfg.WeightDecay, "AdamW's decoupled weight decay (0: Adam without decay)")
 	fs.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "epochs over the filtered dataset")
 	fs.IntVar(&cfg.MaxSteps, "max-steps", cfg.MaxSteps, "stop after this many optimiser steps in all (0: no limit)")
 	fs.IntVar(&cfg.CheckpointEvery, "checkpoint-every", cfg.CheckpointEvery, "steps between checkpoints")
@@ -57,26 +61,39 @@ type jobFlags struct {
 
 func runPretrain(args []string) error {
 	cfg := pretrain.DefaultConfig()
-	var run, cache string
+	var run, cache, objective string
 	var resume bool
 	var limits data.Limits
 	var jf jobFlags
-	fs := pretrainFlags(&cfg, &run, &resume, &cache, &limits, &jf)
+	fs := pretrainFlags(&cfg, &run, &resume, &objective, &cache, &limits, &jf)
 	if err := parseFlags(fs, args, "run"); err != nil {
 		return err
 	}
-	if resume {
+	asked := objective
+	switch {
+	case resume:
 		// The run's own settings, overridden by the flags given.
 		saved, err := pretrain.ReadConfig(run)
 		if err != nil {
 			return err
 		}
 		cfg = saved
-		fs = pretrainFlags(&cfg, &run, &resume, &cache, &limits, &jf)
+	case objective == model.ObjectiveReleased:
+		cfg = pretrain.ReleasedConfig()
+	case objective != model.ObjectivePaper:
+		return usageError{fmt.Errorf("--objective %q must be paper or released", objective)}
+	}
+	if resume || objective == model.ObjectiveReleased {
+		// The flags given, over the run's or the objective's defaults.
+		fs = pretrainFlags(&cfg, &run, &resume, &objective, &cache, &limits, &jf)
 		if err := fs.Parse(args); err != nil {
 			return usageError{err}
 		}
-	} else if cfg.Data == "" {
+	}
+	if resume && fs.Changed("objective") && asked != cfg.Model.Objective() {
+		return usageError{fmt.Errorf("--objective %s: the run in %s trains the %s objective", asked, run, cfg.Model.Objective())}
+	}
+	if !resume && cfg.Data == "" {
 		return usageError{errMissing("--data")}
 	}
 	if err := validatePretrain(fs, &cfg, run); err != nil {

@@ -41,7 +41,7 @@ typedef struct {
 } mg_options;
 
 enum mg_unary_op {
-	MG_NEG, MG_EXP, MG_LOG, MG_SQRT, MG_ABS, MG_RECIPROCAL, MG_RELU, MG_LOGICAL_NOT, MG_ISFINITE
+	MG_NEG, MG_EXP, MG_LOG, MG_SQRT, MG_ABS, MG_RECIPROCAL, MG_RELU, MG_LOGICAL_NOT, MG_ISFINITE, MG_GELU
 };
 
 enum mg_binary_op {

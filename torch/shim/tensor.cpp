@@ -237,6 +237,7 @@ mg_error mg_unary(int op, mg_tensor a, mg_tensor *out) {
 		case MG_RELU: r = at::relu(x); break;
 		case MG_LOGICAL_NOT: r = at::logical_not(x); break;
 		case MG_ISFINITE: r = at::isfinite(x); break;
+		case MG_GELU: r = at::gelu(x); break;
 		default: TORCH_CHECK(false, "unknown unary op ", op);
 		}
 		*out = mg_wrap(r);

@@ -392,9 +392,9 @@ func partGradients(m *model.MicroGraph, g *ops.Graph, seed uint64) []PartGradien
 		loss func(o model.Output) *torch.Tensor
 	}{
 		{"total", func(o model.Output) *torch.Tensor { return o.Total }},
-		{"node_mot", func(o model.Output) *torch.Tensor { return o.NodeMot.MulScalar(c.Alpha * c.LambdaNode) }},
-		{"reg", func(o model.Output) *torch.Tensor { return o.Reg.MulScalar(c.Alpha * c.LambdaReg) }},
-		{"contra", func(o model.Output) *torch.Tensor { return o.Contra.MulScalar(1 - c.Alpha) }},
+		{"node_mot", func(o model.Output) *torch.Tensor { return o.Part("node_mot").MulScalar(c.Alpha * c.LambdaNode) }},
+		{"reg", func(o model.Output) *torch.Tensor { return o.Part("reg").MulScalar(c.Alpha * c.LambdaReg) }},
+		{"contra", func(o model.Output) *torch.Tensor { return o.Part("contra").MulScalar(1 - c.Alpha) }},
 		{"contra_via_e", func(o model.Output) *torch.Tensor {
 			return ops.GraphSubgraphContrast(m.We.Forward(o.E), o.S.Detach(), o.Subgraphs, c.Tau).MulScalar(1 - c.Alpha)
 		}},

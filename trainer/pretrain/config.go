@@ -23,10 +23,13 @@ type Config struct {
 
 	BatchSize    int     `json:"batch_size"`
 	LR           float64 `json:"lr"`
-	ClipGradNorm float64 `json:"clip_grad_norm"` // 0: no clipping
-	Epochs       int     `json:"epochs"`
-	MaxSteps     int     `json:"max_steps"` // 0: no limit beyond Epochs
-	Seed         uint64  `json:"seed"`
+	ClipGradNorm float64 `json:"clip_grad_norm"` // 0: no clipping; per group of model.ClipGroups
+	// WeightDecay > 0 makes the optimiser AdamW with this decoupled decay
+	// (the released objective's, docs/method.md §12.5); 0 is Adam.
+	WeightDecay float64 `json:"weight_decay,omitempty"`
+	Epochs      int     `json:"epochs"`
+	MaxSteps    int     `json:"max_steps"` // 0: no limit beyond Epochs
+	Seed        uint64  `json:"seed"`
 
 	Device          string `json:"device"`
 	Threads         int    `json:"threads"` // 0: libtorch's default
@@ -57,12 +60,22 @@ func DefaultConfig() Config {
 	}
 }
 
+// ReleasedConfig is the released formulation's pre-training (§12.5):
+// its model, batches of 256, AdamW at 1e-3 with weight decay 0.01,
+// gradients clipped to norm 0.5 per group, 100 epochs.
+func ReleasedConfig() Config {
+	c := DefaultConfig()
+	c.Model = model.ReleasedModelConfig()
+	c.BatchSize, c.ClipGradNorm, c.WeightDecay = 256, 0.5, 0.01
+	return c
+}
+
 // Validate reports the first setting that cannot work, naming its field.
 func (c Config) Validate() error {
 	if err := c.Model.Validate(); err != nil {
 		return field.Within("model", err)
 	}
-	if err := field.First(field.Finite("lr", c.LR), field.Finite("clip_grad_norm", c.ClipGradNorm), field.Check("device", c.Device, torch.CheckDeviceName(c.Device))); err != nil {
+	if err := field.First(field.Finite("lr", c.LR), field.Finite("clip_grad_norm", c.ClipGradNorm), field.Finite("weight_decay", c.WeightDecay), field.Check("device", c.Device, torch.CheckDeviceName(c.Device))); err != nil {
 		return err
 	}
 	switch {
@@ -72,6 +85,8 @@ func (c Config) Validate() error {
 		return field.Errorf("batch_size", c.BatchSize, "must be positive")
 	case !(c.LR > 0):
 		return field.Errorf("lr", c.LR, "must be positive")
+	case c.WeightDecay < 0:
+		return field.Errorf("weight_decay", c.WeightDecay, "must not be negative")
 	case c.ClipGradNorm < 0:
 		return field.Errorf("clip_grad_norm", c.ClipGradNorm, "must not be negative")
 	case c.Epochs < 1:

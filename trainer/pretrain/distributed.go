@@ -200,10 +200,14 @@ func (j *job) globalShares(m *model.MicroGraph, out model.Output) model.Losses {
 	}
 	share := counts.Div(global.ClampMin(1)).ToDType(dt)
 	part := func(i int64) *torch.Tensor { return share.Narrow(0, i, 1).Reshape() }
-	l.NodeMot = l.NodeMot.Mul(part(0))
-	l.MotSub = l.MotSub.Mul(part(1))
-	l.Reg = l.Reg.Mul(part(2))
-	l.Contra = l.Contra.Mul(part(3))
+	// Each part of the paper objective is a mean over the count of its
+	// index in counts.
+	shareOf := map[string]int64{"node_mot": 0, "mot_sub": 1, "reg": 2, "contra": 3}
+	parts := make([]torch.Named, len(l.Parts))
+	for i, p := range l.Parts {
+		parts[i] = torch.Named{Name: p.Name, Tensor: p.Tensor.Mul(part(shareOf[p.Name]))}
+	}
+	l.Parts = parts
 	l.Total = m.Objective(l)
 	return l
 }

@@ -106,7 +106,7 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 		if g.Step != w.Step || g.Epoch != w.Epoch || g.Subgraphs != w.Subgraphs {
 			t.Fatalf("record %d: step %d epoch %d with %d subgraphs, want %d %d %d", i, g.Step, g.Epoch, g.Subgraphs, w.Step, w.Epoch, w.Subgraphs)
 		}
-		for _, p := range [][3]any{{"loss", g.Loss, w.Loss}, {"node_mot", g.NodeMot, w.NodeMot}, {"mot_sub", g.MotSub, w.MotSub}, {"reg", g.Reg, w.Reg}} {
+		for _, p := range [][3]any{{"loss", g.Loss, w.Loss}, {"node_mot", g.Part("node_mot"), w.Part("node_mot")}, {"mot_sub", g.Part("mot_sub"), w.Part("mot_sub")}, {"reg", g.Part("reg"), w.Part("reg")}} {
 			d := relDiff(float64(p[1].(metrics.Value)), float64(p[2].(metrics.Value)))
 			worstLoss = max(worstLoss, d)
 			if d > lossTol {

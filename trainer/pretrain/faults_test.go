@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/internal/field"
+	"github.com/micrograph/micrograph/trainer/metrics"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/micrograph/micrograph/trainer/report"
 )
@@ -132,11 +133,17 @@ func TestRunLock(t *testing.T) {
 // (the tick loop used to spin forever: beyond 2⁵³ a float counter stops).
 func TestWriteLossPlotHugeValues(t *testing.T) {
 	records := []pretrain.LogRecord{
-		{Step: 1, Epoch: 1, Loss: 1e20, NodeMot: 1, MotSub: 1, Reg: 1, Contra: 1e20},
-		{Step: 2, Epoch: 1, Loss: 1e20 + 32768, NodeMot: 2, MotSub: 1, Reg: 1, Contra: 1e20 + 16384},
+		{Step: 1, Epoch: 1, Loss: 1e20, Parts: paperParts(1, 1, 1, 1e20)},
+		{Step: 2, Epoch: 1, Loss: 1e20 + 32768, Parts: paperParts(2, 1, 1, 1e20+16384)},
 	}
 	var buf bytes.Buffer
 	if err := report.WriteLossPlot(&buf, records, "diverged"); err != nil || !strings.Contains(buf.String(), "</svg>") {
 		t.Errorf("error %v, %d bytes", err, buf.Len())
 	}
+}
+
+// paperParts are a log record's parts under the paper objective.
+func paperParts(nodeMot, motSub, reg, contra float64) []pretrain.LossPart {
+	return []pretrain.LossPart{{Name: "node_mot", Value: metrics.Value(nodeMot)}, {Name: "mot_sub", Value: metrics.Value(motSub)},
+		{Name: "reg", Value: metrics.Value(reg)}, {Name: "contra", Value: metrics.Value(contra)}}
 }

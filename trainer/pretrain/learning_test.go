@@ -48,10 +48,10 @@ func TestPretrainingLearnsPlantedGroups(t *testing.T) {
 		get  func(pretrain.LogRecord) metrics.Value
 	}{
 		{"loss", func(r pretrain.LogRecord) metrics.Value { return r.Loss }},
-		{"node_mot", func(r pretrain.LogRecord) metrics.Value { return r.NodeMot }},
-		{"mot_sub", func(r pretrain.LogRecord) metrics.Value { return r.MotSub }},
-		{"reg", func(r pretrain.LogRecord) metrics.Value { return r.Reg }},
-		{"contra", func(r pretrain.LogRecord) metrics.Value { return r.Contra }},
+		{"node_mot", func(r pretrain.LogRecord) metrics.Value { return r.Part("node_mot") }},
+		{"mot_sub", func(r pretrain.LogRecord) metrics.Value { return r.Part("mot_sub") }},
+		{"reg", func(r pretrain.LogRecord) metrics.Value { return r.Part("reg") }},
+		{"contra", func(r pretrain.LogRecord) metrics.Value { return r.Part("contra") }},
 	} {
 		a, b := mean(first, p.get), mean(last, p.get)
 		t.Logf("%s: first 10 steps %.4f, last 10 steps %.4f", p.name, a, b)

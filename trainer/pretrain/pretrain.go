@@ -15,6 +15,7 @@ import (
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/torch/optim"
@@ -69,6 +70,10 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 		return nil, err
 	}
 	defer se.close()
+	if opt.Job != nil && opt.Job.WorldSize > 1 && cfg.Model.Released != nil {
+		se.close()
+		return nil, field.Errorf("model.released", "set", "trains in one process only: the data-parallel form of §3.3 is the paper objective's")
+	}
 	jb, err := joinJob(cfg, opt, se.dev)
 	if err != nil {
 		return nil, err
@@ -117,6 +122,11 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 	}
 	if jb != nil {
 		if err := jb.attach(m, m.Store.State(), cfg); err != nil {
+			return nil, err
+		}
+	}
+	if ck == nil && cfg.Model.Released != nil {
+		if err := se.initMotifs(m); err != nil {
 			return nil, err
 		}
 	}
@@ -278,7 +288,11 @@ func (t *pretrainer) step(b *data.Batch, stop bool) (values *torch.Tensor, skipp
 	}
 	t.adam.ZeroGrad()
 	l.Total.Backward()
-	parts := []*torch.Tensor{l.Total, l.NodeMot, l.MotSub, l.Reg, l.Contra, l.Subgraphs.ToDType(l.Total.DType())}
+	parts := []*torch.Tensor{l.Total}
+	for _, p := range l.Parts {
+		parts = append(parts, p.Tensor)
+	}
+	parts = append(parts, l.Subgraphs.ToDType(l.Total.DType()))
 	if t.job != nil {
 		// A rank's stop request travels with the losses it sums.
 		stopFlag := 0.0
@@ -297,7 +311,9 @@ func (t *pretrainer) step(b *data.Batch, stop bool) (values *torch.Tensor, skipp
 		}
 	}
 	if t.cfg.ClipGradNorm > 0 {
-		t.adam.ClipGradNorm(t.cfg.ClipGradNorm)
+		for _, group := range t.model.ClipGroups() {
+			torch.ClipGradNorm(group, t.cfg.ClipGradNorm)
+		}
 	}
 	if t.cfg.SkipNonFinite && !metrics.IsFinite(values.Narrow(0, 0, 1).Item()) {
 		t.adam.ZeroGrad()
@@ -318,12 +334,14 @@ func (t *pretrainer) flush() error {
 	t.pending = nil
 	v := torch.ToSlice[float64](p.values)
 	p.values.Free()
-	r := LogRecord{
-		Step: p.step, Epoch: p.epoch,
-		Loss: metrics.Value(v[0]), NodeMot: metrics.Value(v[1]), MotSub: metrics.Value(v[2]), Reg: metrics.Value(v[3]), Contra: metrics.Value(v[4]),
-		Subgraphs: int64(v[5]), LR: metrics.Value(t.adam.LR), Skipped: p.skipped,
+	// v: the loss, its parts, the subgraphs and, in a job, the stop flag.
+	names := model.PartNames(t.cfg.Model)
+	r := LogRecord{Step: p.step, Epoch: p.epoch, Loss: metrics.Value(v[0]),
+		Subgraphs: int64(v[1+len(names)]), LR: metrics.Value(t.adam.LR), Skipped: p.skipped}
+	for i, name := range names {
+		r.Parts = append(r.Parts, LossPart{Name: name, Value: metrics.Value(v[1+i])})
 	}
-	t.stopAgreed = t.stopAgreed || len(v) > 6 && v[6] > 0 // only a job's steps carry a stop flag
+	t.stopAgreed = t.stopAgreed || len(v) > 2+len(names) && v[2+len(names)] > 0 // only a job's steps carry a stop flag
 	t.molecules += p.molecules
 	if p.step%int64(t.cfg.LogEvery) == 0 || !metrics.IsFinite(v[0]) {
 		r.MoleculesPerS = metrics.Value(float64(t.molecules) / p.queued.Sub(t.lastLog).Seconds())
@@ -336,7 +354,7 @@ func (t *pretrainer) flush() error {
 		t.bar.update(r)
 	}
 	if !metrics.IsFinite(v[0]) && !p.skipped {
-		e := &NonFiniteLossError{Step: p.step, Losses: [5]float64(v[:5])}
+		e := &NonFiniteLossError{Step: p.step, Loss: v[0], Parts: r.Parts}
 		if paths, _ := listCheckpoints(t.run); len(paths) > 0 {
 			e.LastCheckpoint = paths[0]
 		}
@@ -352,8 +370,9 @@ func (t *pretrainer) flush() error {
 // Config.SkipNonFinite skips such batches); nothing of that step is saved.
 type NonFiniteLossError struct {
 	Step           int64
-	Losses         [5]float64 // total, node_mot, mot_sub, reg, contra
-	LastCheckpoint string     // the newest checkpoint, which resuming continues from; "" if none
+	Loss           float64
+	Parts          []LossPart
+	LastCheckpoint string // the newest checkpoint, which resuming continues from; "" if none
 }
 
 func (e *NonFiniteLossError) Error() string {
@@ -361,9 +380,12 @@ func (e *NonFiniteLossError) Error() string {
 	if e.LastCheckpoint != "" {
 		where = "the last good checkpoint is " + e.LastCheckpoint
 	}
-	l := e.Losses
-	return fmt.Sprintf("step %d: the loss is %v (node_mot %v, mot_sub %v, reg %v, contra %v); stopped without saving: %s",
-		e.Step, l[0], l[1], l[2], l[3], l[4], where)
+	parts := make([]string, len(e.Parts))
+	for i, p := range e.Parts {
+		parts[i] = fmt.Sprintf("%s %v", p.Name, float64(p.Value))
+	}
+	return fmt.Sprintf("step %d: the loss is %v (%s); stopped without saving: %s",
+		e.Step, e.Loss, strings.Join(parts, ", "), where)
 }
 
 // checkpoint saves the run's state after step (flushing first, so that a
@@ -444,7 +466,41 @@ func (s *session) newModel() (*model.MicroGraph, *optim.Adam, error) {
 	if r := s.job.Rank(); r > 0 {
 		torch.ManualSeed(rankSeed(s.cfg.Seed, r))
 	}
+	if s.cfg.WeightDecay > 0 {
+		return m, optim.NewAdamW(m.Store.Trainable(), s.cfg.LR, s.cfg.WeightDecay), nil
+	}
 	return m, optim.NewAdam(m.Store.Trainable(), s.cfg.LR), nil
+}
+
+// initMotifs sets a new released-objective run's motif table from the
+// subgraphs of the run's first batches (docs/method.md §12.5); those
+// batches are then trained on as usual.
+func (s *session) initMotifs(m *model.MicroGraph) error {
+	n := s.cfg.Model.Released.InitBatches
+	if n == 0 {
+		return nil
+	}
+	loader, err := s.newLoader(1, data.Position{})
+	if err != nil {
+		return err
+	}
+	defer loader.Close()
+	var graphs []*ops.Graph
+	scope := torch.NewScope()
+	defer scope.Close()
+	for range n {
+		b, err := loader.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		graphs = append(graphs, b.Graph(s.dev))
+		defer loader.Release(b) // the host structure is read until InitMotifs returns
+	}
+	_, err = m.InitMotifs(graphs)
+	return err
 }
 
 // newLoader streams shuffled whole batches of the filtered molecules for

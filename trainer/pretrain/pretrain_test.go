@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
@@ -148,7 +149,7 @@ func sameLosses(t *testing.T, name string, got, want []pretrain.LogRecord) {
 	for i := range want {
 		g, w := got[i], want[i]
 		g.MoleculesPerS, w.MoleculesPerS = 0, 0
-		if g != w {
+		if !reflect.DeepEqual(g, w) {
 			t.Fatalf("%s: record %d\n got %+v\nwant %+v", name, i, g, w)
 		}
 	}

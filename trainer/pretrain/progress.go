@@ -50,9 +50,11 @@ func (p *progress) printf(format string, args ...any) {
 }
 
 func (p *progress) update(r LogRecord) {
-	desc := fmt.Sprintf("epoch %d batch %d | %.0f mol/s | loss %.4f node_mot %.3f mot_sub %.3f reg %.3f contra %.3f",
-		r.Epoch, (r.Step-1)%p.perEpoch+1, float64(r.MoleculesPerS), float64(r.Loss), float64(r.NodeMot),
-		float64(r.MotSub), float64(r.Reg), float64(r.Contra))
+	desc := fmt.Sprintf("epoch %d batch %d | %.0f mol/s | loss %.4f",
+		r.Epoch, (r.Step-1)%p.perEpoch+1, float64(r.MoleculesPerS), float64(r.Loss))
+	for _, part := range r.Parts {
+		desc += fmt.Sprintf(" %s %.3f", part.Name, float64(part.Value))
+	}
 	if p.bar != nil {
 		p.bar.Describe(desc)
 		p.bar.Set64(r.Step)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -14,21 +15,128 @@ import (
 	"github.com/micrograph/micrograph/internal/atomicfile"
 )
 
-// LogRecord is one line of RUNDIR/log.jsonl: the losses of one optimiser
-// step (docs/method.md §3), its epoch (from 1) and the throughput since the
-// previous line.
+// LogRecord is one line of RUNDIR/log.jsonl: the loss of one optimiser step
+// and its unweighted parts under the objective's names (docs/method.md §3.2,
+// §12), its epoch (from 1) and the throughput since the previous line. A
+// line holds, in order: step, epoch, loss, each part, subgraphs,
+// molecules_per_s, lr and, for a skipped update, skipped.
 type LogRecord struct {
-	Step          int64         `json:"step"`
-	Epoch         int           `json:"epoch"`
-	Loss          metrics.Value `json:"loss"`
-	NodeMot       metrics.Value `json:"node_mot"`
-	MotSub        metrics.Value `json:"mot_sub"`
-	Reg           metrics.Value `json:"reg"`
-	Contra        metrics.Value `json:"contra"`
-	Subgraphs     int64         `json:"subgraphs"`
-	MoleculesPerS metrics.Value `json:"molecules_per_s"`
-	LR            metrics.Value `json:"lr"`
-	Skipped       bool          `json:"skipped,omitempty"` // a non-finite loss whose update was skipped
+	Step          int64
+	Epoch         int
+	Loss          metrics.Value
+	Parts         []LossPart // model.PartNames order
+	Subgraphs     int64
+	MoleculesPerS metrics.Value
+	LR            metrics.Value
+	Skipped       bool // a non-finite loss whose update was skipped
+}
+
+// LossPart is one named part of a step's loss.
+type LossPart struct {
+	Name  string
+	Value metrics.Value
+}
+
+// Part is the value of the part named name, NaN when the record has none.
+func (r LogRecord) Part(name string) metrics.Value {
+	for _, p := range r.Parts {
+		if p.Name == name {
+			return p.Value
+		}
+	}
+	return metrics.Value(math.NaN())
+}
+
+// MarshalJSON writes the record's fields in their documented order.
+func (r LogRecord) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	field := func(name string, v any) error {
+		if b.Len() == 0 {
+			b.WriteByte('{')
+		} else {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(name)
+		x, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(x)
+		return nil
+	}
+	fields := []struct {
+		name string
+		v    any
+	}{{"step", r.Step}, {"epoch", r.Epoch}, {"loss", r.Loss}}
+	for _, p := range r.Parts {
+		fields = append(fields, struct {
+			name string
+			v    any
+		}{p.Name, p.Value})
+	}
+	fields = append(fields, []struct {
+		name string
+		v    any
+	}{{"subgraphs", r.Subgraphs}, {"molecules_per_s", r.MoleculesPerS}, {"lr", r.LR}}...)
+	if r.Skipped {
+		fields = append(fields, struct {
+			name string
+			v    any
+		}{"skipped", true})
+	}
+	for _, f := range fields {
+		if err := field(f.name, f.v); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads a line; every key other than the fixed ones is a loss
+// part, kept in the line's order.
+func (r *LogRecord) UnmarshalJSON(b []byte) error {
+	*r = LogRecord{}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return fmt.Errorf("a log line must be a JSON object")
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := t.(string)
+		var dst any
+		switch key {
+		case "step":
+			dst = &r.Step
+		case "epoch":
+			dst = &r.Epoch
+		case "loss":
+			dst = &r.Loss
+		case "subgraphs":
+			dst = &r.Subgraphs
+		case "molecules_per_s":
+			dst = &r.MoleculesPerS
+		case "lr":
+			dst = &r.LR
+		case "skipped":
+			dst = &r.Skipped
+		default:
+			r.Parts = append(r.Parts, LossPart{Name: key})
+			dst = &r.Parts[len(r.Parts)-1].Value
+		}
+		if err := dec.Decode(dst); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return err
+	}
+	return nil
 }
 
 // LogPath is RUNDIR/log.jsonl.

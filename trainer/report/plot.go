@@ -21,15 +21,31 @@ type lossPanel struct {
 	value              func(pretrain.LogRecord) float64
 }
 
-// lossPanels are the parts of docs/method.md §3's objective, and the number of
-// subgraphs, in the order the plot shows them.
-var lossPanels = []lossPanel{
-	{"loss", "L = α·L_motif + (1−α)·L_contra", "#1f5fa8", func(r pretrain.LogRecord) float64 { return float64(r.Loss) }},
-	{"node_mot", "L_node-mot: nodes to their Sinkhorn motifs", "#2e8540", func(r pretrain.LogRecord) float64 { return float64(r.NodeMot) }},
-	{"mot_sub", "L_mot-sub: subgraphs to their motifs", "#8a4baf", func(r pretrain.LogRecord) float64 { return float64(r.MotSub) }},
-	{"reg", "L_reg: MinCut regulariser", "#c05a00", func(r pretrain.LogRecord) float64 { return float64(r.Reg) }},
-	{"contra", "L_contra: graph-to-subgraph contrast", "#b8202f", func(r pretrain.LogRecord) float64 { return float64(r.Contra) }},
-	{"subgraphs", "motif-like subgraphs per batch", "#4a5560", func(r pretrain.LogRecord) float64 { return float64(r.Subgraphs) }},
+// partAbout describes each loss part a log may hold (docs/method.md §3,
+// §12) and gives it a colour.
+var partAbout = map[string][2]string{
+	"node_mot": {"L_node-mot: nodes to their Sinkhorn motifs", "#2e8540"},
+	"mot_sub":  {"L_mot-sub: subgraphs to their motifs", "#8a4baf"},
+	"reg":      {"L_reg: MinCut regulariser", "#c05a00"},
+	"contra":   {"L_contra: graph-to-subgraph contrast", "#b8202f"},
+	"motif":    {"L_motif: subgraphs to their Sinkhorn motifs (released)", "#8a4baf"},
+	"sampler":  {"L_sampler: coherence of motif-like subgraphs (released)", "#c05a00"},
+}
+
+// lossPanels are the panels of a log, in the order the plot shows them: the
+// loss, each of its parts as the first record names them, and the number of
+// subgraphs.
+func lossPanels(records []pretrain.LogRecord) []lossPanel {
+	panels := []lossPanel{{"loss", "the loss", "#1f5fa8", func(r pretrain.LogRecord) float64 { return float64(r.Loss) }}}
+	for _, p := range records[0].Parts {
+		name := p.Name
+		about, ok := partAbout[name]
+		if !ok {
+			about = [2]string{name, "#4a5560"}
+		}
+		panels = append(panels, lossPanel{name, about[0], about[1], func(r pretrain.LogRecord) float64 { return float64(r.Part(name)) }})
+	}
+	return append(panels, lossPanel{"subgraphs", "subgraphs per batch", "#4a5560", func(r pretrain.LogRecord) float64 { return float64(r.Subgraphs) }})
 }
 
 // Layout of the loss plot, in pixels: panels of panelW×panelH in
@@ -51,7 +67,8 @@ func WriteLossPlot(w io.Writer, records []pretrain.LogRecord, title string) erro
 	if len(records) == 0 {
 		return errors.New("no log records to plot")
 	}
-	rows := (len(lossPanels) + plotColumns - 1) / plotColumns
+	panels := lossPanels(records)
+	rows := (len(panels) + plotColumns - 1) / plotColumns
 	width, height := plotColumns*panelW, plotHeader+rows*panelH
 	window := movingWindow(len(records))
 
@@ -76,7 +93,7 @@ func WriteLossPlot(w io.Writer, records []pretrain.LogRecord, title string) erro
 	for i, r := range records {
 		steps[i] = float64(r.Step)
 	}
-	for i, p := range lossPanels {
+	for i, p := range panels {
 		values := make([]float64, len(records))
 		for j, r := range records {
 			values[j] = p.value(r)
@@ -331,13 +348,13 @@ func EpochMeans(records []pretrain.LogRecord) []pretrain.LogRecord {
 			subgraphs += r.Subgraphs
 		}
 		last := epoch[len(epoch)-1]
-		out = append(out, pretrain.LogRecord{
+		parts := make([]pretrain.LossPart, len(last.Parts))
+		for i, p := range last.Parts {
+			parts[i] = pretrain.LossPart{Name: p.Name, Value: mean(func(r pretrain.LogRecord) metrics.Value { return r.Part(p.Name) })}
+		}
+		out = append(out, pretrain.LogRecord{Parts: parts,
 			Step: last.Step, Epoch: last.Epoch, LR: last.LR,
 			Loss:          mean(func(r pretrain.LogRecord) metrics.Value { return r.Loss }),
-			NodeMot:       mean(func(r pretrain.LogRecord) metrics.Value { return r.NodeMot }),
-			MotSub:        mean(func(r pretrain.LogRecord) metrics.Value { return r.MotSub }),
-			Reg:           mean(func(r pretrain.LogRecord) metrics.Value { return r.Reg }),
-			Contra:        mean(func(r pretrain.LogRecord) metrics.Value { return r.Contra }),
 			MoleculesPerS: mean(func(r pretrain.LogRecord) metrics.Value { return r.MoleculesPerS }),
 			Subgraphs:     int64(math.Round(float64(subgraphs) / float64(len(epoch)))),
 		})

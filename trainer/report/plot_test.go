@@ -100,8 +100,8 @@ func polylinePoints(t *testing.T, n svgNode) [][2]float64 {
 func nearPixel(a, b float64) bool { return math.Abs(a-b) <= 0.051 } // coordinates are written to 0.1 px
 
 func plotRecord(step int64, epoch int, loss, nodeMot float64, subgraphs int64) pretrain.LogRecord {
-	return pretrain.LogRecord{Step: step, Epoch: epoch, Loss: metrics.Value(loss), NodeMot: metrics.Value(nodeMot),
-		MotSub: 1, Reg: metrics.Value(math.NaN()), Contra: metrics.Value(loss * 2), Subgraphs: subgraphs}
+	return pretrain.LogRecord{Step: step, Epoch: epoch, Loss: metrics.Value(loss),
+		Parts: parts(nodeMot, 1, math.NaN(), loss*2), Subgraphs: subgraphs}
 }
 
 // A hand-written log of four steps over two epochs: the points land where
@@ -283,22 +283,28 @@ func TestWriteLossPlotEmpty(t *testing.T) {
 }
 
 func TestEpochMeans(t *testing.T) {
-	nan := metrics.Value(math.NaN())
+	nan := math.NaN()
 	records := []pretrain.LogRecord{
-		{Step: 1, Epoch: 1, Loss: 4, NodeMot: 1, MotSub: 2, Reg: 3, Contra: nan, Subgraphs: 10},
-		{Step: 2, Epoch: 1, Loss: 2, NodeMot: 3, MotSub: nan, Reg: 5, Contra: nan, Subgraphs: 13},
-		{Step: 3, Epoch: 2, Loss: 1, NodeMot: 0, MotSub: 1, Reg: 1, Contra: 6, Subgraphs: 7},
+		{Step: 1, Epoch: 1, Loss: 4, Parts: parts(1, 2, 3, nan), Subgraphs: 10},
+		{Step: 2, Epoch: 1, Loss: 2, Parts: parts(3, nan, 5, nan), Subgraphs: 13},
+		{Step: 3, Epoch: 2, Loss: 1, Parts: parts(0, 1, 1, 6), Subgraphs: 7},
 	}
 	got := report.EpochMeans(records)
 	if len(got) != 2 {
 		t.Fatalf("%d records, want 2", len(got))
 	}
 	first, second := got[0], got[1]
-	if first.Step != 2 || first.Epoch != 1 || first.Loss != 3 || first.NodeMot != 2 || first.MotSub != 2 || first.Reg != 4 ||
-		!math.IsNaN(float64(first.Contra)) || first.Subgraphs != 12 {
+	if first.Step != 2 || first.Epoch != 1 || first.Loss != 3 || first.Part("node_mot") != 2 || first.Part("mot_sub") != 2 || first.Part("reg") != 4 ||
+		!math.IsNaN(float64(first.Part("contra"))) || first.Subgraphs != 12 {
 		t.Errorf("epoch 1: %+v; want step 2, loss 3, node_mot 2, mot_sub 2 (NaN left out), reg 4, contra NaN, 12 subgraphs (11.5 rounded)", first)
 	}
-	if second.Step != 3 || second.Epoch != 2 || second.Loss != 1 || second.Contra != 6 || second.Subgraphs != 7 {
+	if second.Step != 3 || second.Epoch != 2 || second.Loss != 1 || second.Part("contra") != 6 || second.Subgraphs != 7 {
 		t.Errorf("epoch 2: %+v", second)
 	}
+}
+
+// parts are a log record's parts under the paper objective.
+func parts(nodeMot, motSub, reg, contra float64) []pretrain.LossPart {
+	return []pretrain.LossPart{{Name: "node_mot", Value: metrics.Value(nodeMot)}, {Name: "mot_sub", Value: metrics.Value(motSub)},
+		{Name: "reg", Value: metrics.Value(reg)}, {Name: "contra", Value: metrics.Value(contra)}}
 }
