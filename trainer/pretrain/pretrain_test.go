@@ -18,6 +18,7 @@ import (
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/failpoint"
 	"github.com/micrograph/micrograph/internal/testenv"
+	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 )
@@ -321,5 +322,41 @@ func TestRunFolderChecks(t *testing.T) {
 	}
 	if records, _ := pretrain.ReadLog(run); len(records) != 18 {
 		t.Errorf("the lengthened run logged %d steps, want 18", len(records))
+	}
+}
+
+// The released objective resumes exactly too: its host-side draws (walks,
+// balls, k-means starts) are seeded from libtorch's CPU generator, which
+// the checkpoint restores, and its motif table is initialised only when a
+// run starts. Killed mid-epoch and resumed, a run logs what an
+// uninterrupted one does, for the spectral sampler (the extra encoder pass
+// draws its own dropout masks) and the k-hop sampler.
+func TestReleasedResumeAfterKillMatchesUninterruptedRun(t *testing.T) {
+	for _, sampler := range []string{model.SamplerSpectral, model.SamplerKHop} {
+		t.Run(sampler, func(t *testing.T) {
+			cfg := pretrain.ReleasedConfig()
+			small := smallConfig(t)
+			cfg.Data, cfg.Device, cfg.Threads, cfg.Workers, cfg.Seed = small.Data, small.Device, small.Threads, small.Workers, small.Seed
+			cfg.Model.Encoder.Hidden, cfg.Model.Encoder.Layers, cfg.Model.Motifs, cfg.Model.Sampler = 32, 2, 8, sampler
+			cfg.BatchSize, cfg.Epochs, cfg.CheckpointEvery, cfg.Keep = 32, 2, 4, 2
+			dir := t.TempDir()
+			ref := filepath.Join(dir, "uninterrupted")
+			finish(t, ref, cfg, false)
+			want, err := pretrain.ReadLog(ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(want) != 18 || want[0].Part("sampler") == 0 || len(want[0].Parts) != 3 {
+				t.Fatalf("the uninterrupted run logged %d steps, first %+v", len(want), want[0])
+			}
+			killed := filepath.Join(dir, "killed")
+			cmd := child(t, killed, cfg, false)
+			waitForSteps(t, killed, 6, cmd)
+			cmd.Process.Kill()
+			cmd.Wait()
+			finish(t, killed, cfg, true)
+			got, _ := pretrain.ReadLog(killed)
+			sameLosses(t, "killed mid-epoch", got, want)
+		})
 	}
 }
