@@ -135,7 +135,7 @@ func (m *MicroGraph) forwardReleased(g *ops.Graph, train bool) Output {
 	return Output{Losses: l, Assignment: Assignment{H: h}, E: e, Subgraphs: sub, S: s, LogP: logP}
 }
 
-// samplerLoss is §12.4's L_sampler: a subgraph is selected when it is among
+// samplerLoss is §12.3's L_sampler: a subgraph is selected when it is among
 // the ⌈f·J⌉ most similar to at least one motif (a column of cos, J×K, read
 // without gradient), and L_sampler is minus the mean, over the selected
 // subgraphs, of the mean cosine between their atoms' embeddings h (all

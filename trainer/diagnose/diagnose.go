@@ -324,6 +324,10 @@ func loadDiagModel(opt Options, dev torch.Device) (*diagModel, *Diagnosis, error
 			return nil, nil, err
 		}
 		defer ck.Free()
+		if ck.Config.Model.Released != nil {
+			// Its probes read the paper objective's Q, W_h, W_s and W_e.
+			return nil, nil, fmt.Errorf("%s: diagnose covers the paper objective; this run trains the released one (export its encoder and diagnose that with --encoder)", opt.Checkpoint)
+		}
 		m, err := ck.NewModel(dev)
 		if err != nil {
 			return nil, nil, err

@@ -9,7 +9,9 @@ import (
 // AtomMotifs runs the model in evaluation mode over the molecules graphs, in
 // batches of batchSize, and returns each of their atoms' motif (docs/method.md §3:
 // the argmax of the Sinkhorn-balanced assignment, balanced within each batch),
-// in the order of the molecules and their atoms.
+// in the order of the molecules and their atoms. Under the released
+// objective an atom's motif is that of its subgraph (docs/method.md §12.6),
+// -1 for an atom in none.
 func AtomMotifs(m *model.MicroGraph, ds *data.Dataset, graphs []int32, batchSize int, dev torch.Device) ([]int, error) {
 	var motifs []int
 	var b data.Batch
@@ -20,6 +22,23 @@ func AtomMotifs(m *model.MicroGraph, ds *data.Dataset, graphs []int32, batchSize
 		func() {
 			s := torch.NewScope()
 			defer s.Close()
+			if m.Config.Released != nil {
+				// The motif of an atom's subgraph, -1 for an atom in none.
+				first := len(motifs)
+				for range b.NumAtoms() {
+					motifs = append(motifs, -1)
+				}
+				var sub releasedSubgraphs
+				torch.NoGrad(func() { sub = releasedBatch(m, &b, dev) })
+				for j, atoms := range sub.members {
+					for _, a := range atoms {
+						if motifs[first+a] < 0 {
+							motifs[first+a] = sub.motif[j]
+						}
+					}
+				}
+				return
+			}
 			var a model.Assignment
 			torch.NoGrad(func() { a = m.Assign(b.Graph(dev), false) })
 			for _, k := range torch.ToSlice[int64](a.Motif) {

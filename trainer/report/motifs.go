@@ -172,6 +172,9 @@ func BuildMotifReport(opt MotifReportOptions) (_ *MotifReport, err error) {
 	// The report is about motif-like subgraphs, whichever sampler trained
 	// the model (the ablation samplers' slots are not motifs).
 	m.Config.Sampler = model.SamplerMotif
+	if m.Config.Released != nil {
+		m.Config.Sampler = model.SamplerSpectral
+	}
 
 	atomMotifs, err := r.collect(m, ds, graphs, dev)
 	if err != nil {
@@ -203,14 +206,14 @@ func untrainedNMI(cfg pretrain.Config, ds *data.Dataset, graphs []int32, batchSi
 }
 
 // groupNMI is the NMI between the motifs of the atoms of graphs (atomMotifs,
-// in molecule order) and their planted groups, over the atoms of a group;
-// NaN when no atom is in one.
+// in molecule order) and their planted groups, over the atoms of a group
+// that have a motif (not -1); NaN when there are none.
 func groupNMI(ds *data.Dataset, graphs []int32, atomMotifs []int) float64 {
 	var motifs, groups []int
 	i := 0
 	for _, g := range graphs {
 		for a := ds.NodePtr[g]; a < ds.NodePtr[g+1]; a++ {
-			if group := int(ds.AtomGroup[a]); group >= 0 {
+			if group := int(ds.AtomGroup[a]); group >= 0 && atomMotifs[i] >= 0 {
 				motifs, groups = append(motifs, atomMotifs[i]), append(groups, group)
 			}
 			i++
@@ -244,6 +247,9 @@ func (r *MotifReport) collect(m *model.MicroGraph, ds *data.Dataset, graphs []in
 // collectBatch analyses one batch: it appends the batch's subgraphs to
 // r.Subgraphs and returns its atoms' motifs.
 func (r *MotifReport) collectBatch(m *model.MicroGraph, ds *data.Dataset, b *data.Batch, dev torch.Device) ([]int, error) {
+	if m.Config.Released != nil {
+		return r.collectReleasedBatch(m, ds, b, dev)
+	}
 	s := torch.NewScope()
 	defer s.Close()
 	var out model.Output
@@ -302,6 +308,86 @@ func (r *MotifReport) collectBatch(m *model.MicroGraph, ds *data.Dataset, b *dat
 	return atomMotifs, nil
 }
 
+// collectReleasedBatch is collectBatch under the released objective
+// (docs/method.md §12.6): the subgraphs are the spectral sampler's, each
+// subgraph's motif is its closest, argmax_k cos(head(s), M_k), and an atom
+// takes the motif of its subgraph (-1 for an atom in none).
+func (r *MotifReport) collectReleasedBatch(m *model.MicroGraph, ds *data.Dataset, b *data.Batch, dev torch.Device) ([]int, error) {
+	s := torch.NewScope()
+	defer s.Close()
+	var sub releasedSubgraphs
+	torch.NoGrad(func() { sub = releasedBatch(m, b, dev) })
+	k := m.Config.Motifs
+	atomMotifs := make([]int, b.NumAtoms())
+	for i := range atomMotifs {
+		atomMotifs[i] = -1
+	}
+	for j, atoms := range sub.members {
+		mol := sub.molecule[j]
+		best := sub.motif[j]
+		local := make([]int, len(atoms))
+		for i, a := range atoms {
+			local[i] = a - int(b.GraphPtr[mol])
+			if atomMotifs[a] < 0 {
+				atomMotifs[a] = best
+			}
+		}
+		slices.Sort(local)
+		g := int(b.Graphs[mol])
+		sg := MotifSubgraph{Molecule: g, Motif: best, Atoms: local,
+			LogP: float64(sub.logP[j*k+best]), Cosine: float64(sub.cosine[j*k+best])}
+		if ds.SMILES != nil {
+			sg.SMILES = ds.SMILES[g]
+		}
+		r.Subgraphs = append(r.Subgraphs, sg)
+	}
+	return atomMotifs, nil
+}
+
+// releasedSubgraphs are one batch's subgraphs under the released objective,
+// in evaluation mode: members (batch-wide atoms) and molecule of each, its
+// closest motif, and its rows of log P and of the cosines to the motifs
+// (J×K, row-major).
+type releasedSubgraphs struct {
+	members      [][]int
+	molecule     []int
+	motif        []int
+	logP, cosine []float32
+}
+
+func releasedBatch(m *model.MicroGraph, b *data.Batch, dev torch.Device) releasedSubgraphs {
+	out := m.Forward(b.Graph(dev), false)
+	k := m.Config.Motifs
+	var r releasedSubgraphs
+	r.logP = torch.ToSlice[float32](out.LogP.ToDType(torch.Float32))
+	r.cosine = torch.ToSlice[float32](ops.Cosine(m.Head.Forward(out.S), m.Motifs).ToDType(torch.Float32))
+	live := torch.ToSlice[bool](out.Subgraphs.Live)
+	node, slot := torch.ToSlice[int64](out.Subgraphs.Node), torch.ToSlice[int64](out.Subgraphs.Slot)
+	row := map[int64]int{}
+	for j, ok := range live {
+		if ok {
+			row[int64(j)] = len(r.members)
+			r.members = append(r.members, nil)
+			r.molecule = append(r.molecule, j/int(out.Subgraphs.PerGraph))
+		}
+	}
+	for i, j := range slot {
+		if at, ok := row[j]; ok {
+			r.members[at] = append(r.members[at], int(node[i]))
+		}
+	}
+	for j := range r.members {
+		best := 0
+		for c := 1; c < k; c++ {
+			if r.cosine[j*k+c] > r.cosine[j*k+best] {
+				best = c
+			}
+		}
+		r.motif = append(r.motif, best)
+	}
+	return r
+}
+
 // summarise fills r.Motifs and r.NMI from the subgraphs and atomMotifs, the
 // motif of every atom of graphs in order.
 func (r *MotifReport) summarise(ds *data.Dataset, graphs []int32, atomMotifs []int, perMotif int) {
@@ -311,7 +397,9 @@ func (r *MotifReport) summarise(ds *data.Dataset, graphs []int32, atomMotifs []i
 		r.Motifs[i] = MotifSummary{Motif: i, DominantGroup: -1}
 	}
 	for _, mo := range atomMotifs {
-		r.Motifs[mo].Atoms++
+		if mo >= 0 { // -1: an atom in no subgraph (released objective)
+			r.Motifs[mo].Atoms++
+		}
 	}
 	byMotif := make([][]MotifSubgraph, k)
 	for _, sg := range r.Subgraphs {
@@ -345,7 +433,9 @@ func (r *MotifReport) summariseGroups(ds *data.Dataset, graphs []int32, atomMoti
 	i := 0
 	for _, g := range graphs {
 		for a := ds.NodePtr[g]; a < ds.NodePtr[g+1]; a++ {
-			counts[atomMotifs[i]][int(ds.AtomGroup[a])]++
+			if mo := atomMotifs[i]; mo >= 0 {
+				counts[mo][int(ds.AtomGroup[a])]++
+			}
 			i++
 		}
 	}

@@ -486,3 +486,66 @@ func readCaption(t *testing.T, s string, fig *htmlFigureSeen) {
 		}
 	}
 }
+
+// A released-objective run's report: its subgraphs are the spectral
+// sampler's connected pieces (disjoint within a molecule, each at least η
+// atoms or a molecule's one fallback cluster), each under its closest motif
+// (the largest cosine, so log P is the row's largest too), and the atoms'
+// histogram counts exactly the atoms in a subgraph, as AtomMotifs gives them.
+func TestMotifReportReleased(t *testing.T) {
+	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
+	cfg := pretrain.ReleasedConfig()
+	cfg.Data = filepath.Join(dir, "synth")
+	if _, err := data.WriteSynthetic(cfg.Data, data.SynthOptions{Molecules: 200, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Model.Encoder.Hidden, cfg.Model.Encoder.Layers, cfg.Model.Motifs = 32, 2, 8
+	cfg.BatchSize, cfg.Epochs, cfg.CheckpointEvery = 32, 1, 1000
+	cfg.Device, cfg.Threads, cfg.Workers, cfg.Seed = "cpu", 1, 2, 3
+	run := filepath.Join(dir, "run")
+	if _, err := pretrain.Run(run, cfg, pretrain.Options{Dataset: data.OpenOptions{CacheDir: cache}}); err != nil {
+		t.Fatal(err)
+	}
+	const molecules, batch = 120, 40
+	r, err := report.BuildMotifReport(report.MotifReportOptions{
+		Run: run, Dataset: data.OpenOptions{CacheDir: cache}, Molecules: molecules, PerMotif: 3, BatchSize: batch, Device: "cpu",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Subgraphs) < molecules {
+		t.Fatalf("%d subgraphs for %d molecules", len(r.Subgraphs), molecules)
+	}
+	inSubgraph := 0
+	seen := map[[2]int]bool{}
+	perMolecule := map[int]int{}
+	for _, sg := range r.Subgraphs {
+		perMolecule[sg.Molecule]++
+		for _, a := range sg.Atoms {
+			if seen[[2]int{sg.Molecule, a}] {
+				t.Fatalf("atom %d of molecule %d in two spectral subgraphs", a, sg.Molecule)
+			}
+			seen[[2]int{sg.Molecule, a}] = true
+		}
+		inSubgraph += len(sg.Atoms)
+		if sg.LogP > 0 || math.IsNaN(sg.LogP) {
+			t.Fatalf("log P %v", sg.LogP)
+		}
+	}
+	for _, sg := range r.Subgraphs {
+		if len(sg.Atoms) < cfg.Model.Eta && perMolecule[sg.Molecule] != 1 {
+			t.Errorf("molecule %d: a subgraph of %d atoms beside others", sg.Molecule, len(sg.Atoms))
+		}
+	}
+	histogram := 0
+	for _, s := range r.Motifs {
+		histogram += s.Atoms
+	}
+	if histogram != inSubgraph {
+		t.Errorf("histogram counts %d atoms, the subgraphs hold %d", histogram, inSubgraph)
+	}
+	if math.IsNaN(r.NMI) || r.NMI < 0 || r.NMI > 1 {
+		t.Errorf("NMI %v", r.NMI)
+	}
+}
