@@ -178,10 +178,10 @@ func compareLosses(t *testing.T, out model.Output, want parts, tol float64) {
 		name      string
 		got, want float64
 	}{
-		{"node_mot", out.NodeMot.Item(), want.nodeMot},
-		{"mot_sub", out.MotSub.Item(), want.motSub},
-		{"reg", out.Reg.Item(), want.reg},
-		{"contra", out.Contra.Item(), want.contra},
+		{"node_mot", out.Part("node_mot").Item(), want.nodeMot},
+		{"mot_sub", out.Part("mot_sub").Item(), want.motSub},
+		{"reg", out.Part("reg").Item(), want.reg},
+		{"contra", out.Part("contra").Item(), want.contra},
 		{"total", out.Total.Item(), want.total},
 	} {
 		if !closeRel(p.got, p.want, tol) {
