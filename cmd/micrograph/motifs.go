@@ -77,6 +77,16 @@ func runMotifs(args []string) error {
 	}
 	printf("motifs of %s (step %d) on %d molecules of %s: %d atoms, %d subgraphs, %d of %d motifs without subgraphs",
 		r.Checkpoint, r.Step, r.Molecules, r.Data, r.Atoms, len(r.Subgraphs), empty, len(r.Motifs))
+	for _, s := range r.Motifs {
+		if len(s.Fragments) == 0 {
+			continue
+		}
+		var top []string
+		for _, f := range s.Fragments {
+			top = append(top, fmt.Sprintf("%s %.0f%%", f.SMILES, 100*f.Share))
+		}
+		printf("motif %d: %d subgraphs of %.1f atoms; most frequent fragments: %s", s.Motif, s.Subgraphs, s.MeanSize, strings.Join(top, ", "))
+	}
 	if !math.IsNaN(r.NMI) {
 		printf("NMI between motifs and planted groups: %.3f after pre-training, %.3f before (the run's initial model)", r.NMI, r.UntrainedNMI)
 	}

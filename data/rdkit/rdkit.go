@@ -23,18 +23,19 @@ static __typeof__(&mgchem_mol_graph) fn_mol_graph;
 static __typeof__(&mgchem_graph_free) fn_graph_free;
 static __typeof__(&mgchem_murcko_scaffold) fn_murcko_scaffold;
 static __typeof__(&mgchem_depict_svg) fn_depict_svg;
+static __typeof__(&mgchem_fragment_smiles) fn_fragment_smiles;
 
 // Opens the library at path and resolves every entry point. Returns NULL or a
 // message to release with free().
 static char *chem_open(const char *path) {
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (h == NULL) return strdup(dlerror());
-	void *syms[7];
-	static const char *names[7] = {
+	void *syms[8];
+	static const char *names[8] = {
 		"mgchem_abi_version", "mgchem_rdkit_version", "mgchem_free", "mgchem_mol_graph",
-		"mgchem_graph_free", "mgchem_murcko_scaffold", "mgchem_depict_svg",
+		"mgchem_graph_free", "mgchem_murcko_scaffold", "mgchem_depict_svg", "mgchem_fragment_smiles",
 	};
-	for (int i = 0; i < 7; i++) {
+	for (int i = 0; i < 8; i++) {
 		syms[i] = dlsym(h, names[i]);
 		if (syms[i] == NULL) {
 			char *msg = strdup(dlerror());
@@ -49,6 +50,7 @@ static char *chem_open(const char *path) {
 	fn_graph_free = (__typeof__(fn_graph_free))syms[4];
 	fn_murcko_scaffold = (__typeof__(fn_murcko_scaffold))syms[5];
 	fn_depict_svg = (__typeof__(fn_depict_svg))syms[6];
+	fn_fragment_smiles = (__typeof__(fn_fragment_smiles))syms[7];
 	return NULL;
 }
 
@@ -65,6 +67,10 @@ static mgchem_error call_murcko_scaffold(const char *s, size_t n, char **out) {
 static mgchem_error call_depict_svg(const char *s, size_t n, const int32_t *hl, int32_t nhl,
                                     int32_t w, int32_t h, char **out) {
 	return fn_depict_svg(s, n, hl, nhl, w, h, out);
+}
+static mgchem_error call_fragment_smiles(const char *s, size_t n, const int32_t *atoms, int32_t num,
+                                         char **out) {
+	return fn_fragment_smiles(s, n, atoms, num, out);
 }
 */
 import "C"
@@ -275,6 +281,35 @@ func DepictSVG(smiles string, highlight []int, width, height int) (string, error
 	s, n := cstr(smiles)
 	var out *C.char
 	if err := takeError(C.call_depict_svg(s, n, hl, C.int32_t(len(atoms)), C.int32_t(width), C.int32_t(height), &out)); err != nil {
+		return "", err
+	} else if out == nil {
+		return "", errNoMemory
+	}
+	defer C.call_free(unsafe.Pointer(out))
+	return C.GoString(out), nil
+}
+
+// FragmentSMILES is the canonical SMILES of the fragment of smiles made of
+// the given atoms (RDKit atom indices) and the bonds between them, as
+// RDKit's MolFragmentToSmiles writes it: a ring's atoms keep their
+// aromaticity, so a benzene ring cut from a molecule is c1ccccc1.
+func FragmentSMILES(smiles string, atoms []int) (string, error) {
+	if err := Load(); err != nil {
+		return "", err
+	}
+	if len(atoms) == 0 {
+		return "", errors.New("rdkit: a fragment needs at least one atom")
+	}
+	ids := make([]C.int32_t, len(atoms))
+	for i, a := range atoms {
+		if a < 0 || a > 1<<31-1 {
+			return "", fmt.Errorf("rdkit: fragment atom %d out of range", a)
+		}
+		ids[i] = C.int32_t(a)
+	}
+	s, n := cstr(smiles)
+	var out *C.char
+	if err := takeError(C.call_fragment_smiles(s, n, &ids[0], C.int32_t(len(ids)), &out)); err != nil {
 		return "", err
 	} else if out == nil {
 		return "", errNoMemory

@@ -283,3 +283,31 @@ func TestRDKitVersion(t *testing.T) {
 		t.Errorf("RDKit version %q is not YYYY.MM.R", v)
 	}
 }
+
+// FragmentSMILES cuts a fragment out of a molecule as RDKit writes it: the
+// benzene ring of benzoic acid stays aromatic, its carboxyl comes out as
+// the canonical O=CO, and out-of-range atoms are an error naming the atom.
+func TestFragmentSMILES(t *testing.T) {
+	const benzoic = "OC(=O)c1ccccc1" // atoms: O0 C1 O2 c3 … c8
+	cases := []struct {
+		atoms []int
+		want  string
+	}{
+		{[]int{3, 4, 5, 6, 7, 8}, "c1ccccc1"},
+		{[]int{0, 1, 2}, "O=CO"},
+		{[]int{2, 1, 0}, "O=CO"},
+		{[]int{1, 3}, "Cc"}, // the ring atom stays aromatic (lower case) without its ring
+	}
+	for _, c := range cases {
+		got, err := FragmentSMILES(benzoic, c.atoms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("atoms %v: %q, want %q", c.atoms, got, c.want)
+		}
+	}
+	if _, err := FragmentSMILES(benzoic, []int{9}); err == nil || !strings.Contains(err.Error(), "atom 9") {
+		t.Errorf("atom 9 of 9: %v", err)
+	}
+}

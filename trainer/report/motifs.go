@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/rdkit"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/ops"
@@ -95,6 +96,10 @@ type MotifSummary struct {
 	MeanSize  float64 // mean atoms per subgraph; 0 without subgraphs
 	// Closest are its subgraphs closest to it, closest first.
 	Closest []MotifSubgraph
+	// Fragments are its subgraphs' most frequent fragments, as canonical
+	// SMILES of the subgraph's atoms and the bonds between them, most
+	// frequent first (at most topFragments); nil without SMILES or RDKit.
+	Fragments []FragmentCount
 
 	// With planted groups only: the group most of its atoms come from (-1
 	// when none of its atoms is in a group), that group's share of its atoms
@@ -102,6 +107,48 @@ type MotifSummary struct {
 	DominantGroup int
 	DominantShare float64
 	LinkerShare   float64
+}
+
+// FragmentCount is how many of a motif's subgraphs are one fragment.
+type FragmentCount struct {
+	SMILES string
+	Count  int
+	Share  float64 // of the motif's subgraphs
+}
+
+// topFragments is how many fragments a motif's summary lists.
+const topFragments = 5
+
+// countFragments fills each motif's Fragments: what its subgraphs are, as
+// chemistry, so that a reader can see whether a motif is a functional group
+// (a benzene ring, a carboxyl) or an arbitrary piece of molecule.
+func (r *MotifReport) countFragments() error {
+	counts := make([]map[string]int, len(r.Motifs))
+	for i := range counts {
+		counts[i] = map[string]int{}
+	}
+	for _, sg := range r.Subgraphs {
+		smi, err := rdkit.FragmentSMILES(sg.SMILES, sg.Atoms)
+		if err != nil {
+			return fmt.Errorf("molecule %d: %w", sg.Molecule, err)
+		}
+		counts[sg.Motif][smi]++
+	}
+	for i, c := range counts {
+		s := &r.Motifs[i]
+		s.Fragments = nil
+		for smi, n := range c {
+			s.Fragments = append(s.Fragments, FragmentCount{SMILES: smi, Count: n, Share: float64(n) / float64(s.Subgraphs)})
+		}
+		slices.SortFunc(s.Fragments, func(a, b FragmentCount) int {
+			if c := cmp.Compare(b.Count, a.Count); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.SMILES, b.SMILES)
+		})
+		s.Fragments = s.Fragments[:min(topFragments, len(s.Fragments))]
+	}
+	return nil
 }
 
 // BuildMotifReport analyses the newest readable checkpoint of opt.Run on the
@@ -181,6 +228,11 @@ func BuildMotifReport(opt MotifReportOptions) (_ *MotifReport, err error) {
 		return nil, err
 	}
 	r.summarise(ds, graphs, atomMotifs, opt.PerMotif)
+	if r.SMILES && rdkit.Load() == nil {
+		if err := r.countFragments(); err != nil {
+			return nil, err
+		}
+	}
 	if ds.AtomGroup != nil {
 		if r.UntrainedNMI, err = untrainedNMI(ck.Config, ds, graphs, r.BatchSize, dev); err != nil {
 			return nil, err

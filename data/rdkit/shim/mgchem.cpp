@@ -291,4 +291,26 @@ mgchem_error mgchem_depict_svg(const char *smiles, size_t len, const int32_t *hi
   }
 }
 
+mgchem_error mgchem_fragment_smiles(const char *smiles, size_t len, const int32_t *atoms,
+                                    int32_t num_atoms, char **out) {
+  try {
+    *out = nullptr;
+    std::unique_ptr<RDKit::RWMol> mol = parse_smiles(smiles, len);
+    const int n = static_cast<int>(mol->getNumAtoms());
+    std::vector<int> use;
+    for (int32_t i = 0; i < num_atoms; ++i) {
+      if (atoms[i] < 0 || atoms[i] >= n) {
+        throw std::out_of_range("atom " + std::to_string(atoms[i]) + " is not in a molecule of " +
+                                std::to_string(n) + " atoms");
+      }
+      use.push_back(atoms[i]);
+    }
+    if (use.empty()) throw std::invalid_argument("a fragment needs at least one atom");
+    *out = copy_string(RDKit::MolFragmentToSmiles(*mol, use));
+    return nullptr;
+  } catch (...) {
+    return current_error();
+  }
+}
+
 }  // extern "C"

@@ -26,7 +26,7 @@ extern "C" {
 
 /* Bumped whenever a signature or struct below changes; the Go side refuses a
  * library built from another version of this header. */
-#define MGCHEM_ABI_VERSION 1
+#define MGCHEM_ABI_VERSION 2
 
 #define MGCHEM_ATOM_FEATURES 9
 #define MGCHEM_BOND_FEATURES 3
@@ -66,6 +66,12 @@ mgchem_error mgchem_murcko_scaffold(const char *smiles, size_t len, char **out);
 mgchem_error mgchem_depict_svg(const char *smiles, size_t len, const int32_t *highlight,
                                int32_t num_highlight, int32_t width, int32_t height,
                                char **out);
+
+/* The canonical SMILES of the fragment made of the given atoms (RDKit atom
+ * indices) and the bonds between them, as RDKit's MolFragmentToSmiles with
+ * its defaults (aromaticity kept, isomeric). */
+mgchem_error mgchem_fragment_smiles(const char *smiles, size_t len, const int32_t *atoms,
+                                    int32_t num_atoms, char **out);
 
 #ifdef __cplusplus
 }
