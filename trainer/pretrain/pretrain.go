@@ -125,8 +125,9 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 			return nil, err
 		}
 	}
+	initialised := 0 // subgraphs the released objective's motif table was initialised from
 	if ck == nil && cfg.Model.Released != nil {
-		if err := se.initMotifs(m); err != nil {
+		if initialised, err = se.initMotifs(m); err != nil {
 			return nil, err
 		}
 	}
@@ -160,6 +161,12 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 	defer bar.finish()
 	bar.printf("micrograph: %s: %d molecules for pre-training (%d left out: %d under η=%d atoms, %d without bonds, %d with isolated atoms); %d steps per epoch",
 		cfg.Data, se.filter.Kept, se.filter.Removed(), se.filter.TooSmall, cfg.Model.Eta, se.filter.NoBonds, se.filter.IsolatedAtoms, perEpoch)
+	if cfg.Model.Released != nil {
+		bar.printf("micrograph: the released objective (docs/method.md §12), %s sampler", cfg.Model.Sampler)
+		if initialised > 0 {
+			bar.printf("micrograph: motif table initialised at the k-means centres of %d subgraphs of the first %d batches", initialised, cfg.Model.Released.InitBatches)
+		}
+	}
 	if jb != nil {
 		bar.printf("micrograph: %d processes (%s), %d molecules each per step of %d", jb.Size(), distributed.Backend(dev), cfg.BatchSize/jb.Size(), cfg.BatchSize)
 	}
@@ -475,14 +482,14 @@ func (s *session) newModel() (*model.MicroGraph, *optim.Adam, error) {
 // initMotifs sets a new released-objective run's motif table from the
 // subgraphs of the run's first batches (docs/method.md §12.5); those
 // batches are then trained on as usual.
-func (s *session) initMotifs(m *model.MicroGraph) error {
+func (s *session) initMotifs(m *model.MicroGraph) (subgraphs int, err error) {
 	n := s.cfg.Model.Released.InitBatches
 	if n == 0 {
-		return nil
+		return 0, nil
 	}
 	loader, err := s.newLoader(1, data.Position{})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer loader.Close()
 	var graphs []*ops.Graph
@@ -494,13 +501,13 @@ func (s *session) initMotifs(m *model.MicroGraph) error {
 			break
 		}
 		if err != nil {
-			return err
+			return 0, err
 		}
 		graphs = append(graphs, b.Graph(s.dev))
 		defer loader.Release(b) // the host structure is read until InitMotifs returns
 	}
-	_, err = m.InitMotifs(graphs)
-	return err
+	rows, err := m.InitMotifs(graphs)
+	return len(rows), err
 }
 
 // newLoader streams shuffled whole batches of the filtered molecules for
