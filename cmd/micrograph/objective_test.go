@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 )
 
@@ -59,5 +60,28 @@ func TestPretrainObjectiveFlags(t *testing.T) {
 	code, _, stderr = runCLI(t, "pretrain", "--run", run, "--resume", "--max-steps", "3")
 	if code != 0 {
 		t.Errorf("resume: status %d, %q", code, stderr)
+	}
+	// The export is the encoder alone, as for the paper objective: 16 wide,
+	// one layer, nothing of the projection head or the motif table.
+	enc := filepath.Join(dir, "released.pt")
+	if code, _, stderr := runCLI(t, "export", "--run", run, "--out", enc); code != 0 {
+		t.Fatalf("export: status %d, %q", code, stderr)
+	}
+	info, state, err := model.LoadEncoder(enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, n := range state {
+			n.Tensor.Free()
+		}
+	}()
+	if info.Encoder.Hidden != 16 || info.Encoder.Layers != 1 || len(state) == 0 {
+		t.Errorf("exported encoder: %+v with %d tensors", info.Encoder, len(state))
+	}
+	for _, n := range state {
+		if strings.HasPrefix(n.Name, "projection_head") || strings.HasPrefix(n.Name, "motif") || strings.HasPrefix(n.Name, "encoder.") {
+			t.Errorf("exported tensor %s is not the encoder's own", n.Name)
+		}
 	}
 }
