@@ -1,0 +1,94 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// cliCase is a command line and what it must end with: the exit status and
+// the one line on stderr (after "micrograph COMMAND: ").
+type cliCase struct {
+	name string
+	args []string
+	code int
+	want string
+}
+
+// check runs each case and wants exactly one line on stderr, equal to want
+// after the command's prefix (with usage's "(see …)" suffix for status 2).
+func checkCLI(t *testing.T, cases []cliCase) {
+	t.Helper()
+	for _, tc := range cases {
+		code, _, errs := runCLI(t, tc.args...)
+		want := "micrograph " + tc.args[0] + ": " + tc.want
+		if tc.code == 2 {
+			want += " (see micrograph " + tc.args[0] + " --help)"
+		}
+		if code != tc.code || errs != want+"\n" {
+			t.Errorf("%s: status %d, stderr %q;\nwant status %d, %q", tc.name, code, errs, tc.code, want)
+		}
+	}
+}
+
+// writeMolecules writes a CSV of n small molecules (alcohols labelled 0,
+// amines 1, in column p) and returns its path.
+func writeMolecules(t *testing.T, dir string, n int) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("smiles,p\n")
+	for i := range n {
+		b.WriteString(strings.Repeat("C", i+1) + []string{"O", "N"}[i%2] + "," + []string{"0", "1"}[i%2] + "\n")
+	}
+	path := filepath.Join(dir, "mols.csv")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A dataset folder without split/ (featurize --split none) under the
+// scaffold protocol is one line naming the protocol flag, where finetune,
+// linear-eval and suite used to panic on the missing split; suite refuses it
+// before any evaluation. Cross-validation draws its own folds and runs.
+func TestSplitlessDataset(t *testing.T) {
+	dir := t.TempDir()
+	csv := writeMolecules(t, dir, 40)
+	ds := filepath.Join(dir, "bbbp") // a benchmark's name, for suite
+	if code, _, errs := runCLI(t, "featurize", "--csv", csv, "--out", ds, "--split", "none"); code != 0 {
+		t.Fatalf("featurize: %d %s", code, errs)
+	}
+	out := filepath.Join(dir, "out.json")
+	small := []string{"--seeds", "1", "--hidden", "16", "--layers", "2", "--device", "cpu", "--threads", "1", "--cache", filepath.Join(dir, "cache")}
+	need := `--protocol "scaffold" needs a split, and dataset bbbp has none (split/ is missing): use cv10 (cross-validation), or featurize it with --split scaffold`
+	checkCLI(t, []cliCase{
+		{"finetune", append([]string{"finetune", "--data", ds, "--out", out, "--epochs", "1"}, small...), 2, need},
+		{"linear-eval", append([]string{"linear-eval", "--data", ds, "--out", out}, small...), 2, need},
+		{"suite", []string{"suite", "--encoder", writeTinyEncoder(t), "--datasets", ds, "--out", filepath.Join(dir, "suite"), "--seeds", "1", "--device", "cpu"}, 2,
+			`--datasets "` + ds + `" has no split (split/ is missing), which the scaffold protocol needs: leave scaffold out of the protocols, or featurize it with --split scaffold`},
+	})
+	for _, p := range []string{out, filepath.Join(dir, "suite")} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s written by a refused command", p)
+		}
+	}
+	code, stdoutText, errs := runCLI(t, append([]string{"finetune", "--data", ds, "--out", out, "--epochs", "1", "--protocol", "cv2"}, small...)...)
+	if code != 0 || !strings.Contains(stdoutText, "finetune bbbp, cv2, random encoder (no pre-training): test ROC-AUC") {
+		t.Errorf("cv2 on a split-less folder: status %d, %q, %q", code, stdoutText, errs)
+	}
+}
+
+// featurize --label-cols naming a column twice is refused: it used to make
+// two tasks of one column.
+func TestFeaturizeLabelColsTwice(t *testing.T) {
+	dir := t.TempDir()
+	csv := writeMolecules(t, dir, 4)
+	out := filepath.Join(dir, "out")
+	checkCLI(t, []cliCase{
+		{"twice", []string{"featurize", "--csv", csv, "--out", out, "--label-cols", "p,p"}, 2, `--label-cols names column "p" twice: a task is one column`},
+	})
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s written by a refused command", out)
+	}
+}
