@@ -337,7 +337,7 @@ func (t *pretrainer) flush() error {
 	}
 	if !metrics.IsFinite(v[0]) && !p.skipped {
 		e := &NonFiniteLossError{Step: p.step, Losses: [5]float64(v[:5])}
-		if paths, _ := listCheckpoints(t.run); len(paths) > 0 {
+		if paths, _ := readableCheckpoints(t.run, nil); len(paths) > 0 {
 			e.LastCheckpoint = paths[0]
 		}
 		return e
