@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -90,5 +91,63 @@ func TestFeaturizeLabelColsTwice(t *testing.T) {
 	})
 	if _, err := os.Stat(out); err == nil {
 		t.Errorf("%s written by a refused command", out)
+	}
+}
+
+// An output that is an input, a folder or a FIFO, or that lies inside an
+// input dataset folder, is refused before any work with one line naming both
+// flags (export, predict and finetune used to replace their input), and the
+// input is unchanged. export checks the description beside the weights too:
+// with enc.json a folder it used to leave enc.pt alone and name its
+// temporary file.
+func TestOutputIsNotAnInput(t *testing.T) {
+	dir := t.TempDir()
+	csv := writeMolecules(t, dir, 12)
+	before, err := os.ReadFile(csv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	encoder := writeTinyEncoder(t)
+	ds := filepath.Join(dir, "ds")
+	if code, _, errs := runCLI(t, "featurize", "--csv", csv, "--out", ds); code != 0 {
+		t.Fatalf("featurize: %d %s", code, errs)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "enc.json"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "pipe.csv")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.csv")
+	if err := os.Symlink(csv, link); err != nil {
+		t.Fatal(err)
+	}
+	small := []string{"--seeds", "1", "--epochs", "1", "--device", "cpu", "--cache", filepath.Join(dir, "cache")}
+	checkCLI(t, []cliCase{
+		{"export onto its checkpoint", []string{"export", "--checkpoint", encoder, "--out", encoder}, 2,
+			"--out " + encoder + " is the input --checkpoint " + encoder + ": writing it would replace what is read; choose another file"},
+		{"export beside a folder", []string{"export", "--checkpoint", encoder, "--out", filepath.Join(dir, "enc.pt")}, 2,
+			"--out " + filepath.Join(dir, "enc.pt") + ": its description " + filepath.Join(dir, "enc.json") + " is a folder; want a file name"},
+		{"embed onto its data", []string{"embed", "--encoder", encoder, "--data", csv, "--out", csv}, 2,
+			"--out " + csv + " is the input --data " + csv + ": writing it would replace what is read; choose another file"},
+		{"embed onto its data through a link", []string{"embed", "--encoder", encoder, "--data", csv, "--out", link}, 2,
+			"--out " + link + " is the input --data " + csv + ": writing it would replace what is read; choose another file"},
+		{"embed into a dataset folder", []string{"embed", "--encoder", encoder, "--data", ds, "--out", filepath.Join(ds, "e.npy")}, 2,
+			"--out " + filepath.Join(ds, "e.npy") + " is inside the input folder --data " + ds + ", which is only read; choose another place"},
+		{"predict onto its data", []string{"predict", "--model", dir, "--data", csv, "--out", csv}, 2,
+			"--out " + csv + " is the input --data " + csv + ": writing it would replace what is read; choose another file"},
+		{"predict into a FIFO", []string{"predict", "--model", dir, "--data", csv, "--out", fifo}, 2,
+			"--out " + fifo + " is not a regular file (a FIFO): want a file name"},
+		{"finetune onto its data", append([]string{"finetune", "--data", csv, "--out", csv}, small...), 2,
+			"--out " + csv + " is the input --data " + csv + ": writing it would replace what is read; choose another file"},
+		{"finetune onto its encoder", append([]string{"finetune", "--data", csv, "--encoder", encoder, "--out", encoder}, small...), 2,
+			"--out " + encoder + " is the input --encoder " + encoder + ": writing it would replace what is read; choose another file"},
+	})
+	if after, err := os.ReadFile(csv); err != nil || string(after) != string(before) {
+		t.Errorf("the input changed: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "enc.pt")); err == nil {
+		t.Error("export wrote enc.pt without its description")
 	}
 }
