@@ -60,7 +60,7 @@ func RemoveTempsOnInterrupt() {
 		signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 		go func() {
 			sig := <-signals
-			removeTemps() // and never let a write finish after it
+			removeTemps()                            // and never let a write finish after it
 			os.Exit(128 + int(sig.(syscall.Signal))) // as the shell reports a process the signal ended
 		}()
 	})
