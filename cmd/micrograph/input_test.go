@@ -1,11 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/micrograph/micrograph/trainer/pretrain"
 )
 
 // cliCase is a command line and what it must end with: the exit status and
@@ -151,3 +154,40 @@ func TestOutputIsNotAnInput(t *testing.T) {
 		t.Error("export wrote enc.pt without its description")
 	}
 }
+
+// pretrain's --run and --resume misuse is status 2 with one line naming the
+// flag, before anything is made: an empty --run (was status 1, "mkdir : no
+// such file or directory"), one too long for the system (left 20 nested
+// empty folders), and a resume whose flags contradict the run (was status 1).
+func TestPretrainRunMisuse(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	cfg := pretrain.DefaultConfig()
+	cfg.Data = filepath.Join(dir, "ds")
+	if err := os.Mkdir(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := pretrain.WriteConfig(run, cfg); err != nil {
+		t.Fatal(err)
+	}
+	long := filepath.Join(dir, strings.Repeat(strings.Repeat("a", 200)+"/", 21))
+	checkCLI(t, []cliCase{
+		{"empty run", []string{"pretrain", "--data", cfg.Data, "--run", ""}, 2, `--run "": want a folder name`},
+		{"long run", []string{"pretrain", "--data", cfg.Data, "--run", long}, 2,
+			fmt.Sprintf("--run is %d bytes long, more than the 4031 a run folder's path may have", len(long))},
+		{"long name", []string{"pretrain", "--data", cfg.Data, "--run", filepath.Join(dir, strings.Repeat("b", 256))}, 2,
+			"--run " + (filepath.Join(dir, strings.Repeat("b", 256)))[:40] + "…: a folder name of 256 bytes, more than the 255 a name may have"},
+		{"resume, other hidden", []string{"pretrain", "--run", run, "--resume", "--hidden", "64"}, 2,
+			"--resume " + run + ": the model's shape differs from the run's (hidden, layers, mlp-layers, learn-t, bond-per-layer, motifs: run [300 5 1 false false 20], asked [64 5 1 false false 20])"},
+		{"resume, other seed", []string{"pretrain", "--run", run, "--resume", "--seed", "5"}, 2,
+			"--resume " + run + ": seed is 0 in the run but 5 was asked; only the run's length and where it runs can change on resume"},
+		{"resume, other data", []string{"pretrain", "--run", run, "--resume", "--data", csvOf(dir)}, 2,
+			"--resume " + run + ": data is " + cfg.Data + " in the run but " + csvOf(dir) + " was asked; only the run's length and where it runs can change on resume"},
+	})
+	if names, _ := os.ReadDir(dir); len(names) != 1 {
+		t.Errorf("%s holds %d entries, want only the run", dir, len(names))
+	}
+}
+
+// csvOf is a CSV path in dir, for flags that are only compared.
+func csvOf(dir string) string { return filepath.Join(dir, "other.csv") }
