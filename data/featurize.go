@@ -60,10 +60,7 @@ func ReadTable(path, smilesCol string, labelCols []string) (*Table, error) {
 		in = gz
 	}
 	cr := newCSVReader(path, in)
-	header, err := cr.read()
-	if err == io.EOF {
-		return nil, fmt.Errorf("%s:1: empty file: no header and no molecules", path)
-	}
+	header, err := cr.header()
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +85,10 @@ func ReadTable(path, smilesCol string, labelCols []string) (*Table, error) {
 			}
 		}
 	} else {
-		for _, name := range labelCols {
+		for i, name := range labelCols {
+			if slices.Contains(labelCols[:i], name) {
+				return nil, fmt.Errorf("%s: label column %q asked for twice", path, name)
+			}
 			c := slices.Index(header, name)
 			if c < 0 {
 				return nil, fmt.Errorf("%s:1: no label column %q among %s", path, name, columnList(header))
@@ -118,9 +118,9 @@ func ReadTable(path, smilesCol string, labelCols []string) (*Table, error) {
 			t.MolIDs = append(t.MolIDs, rec[id])
 		}
 		for _, c := range cols {
-			v, ok := parseLabel([]byte(strings.TrimSpace(rec[c])))
-			if !ok {
-				return nil, fmt.Errorf("%s:%d: column %q: %q is not a number", path, line, header[c], truncate([]byte(rec[c])))
+			v, err := parseLabel([]byte(strings.TrimSpace(rec[c])))
+			if err != nil {
+				return nil, fmt.Errorf("%s:%d: column %q: %q %v", path, line, header[c], truncate([]byte(rec[c])), err)
 			}
 			t.Labels = append(t.Labels, v)
 		}

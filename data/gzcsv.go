@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // lineReader reads a gzip-compressed, headerless CSV file line by line and
@@ -39,17 +40,24 @@ func (r *lineReader) close() error { return r.f.Close() }
 
 // next returns the next line without its line ending; the slice is valid
 // until the following call. At the end it returns io.EOF; a damaged or
-// truncated gzip stream is an error naming the line where it broke off.
+// truncated gzip stream is an error naming the line where it broke off, and
+// so is a line longer than MaxLineBytes.
 func (r *lineReader) next() ([]byte, error) {
 	line, err := r.br.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
-		// A line longer than the buffer: collect it whole.
+		// A line longer than the buffer: collect it whole, up to the limit.
 		long := append([]byte(nil), line...)
 		for err == bufio.ErrBufferFull {
+			if len(long) > MaxLineBytes {
+				return nil, fmt.Errorf("%s:%d: %w", r.path, r.line+1, errLongLine)
+			}
 			line, err = r.br.ReadSlice('\n')
 			long = append(long, line...)
 		}
 		line = long
+	}
+	if len(line) > MaxLineBytes+1 { // the limit does not count the line break
+		return nil, fmt.Errorf("%s:%d: %w", r.path, r.line+1, errLongLine)
 	}
 	switch {
 	case err == io.EOF && len(line) == 0:
@@ -142,20 +150,27 @@ func parseInt(b []byte) (int64, bool) {
 	return v, true
 }
 
-// parseLabel parses a label field: empty (or NaN) is a missing label.
-func parseLabel(b []byte) (float32, bool) {
+// parseLabel parses a label field: empty (or NaN) is a missing label. Its
+// error is the reason the field is no label, worded to follow the quoted
+// field ("is not a number").
+func parseLabel(b []byte) (float32, error) {
 	if len(b) == 0 {
-		return nan32, true
+		return nan32, nil
 	}
-	v, err := strconv.ParseFloat(string(b), 32)
-	if err != nil || v > maxLabel || v < -maxLabel {
-		return 0, false
+	v, err := strconv.ParseFloat(string(b), 64)
+	switch {
+	case err == nil && math.IsInf(v, 0):
+		return 0, errors.New("is not a finite number")
+	case errors.Is(err, strconv.ErrRange) && v != 0, err == nil && math.Abs(v) > math.MaxFloat32:
+		// Overflows float64 (1e309) or float32 (1e39), where labels are kept.
+		return 0, errors.New("is a number beyond the range of float32 labels (±3.4e38)")
+	case errors.Is(err, strconv.ErrRange):
+		v = 0 // underflow: a number too close to 0 to hold
+	case err != nil:
+		return 0, errors.New("is not a number")
 	}
-	return float32(v), true
+	return float32(v), nil
 }
-
-// maxLabel rejects infinities (and overflowing values) as labels.
-const maxLabel = 3.4e38
 
 // truncate shortens a field quoted in an error message.
 func truncate(b []byte) string {
@@ -232,8 +247,85 @@ type csvReader struct {
 }
 
 func newCSVReader(path string, r io.Reader) *csvReader {
-	return &csvReader{Reader: csv.NewReader(r), path: path}
+	return &csvReader{Reader: csv.NewReader(&recordLimiter{r: r, atStart: true}), path: path}
 }
+
+// MaxLineBytes bounds a line of any file read as text (CSV, OGB's
+// .csv.gz): 1 MiB, over a hundred times the longest SMILES admitted by
+// default. A CSV row counts as one line even where a quoted field holds line
+// breaks. Without it, a file without line breaks (/dev/zero) would be read
+// into memory until the process dies.
+const MaxLineBytes = 1 << 20
+
+// errLongLine is the error of a line longer than MaxLineBytes.
+var errLongLine = fmt.Errorf("line longer than %d bytes (1 MiB), the limit: not a CSV file of molecules?", MaxLineBytes)
+
+// recordLimiter passes a CSV stream through, dropping a UTF-8 byte order
+// mark at its start (Excel writes one, and encoding/csv would make it part
+// of the first column's name), and fails once a record — a line, or lines
+// joined by a quoted field — exceeds MaxLineBytes. It follows quotes as
+// encoding/csv does: a record ends at a line break outside them.
+type recordLimiter struct {
+	r       io.Reader
+	atStart bool // the byte order mark is still to be looked for
+	inQuote bool
+	n       int // bytes of the current record so far
+	line    int // line breaks before the current record's start, from 0
+	lines   int // line breaks read in all
+	crs     int // carriage returns in the current record
+	err     error
+}
+
+// utf8BOM is the byte order mark some editors put before a UTF-8 text.
+var utf8BOM = []byte{0xef, 0xbb, 0xbf}
+
+func (l *recordLimiter) Read(p []byte) (int, error) {
+	if l.err != nil {
+		return 0, l.err
+	}
+	if l.atStart {
+		l.atStart = false
+		var head [3]byte
+		n, err := io.ReadFull(l.r, head[:])
+		rest := head[:n]
+		if bytes.Equal(rest, utf8BOM) {
+			rest = nil
+		}
+		l.r = io.MultiReader(bytes.NewReader(rest), l.r)
+		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+			l.r = io.MultiReader(bytes.NewReader(rest), errReader{err})
+		}
+	}
+	n, err := l.r.Read(p)
+	for i, c := range p[:n] {
+		switch c {
+		case '"':
+			l.inQuote = !l.inQuote
+		case '\r':
+			l.crs++
+		case '\n':
+			l.lines++
+			if !l.inQuote {
+				l.n, l.crs, l.line = -1, 0, l.lines
+			}
+		}
+		l.n++
+		if l.n > MaxLineBytes {
+			l.err = errLongLine
+			if l.crs > 1 {
+				l.err = fmt.Errorf("%w (it holds %d carriage returns: do the lines end with CR only? convert them to LF)", errLongLine, l.crs)
+			}
+			l.err = &csv.ParseError{StartLine: l.line + 1, Line: l.lines + 1, Err: l.err}
+			return i, l.err
+		}
+	}
+	return n, err
+}
+
+// errReader is a reader that fails with its error.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // read returns the next record, or io.EOF after the last one. The record's
 // strings are new; FieldPos locates its fields.
@@ -253,5 +345,25 @@ func (c *csvReader) read() ([]string, error) {
 		return nil, fmt.Errorf("%s:%d: %w", c.path, c.line+1, err)
 	}
 	c.line, _ = c.FieldPos(len(rec) - 1)
+	return rec, nil
+}
+
+// header reads the first record, the column names, with the messages every
+// reader of a CSV of molecules gives: an empty file, and lines ending with a
+// carriage return only (classic Mac OS), which encoding/csv reads as a single
+// line.
+func (c *csvReader) header() ([]string, error) {
+	rec, err := c.read()
+	if err == io.EOF {
+		return nil, fmt.Errorf("%s:1: empty file: no header and no molecules", c.path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range rec {
+		if strings.ContainsRune(name, '\r') {
+			return nil, fmt.Errorf("%s:1: lines end with a carriage return only (classic Mac OS): convert them to LF or CRLF line endings", c.path)
+		}
+	}
 	return rec, nil
 }

@@ -2,6 +2,7 @@ package data
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/micrograph/micrograph/internal/field"
 )
@@ -50,11 +51,20 @@ func (l Limits) check(smiles string) string {
 	if len(smiles) > l.MaxSMILESBytes {
 		return fmt.Sprintf("SMILES of %d bytes, more than the limit of %d", len(smiles), l.MaxSMILESBytes)
 	}
+	if i := strings.IndexFunc(smiles, notSMILES); i >= 0 {
+		return fmt.Sprintf("byte 0x%02x at offset %d: a SMILES is printable ASCII", smiles[i], i)
+	}
 	if n := smilesAtoms(smiles); n > l.MaxAtoms {
 		return fmt.Sprintf("%d atoms, more than the limit of %d per molecule", n, l.MaxAtoms)
 	}
 	return ""
 }
+
+// notSMILES reports a rune no SMILES holds: a control character (NUL, a
+// line break) or anything beyond ASCII, such as a byte order mark or bytes
+// that are not UTF-8. RDKit stops reading at a NUL and would make a molecule
+// of what precedes it.
+func notSMILES(r rune) bool { return r < 0x20 || r >= 0x7f }
 
 // smilesAtoms counts the atoms a SMILES string writes: each bracket atom,
 // each atom of the organic subset (B, C, N, O, P, S, F, Cl, Br, I and the

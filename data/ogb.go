@@ -270,9 +270,9 @@ func readLabels(dir string, d *Dataset) error {
 			return r.errorf("%d fields, want %d like the first row", len(fields), tasks)
 		}
 		for j, f := range fields {
-			v, ok := parseLabel(f)
-			if !ok {
-				return r.errorf("field %d %q is not a number", j+1, truncate(f))
+			v, err := parseLabel(f)
+			if err != nil {
+				return r.errorf("field %d %q %v", j+1, truncate(f), err)
 			}
 			d.Labels = append(d.Labels, v)
 		}
@@ -317,10 +317,7 @@ func readMapping(dir string, d *Dataset) error {
 		return fmt.Errorf("%s: not a gzip file: %w", path, err)
 	}
 	cr := newCSVReader(path, gz)
-	header, err := cr.read()
-	if err == io.EOF {
-		return fmt.Errorf("%s:1: empty file", path)
-	}
+	header, err := cr.header()
 	if err != nil {
 		return err
 	}
@@ -354,6 +351,17 @@ func readMapping(dir string, d *Dataset) error {
 	}
 	d.Tasks = tasks
 	return nil
+}
+
+// LacksSplit tells whether path is a dataset folder without a split/
+// folder, such as featurize --split none writes. A CSV file is featurised
+// with a scaffold split, so it never lacks one.
+func LacksSplit(path string) bool {
+	if st, err := os.Stat(path); err != nil || !st.IsDir() {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(path, dirSplit))
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // readSplit reads split/NAME/{train,valid,test}.csv.gz, NAME being

@@ -52,10 +52,7 @@ func OpenSMILES(path, smilesCol string) (*SMILESReader, error) {
 		in = gz
 	}
 	r := &SMILESReader{Source: path, file: f, csv: newCSVReader(path, in)}
-	header, err := r.csv.read()
-	if err == io.EOF {
-		err = fmt.Errorf("%s:1: empty file: no header and no molecules", path)
-	}
+	header, err := r.csv.header()
 	if err != nil {
 		f.Close()
 		return nil, err

@@ -84,7 +84,7 @@ func runDiagnose(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkResultFile("--out", out); err != nil {
+	if err := checkOutput("--out", out, input{"--data", opt.Data, true}, input{"--encoder", opt.Encoder, false}); err != nil {
 		return err
 	}
 	opt.Dataset, opt.Progress = dataset, os.Stderr
@@ -119,7 +119,7 @@ func runDiagnosePlot(args []string) error {
 	if fs.NArg() == 0 {
 		return usageError{errors.New("no NAME=diag.json to draw")}
 	}
-	if err := checkOutFolder(*out); err != nil {
+	if err := checkOutput("--out", *out); err != nil {
 		return err
 	}
 	var names []string

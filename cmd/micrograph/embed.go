@@ -37,7 +37,8 @@ func (s *scoreFlags) register(fs *pflag.FlagSet) {
 
 // options checks the flags that need no file and turns them into
 // infer.Options; misuse is a usage error (exit 2).
-func (s *scoreFlags) options(fs *pflag.FlagSet) (infer.Options, error) {
+// inputs are the files the command reads besides --data, which --out must not be.
+func (s *scoreFlags) options(fs *pflag.FlagSet, inputs ...input) (infer.Options, error) {
 	format, err := matrixfile.Format(s.out)
 	if err != nil {
 		return infer.Options{}, usageError{fmt.Errorf("--out %s: want a .npy or .csv file", s.out)}
@@ -56,7 +57,7 @@ func (s *scoreFlags) options(fs *pflag.FlagSet) (infer.Options, error) {
 	if err := s.limits.Validate(); err != nil {
 		return infer.Options{}, flagError(fs, &s.limits, err)
 	}
-	if err := checkOutFolder(s.out); err != nil {
+	if err := checkOutput("--out", s.out, append(inputs, input{"--data", s.data, true})...); err != nil {
 		return infer.Options{}, err
 	}
 	dev, err := torch.ParseDevice(s.device)
@@ -105,7 +106,7 @@ func runEmbed(args []string) error {
 	if err := parseFlags(fs, args, "encoder", "data", "out"); err != nil {
 		return err
 	}
-	opt, err := s.options(fs)
+	opt, err := s.options(fs, input{"--encoder", *encoder, false}, input{"--encoder", model.EncoderInfoPath(*encoder), false})
 	if err != nil {
 		return err
 	}
@@ -135,7 +136,7 @@ func runPredict(args []string) error {
 	if err := parseFlags(fs, args, "model", "data", "out"); err != nil {
 		return err
 	}
-	opt, err := s.options(fs)
+	opt, err := s.options(fs, input{"--model", *dir, false})
 	if err != nil {
 		return err
 	}

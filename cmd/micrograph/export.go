@@ -25,7 +25,12 @@ func runExport(args []string) error {
 	if !strings.HasSuffix(*out, ".pt") {
 		return usageError{fmt.Errorf("--out %s: want a .pt file", *out)}
 	}
-	if err := checkOutFolder(*out); err != nil {
+	inputs := []input{{"--checkpoint", *checkpoint, false}}
+	if err := checkOutput("--out", *out, inputs...); err != nil {
+		return err
+	}
+	// The description is written beside the weights: refused now, not after them.
+	if err := checkOutput("--out "+*out+": its description", model.EncoderInfoPath(*out), inputs...); err != nil {
 		return err
 	}
 	var ck *pretrain.Checkpoint

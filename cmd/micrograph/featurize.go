@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,11 @@ func runFeaturize(args []string) error {
 			return usageError{fmt.Errorf("--label-cols: %v", err)}
 		}
 		labels = append([]string{}, rec...)
+		for i, name := range labels {
+			if slices.Contains(labels[:i], name) {
+				return usageError{fmt.Errorf("--label-cols names column %q twice: a task is one column", name)}
+			}
+		}
 	}
 	switch *split {
 	case "scaffold", "random", "none":

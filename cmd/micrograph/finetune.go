@@ -129,7 +129,7 @@ func (e *evaluationFlags) check(fs *pflag.FlagSet, c *evaluate.Common, cfg inter
 	if err != nil {
 		return err
 	}
-	if err := checkResultFile("--out", e.out); err != nil {
+	if err := checkOutput("--out", e.out, input{"--data", c.Data, true}, input{"--encoder", c.EncoderPath, false}); err != nil {
 		return err
 	}
 	c.Dataset, c.Progress = dataset, os.Stderr
@@ -180,15 +180,6 @@ func rejectArchitectureFlags(fs *pflag.FlagSet, encoderPath string) error {
 		}
 	}
 	return nil
-}
-
-// checkResultFile makes sure, before hours of work, that the result can be
-// written: path is not a folder and its folder exists and takes new files.
-func checkResultFile(flag, path string) error {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return usageError{fmt.Errorf("%s %s is a folder; want a file name", flag, path)}
-	}
-	return checkWritableFolder(flag, path, filepath.Dir(path))
 }
 
 // checkWritableFolder makes sure that dir (where flag's value path goes)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/spf13/pflag"
 )
@@ -100,6 +101,11 @@ func run(args []string, stderr io.Writer) int {
 	for _, c := range commands {
 		if c.name != args[0] {
 			continue
+		}
+		if c.name != "pretrain" {
+			// pretrain finishes its step and checkpoints on SIGINT; every
+			// other command is ended by it, without its temporary files.
+			atomicfile.RemoveTempsOnInterrupt()
 		}
 		err := c.run(args[1:])
 		var usage usageError

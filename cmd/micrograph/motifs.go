@@ -46,7 +46,7 @@ func runMotifs(args []string) error {
 	case opt.BatchSize < 0:
 		return usageError{fmt.Errorf("--batch-size %d: want 0 (the run's) or more", opt.BatchSize)}
 	}
-	if err := checkOutFolder(out); err != nil {
+	if err := checkOutput("--out", out); err != nil {
 		return err
 	}
 	var err error

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
@@ -26,7 +24,7 @@ func runPlot(args []string) error {
 	if !strings.HasSuffix(*out, ".svg") {
 		return usageError{fmt.Errorf("--out %s: want an .svg file", *out)}
 	}
-	if err := checkOutFolder(*out); err != nil {
+	if err := checkOutput("--out", *out); err != nil {
 		return err
 	}
 	records, err := pretrain.ReadLog(*run)
@@ -48,15 +46,5 @@ func runPlot(args []string) error {
 		return err
 	}
 	printf("%d logged steps of %s drawn in %s", len(records), *run, *out)
-	return nil
-}
-
-// checkOutFolder fails early, before any work, when the folder that is to
-// hold out does not exist.
-func checkOutFolder(out string) error {
-	dir := filepath.Dir(out)
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return usageError{fmt.Errorf("--out %s: folder %s does not exist", out, dir)}
-	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -69,12 +71,16 @@ func runPretrain(args []string) error {
 	if err := parseFlags(fs, args, "run"); err != nil {
 		return err
 	}
+	if err := checkRunFlag(run); err != nil {
+		return err
+	}
 	asked := objective
+	var saved pretrain.Config
 	switch {
 	case resume:
 		// The run's own settings, overridden by the flags given.
-		saved, err := pretrain.ReadConfig(run)
-		if err != nil {
+		var err error
+		if saved, err = pretrain.ReadConfig(run); err != nil {
 			return err
 		}
 		cfg = saved
@@ -93,7 +99,12 @@ func runPretrain(args []string) error {
 	if resume && fs.Changed("objective") && asked != cfg.Model.Objective() {
 		return usageError{fmt.Errorf("--objective %s: the run in %s trains the %s objective", asked, run, cfg.Model.Objective())}
 	}
-	if !resume && cfg.Data == "" {
+	if resume {
+		// A flag that contradicts the run is misuse, refused before any work.
+		if err := pretrain.CheckResume(saved, cfg); err != nil {
+			return usageError{fmt.Errorf("--resume %s: %w", run, err)}
+		}
+	} else if cfg.Data == "" {
 		return usageError{errMissing("--data")}
 	}
 	if err := validatePretrain(fs, &cfg, run); err != nil {
@@ -167,6 +178,32 @@ func runPretrain(args []string) error {
 
 // validatePretrain judges every setting of a pre-training run before
 // anything is written; fs's flags were registered into cfg.
+// Bounds on --run, in bytes: Linux's on a name (NAME_MAX), and its on a
+// path (PATH_MAX less the terminating NUL) less room for the longest name
+// a run holds, checkpoints/.step-000000000.pt.tmp-NNNNNNNNNN.
+const (
+	maxPath = 4095 - 64
+	maxName = 255
+)
+
+// checkRunFlag refuses a --run that names no folder or one the system
+// cannot make, before anything is made (a 5,000-byte --run used to leave
+// the 20 folders MkdirAll managed).
+func checkRunFlag(run string) error {
+	if run == "" {
+		return usageError{errors.New(`--run "": want a folder name`)}
+	}
+	if len(run) > maxPath {
+		return usageError{fmt.Errorf("--run is %d bytes long, more than the %d a run folder's path may have", len(run), maxPath)}
+	}
+	for _, name := range strings.Split(run, string(filepath.Separator)) {
+		if len(name) > maxName {
+			return usageError{fmt.Errorf("--run %s…: a folder name of %d bytes, more than the %d a name may have", run[:min(len(run), 40)], len(name), maxName)}
+		}
+	}
+	return nil
+}
+
 func validatePretrain(fs *pflag.FlagSet, cfg *pretrain.Config, run string) error {
 	if err := cfg.Validate(); err != nil {
 		return flagError(fs, cfg, err)

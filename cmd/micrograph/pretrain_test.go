@@ -71,7 +71,7 @@ func TestTrainingCommandsMisuse(t *testing.T) {
 		{[]string{"pretrain", "--data", synth, "--run", file}, 2, "--run " + file + " is a file, not a folder"},
 		{append([]string{"pretrain", "--data", synth, "--run", run}, small...), 1, "already holds a run"},
 		{[]string{"pretrain", "--run", fresh, "--resume"}, 1, "config.json"},
-		{[]string{"pretrain", "--run", run, "--resume", "--hidden", "16"}, 1, "shape differs"},
+		{[]string{"pretrain", "--run", run, "--resume", "--hidden", "16"}, 2, "shape differs"}, // misuse (issue #28)
 		{[]string{"pretrain", "--run", run, "--resume", "--keep", "0"}, 2, "--keep 0 must be positive"},
 		{[]string{"export", "--out", filepath.Join(dir, "e.pt")}, 2, "exactly one of --run and --checkpoint"},
 		{[]string{"export", "--run", run, "--checkpoint", "x.pt", "--out", filepath.Join(dir, "e.pt")}, 2, "exactly one"},

@@ -72,7 +72,7 @@ func runSuite(args []string) error {
 
 	res, runErr := evaluate.Suite(cfg)
 	if res == nil {
-		return runErr
+		return flagError(fs, &cfg, runErr)
 	}
 	// The table goes to stdout first, so that a failed write loses nothing.
 	table := res.Markdown()

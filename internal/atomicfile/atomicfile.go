@@ -4,6 +4,7 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,13 +15,22 @@ import (
 
 // Write creates or replaces path with what fill writes. If fill fails, path is
 // left untouched and the temporary file is removed.
+// Its errors name path, never the temporary file; a path that exists as a
+// folder, device, FIFO or anything but a regular file is refused (renaming
+// over /dev/null would replace the device). The temporary file is removed
+// on SIGINT or SIGTERM once RemoveTempsOnInterrupt is in force.
 func Write(path string, perm os.FileMode, fill func(w io.Writer) error) (err error) {
+	if err := checkTarget(path); err != nil {
+		return err
+	}
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", path, cause(err))
 	}
 	tmp := f.Name()
+	forget := track(tmp)
+	defer forget()
 	defer func() {
 		if err != nil {
 			f.Close()
@@ -40,10 +50,44 @@ func Write(path string, perm os.FileMode, fill func(w io.Writer) error) (err err
 		return err
 	}
 	failpoint.Crash("before rename " + filepath.Base(path))
-	if err = os.Rename(tmp, path); err != nil {
-		return err
+	if err = renameTemp(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, cause(err))
 	}
 	return SyncDir(dir)
+}
+
+// checkTarget refuses a path that exists as anything but a regular file.
+func checkTarget(path string) error {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return nil // absent, or reported by the write itself
+	}
+	if st.Mode()&os.ModeSymlink != 0 {
+		if st, err = os.Stat(path); err != nil {
+			return nil
+		}
+	}
+	switch {
+	case st.IsDir():
+		return fmt.Errorf("write %s: it is a folder", path)
+	case !st.Mode().IsRegular():
+		return fmt.Errorf("write %s: it is not a regular file (%v)", path, st.Mode().Type())
+	}
+	return nil
+}
+
+// cause is the system's reason inside a path error, without the path (of
+// a temporary file the user never asked for).
+func cause(err error) error {
+	var pe *os.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Err
+	case errors.As(err, &le):
+		return le.Err
+	}
+	return err
 }
 
 // WriteFile is Write for content already in memory.
@@ -67,8 +111,10 @@ func WriteDir(path string, fill func(tmp string) error) (err error) {
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", path, cause(err))
 	}
+	forget := track(tmp)
+	defer forget()
 	defer func() {
 		if err != nil {
 			os.RemoveAll(tmp)
@@ -83,8 +129,8 @@ func WriteDir(path string, fill func(tmp string) error) (err error) {
 	if err = os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
+	if err = renameTemp(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, cause(err))
 	}
 	return SyncDir(parent)
 }

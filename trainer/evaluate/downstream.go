@@ -167,6 +167,16 @@ func SelectOnFoldMean[V ~float64](curves [][]V) (int, float64) {
 	return best, bestMean
 }
 
+// needSplit is the error of a dataset without a split (featurize --split
+// none) under the scaffold protocol, which evaluates on the dataset's split;
+// cross-validation (cvFolds > 0) draws its own folds and needs none.
+func needSplit(name string, ds *data.Dataset, cvFolds int) error {
+	if cvFolds == 0 && ds.Split == nil {
+		return field.Errorf("protocol", ProtocolScaffold, "needs a split, and dataset %s has none (split/ is missing): use %s (cross-validation), or featurize it with --split scaffold", name, ProtocolCV10)
+	}
+	return nil
+}
+
 // evaluationSplits are the splits a protocol runs on: the dataset's own
 // (scaffold) split, or K-fold cross-validation when cvFolds > 0, its folds
 // drawn from seed. Each must leave molecules to train on and, in its valid
@@ -181,8 +191,8 @@ func evaluationSplits(name string, ds *data.Dataset, regression bool, cvFolds in
 			return nil, err
 		}
 	} else {
-		if ds.Split == nil {
-			return nil, field.Errorf("protocol", ProtocolScaffold, "needs a split, and dataset %s has none: use %s (cross-validation)", name, ProtocolCV10)
+		if err := needSplit(name, ds, cvFolds); err != nil {
+			return nil, err
 		}
 		splits = []*data.Split{ds.Split}
 	}
@@ -454,6 +464,10 @@ func (c Common) open(whole interface{ Validate() error }) (*session, error) {
 	}
 	s.regression = s.types[0] == data.Regression
 	s.folds, _ = ProtocolFolds(c.Protocol) // checked by validate
+	if err := needSplit(filepath.Base(c.Data), s.ds, s.folds); err != nil {
+		s.close()
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
@@ -213,6 +214,15 @@ func Suite(cfg SuiteConfig) (*SuiteResult, error) {
 		} else if info.Encoder != arch {
 			return nil, field.Errorf("encoder_paths", path, "has architecture %+v, but %s has %+v; the random baseline needs one",
 				info.Encoder, cfg.EncoderPaths[0], arch)
+		}
+	}
+	// Refused now rather than after hours of the other evaluations.
+	if slices.Contains(cfg.Protocols, ProtocolScaffold) {
+		for _, path := range cfg.Datasets {
+			if data.LacksSplit(path) {
+				return nil, field.Errorf("datasets", path, "has no split (split/ is missing), which the %s protocol needs: leave %s out of the protocols, or featurize it with --split scaffold",
+					ProtocolScaffold, ProtocolScaffold)
+			}
 		}
 	}
 	res := &SuiteResult{Config: cfg}

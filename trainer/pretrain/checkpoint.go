@@ -1,6 +1,7 @@
 package pretrain
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -9,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/model"
@@ -96,11 +99,21 @@ func saveCheckpoint(run string, step int64, pos data.Position, cfg Config, m *mo
 	if err := torch.Save(path, state, meta); err != nil {
 		return "", err
 	}
+	remember(path, nil) // written whole and synced
 	return path, pruneCheckpoints(run, cfg.Keep)
 }
 
-// listCheckpoints is the run's checkpoint files, newest first.
-func listCheckpoints(run string) ([]string, error) {
+// checkpointFile is a file of a run's checkpoint folder named as a
+// checkpoint: step-<step>.pt.
+type checkpointFile struct {
+	path string
+	step int64
+}
+
+// listCheckpoints is the one place that lists a run's checkpoint files:
+// every file named step-<step>.pt, newest step first, readable or not. A
+// missing folder holds none.
+func listCheckpoints(run string) ([]checkpointFile, error) {
 	entries, err := os.ReadDir(checkpointDir(run))
 	if os.IsNotExist(err) {
 		return nil, nil
@@ -108,21 +121,88 @@ func listCheckpoints(run string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var paths []string
+	var files []checkpointFile
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "step-") && strings.HasSuffix(e.Name(), ".pt") {
-			paths = append(paths, filepath.Join(checkpointDir(run), e.Name()))
+		digits, ok := strings.CutPrefix(e.Name(), "step-")
+		if digits, ok = strings.CutSuffix(digits, ".pt"); !ok || e.IsDir() {
+			continue
+		}
+		step, err := strconv.ParseInt(digits, 10, 64)
+		if err != nil || step < 0 {
+			continue
+		}
+		files = append(files, checkpointFile{filepath.Join(checkpointDir(run), e.Name()), step})
+	}
+	slices.SortFunc(files, func(a, b checkpointFile) int { return cmp.Compare(b.step, a.step) })
+	return files, nil
+}
+
+// verified remembers, by path, the checkpoint files this process found
+// readable or not (or wrote), with the size and time they had then, so that
+// each save does not read the kept checkpoints again.
+var verified sync.Map // path → verdict
+
+type verdict struct {
+	size    int64
+	modTime time.Time
+	err     error // nil: readable
+}
+
+// remember records what a read of path found (err nil: readable).
+func remember(path string, err error) {
+	if st, statErr := os.Stat(path); statErr == nil {
+		verified.Store(path, verdict{st.Size(), st.ModTime(), err})
+	}
+}
+
+// checkReadable is nil when path is a checkpoint that reads back whole, else
+// why not; it reads the file unless this process has already, unchanged.
+func checkReadable(path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if v, ok := verified.Load(path); ok {
+		if v := v.(verdict); v.size == st.Size() && v.modTime.Equal(st.ModTime()) {
+			return v.err
 		}
 	}
-	slices.Sort(paths) // zero-padded steps sort by step
-	slices.Reverse(paths)
+	ck, err := LoadCheckpoint(path)
+	if ck != nil {
+		ck.Free()
+	}
+	remember(path, err)
+	return err
+}
+
+// readableCheckpoints is the run's checkpoints that read back whole, newest
+// first; report (when not nil) hears of each unreadable one, which is left
+// alone and counted nowhere: not for --keep, not for resume.
+func readableCheckpoints(run string, report func(path string, err error)) ([]string, error) {
+	files, err := listCheckpoints(run)
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, f := range files {
+		if err := checkReadable(f.path); err != nil {
+			if report != nil {
+				report(f.path, err)
+			}
+			continue
+		}
+		paths = append(paths, f.path)
+	}
 	return paths, nil
 }
 
-// pruneCheckpoints deletes all but the newest keep checkpoints, and the
-// temporary files of writes a crash interrupted.
+// pruneCheckpoints deletes all but the newest keep readable checkpoints,
+// and the temporary files of writes a crash interrupted. An unreadable file
+// is never counted among the kept, nor deleted: a step-000000099.pt that
+// cannot be read would otherwise win by its name and have every good
+// checkpoint deleted. It is said once on stderr.
 func pruneCheckpoints(run string, keep int) error {
-	paths, err := listCheckpoints(run)
+	paths, err := readableCheckpoints(run, reportUnreadable)
 	if err != nil {
 		return err
 	}
@@ -130,6 +210,7 @@ func pruneCheckpoints(run string, keep int) error {
 		if err := os.Remove(p); err != nil {
 			return err
 		}
+		verified.Delete(p)
 	}
 	stale, _ := filepath.Glob(filepath.Join(checkpointDir(run), ".step-*.tmp-*"))
 	for _, p := range stale {
@@ -138,22 +219,34 @@ func pruneCheckpoints(run string, keep int) error {
 	return nil
 }
 
+// reported is the unreadable checkpoints already said on stderr.
+var reported sync.Map
+
+// reportUnreadable says once on stderr that path is unreadable and left alone.
+func reportUnreadable(path string, err error) {
+	if _, done := reported.LoadOrStore(path, true); !done {
+		fmt.Fprintf(os.Stderr, "micrograph: leaving the unreadable checkpoint %s alone, not counted for --keep or resume: %v\n", path, err)
+	}
+}
+
 // LatestCheckpoint loads the newest checkpoint of a run that reads back whole
 // (every record's checksum is verified). Unreadable newer files are reported
 // in skipped; none at all is an error.
 func LatestCheckpoint(run string) (ck *Checkpoint, skipped []string, err error) {
-	paths, err := listCheckpoints(run)
+	files, err := listCheckpoints(run)
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, p := range paths {
-		ck, err := LoadCheckpoint(p)
+	for _, f := range files {
+		ck, err := LoadCheckpoint(f.path)
+		remember(f.path, err)
 		if err == nil {
 			return ck, skipped, nil
 		}
+		reported.Store(f.path, true) // the caller reports it
 		skipped = append(skipped, err.Error())
 	}
-	if len(paths) == 0 {
+	if len(files) == 0 {
 		return nil, nil, fmt.Errorf("%s has no checkpoints", checkpointDir(run))
 	}
 	return nil, skipped, fmt.Errorf("no readable checkpoint in %s: %s", checkpointDir(run), strings.Join(skipped, "; "))

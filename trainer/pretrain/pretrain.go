@@ -362,7 +362,7 @@ func (t *pretrainer) flush() error {
 	}
 	if !metrics.IsFinite(v[0]) && !p.skipped {
 		e := &NonFiniteLossError{Step: p.step, Loss: v[0], Parts: r.Parts}
-		if paths, _ := listCheckpoints(t.run); len(paths) > 0 {
+		if paths, _ := readableCheckpoints(t.run, nil); len(paths) > 0 {
 			e.LastCheckpoint = paths[0]
 		}
 		return e
