@@ -363,7 +363,7 @@ func TestDegenerateBatchesStayFinite(t *testing.T) {
 	}
 }
 
-// Tensor names follow PyTorch conventions (the README lists them).
+// Tensor names follow PyTorch conventions (docs/run-folder.md lists them).
 func TestParameterNames(t *testing.T) {
 	scope(t)
 	cfg := model.DefaultConfig()

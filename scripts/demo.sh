@@ -2,7 +2,7 @@
 # The job behind `make run`: micrograph end to end on its built-in synthetic
 # dataset, sized for a few minutes on two CPU cores (a GPU is used when one
 # works), answering "did pre-training learn something useful?" with the two
-# measures the synthetic data's ground truth allows (README, "make run"):
+# measures the synthetic data's ground truth allows (docs/demo.md):
 #
 #   1. synth        2000 molecules of planted functional groups
 #   2. pretrain     MICRO-Graph, 16 motif slots (one per planted group)

@@ -96,7 +96,7 @@ func (s *scoreFlags) report(what string, rep *infer.Report) {
 func runEmbed(args []string) error {
 	fs := newFlags("embed", "--encoder encoder.pt --data CSV|DIR --out FILE.npy|FILE.csv [flags]",
 		"Writes the graph embedding of every molecule (the mean of the encoder's node embeddings,\n"+
-			"evaluation mode, as linear-eval uses and the README's PyTorch snippet computes) in input row\n"+
+			"evaluation mode, as linear-eval uses and the snippet of docs/pytorch.md computes) in input row\n"+
 			"order: .npy is float32 N×d (numpy.load); .csv has the columns row, smiles, e_0 … e_{d-1}.\n"+
 			"Rows RDKit rejects are listed on stderr by line and written as NaN rows, or left out with\n"+
 			"--skip-invalid. The input is read and featurised in chunks, so memory does not grow with it.")

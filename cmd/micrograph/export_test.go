@@ -16,17 +16,17 @@ import (
 	"github.com/micrograph/micrograph/torch/nn"
 )
 
-// readmeSnippet is the PyTorch code of the README, between its markers.
+// readmeSnippet is the PyTorch code of docs/pytorch.md, between its markers.
 func readmeSnippet(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(testenv.ModuleRoot(t), "README.md"))
+	b, err := os.ReadFile(filepath.Join(testenv.ModuleRoot(t), "docs", "pytorch.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(b), "<!-- pytorch-snippet -->")
 	block, _, ok2 := strings.Cut(rest, "<!-- end pytorch-snippet -->")
 	if !ok || !ok2 {
-		t.Fatal("README.md has no pytorch-snippet markers")
+		t.Fatal("docs/pytorch.md has no pytorch-snippet markers")
 	}
 	block = strings.TrimSpace(block)
 	block = strings.TrimPrefix(block, "```python")
@@ -63,7 +63,7 @@ func goEmbeddings(t *testing.T, path string, b *data.Batch) [][]float64 {
 	return out
 }
 
-// The README's PyTorch snippet, run by the machine's PyTorch on an exported
+// The PyTorch snippet of docs/pytorch.md, run by the machine's PyTorch on an exported
 // encoder, gives the graph embeddings micrograph gives (to 1e-5), for the
 // default architecture and for one with every option switched.
 func TestReadmeSnippetMatchesGo(t *testing.T) {
@@ -114,7 +114,7 @@ print(json.dumps(e.tolist()))
 		}
 		out, err := py.Command(script, encoder, inputPath).CombinedOutput()
 		if err != nil {
-			t.Fatalf("the README snippet failed: %v\n%s", err, out)
+			t.Fatalf("the docs/pytorch.md snippet failed: %v\n%s", err, out)
 		}
 		var theirs [][]float64
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")

@@ -22,7 +22,7 @@ import (
 // scoreInput has an invalid SMILES (row 1, line 3) between valid ones.
 const scoreInput = "name,smiles\nethanol,CCO\nring,C1CC\nphenol,c1ccccc1O\nacetanilide,CC(=O)Nc1ccccc1\n"
 
-// pygInputs is the PyG-layout input of the README snippet for the SMILES
+// pygInputs is the PyG-layout input of the docs/pytorch.md snippet for the SMILES
 // given, featurised as micrograph does, as a JSON file in dir.
 func pygInputs(t *testing.T, dir string, smiles []string) string {
 	t.Helper()
@@ -46,7 +46,7 @@ func pygInputs(t *testing.T, dir string, smiles []string) string {
 	return path
 }
 
-// runSnippet runs the README's PyTorch snippet followed by harness (which
+// runSnippet runs the PyTorch snippet of docs/pytorch.md followed by harness (which
 // reads sys.argv) and decodes the JSON its last line prints into v.
 func runSnippet(t *testing.T, dir, harness string, v any, args ...string) {
 	t.Helper()
@@ -57,7 +57,7 @@ func runSnippet(t *testing.T, dir, harness string, v any, args ...string) {
 	}
 	out, err := py.Command(append([]string{script}, args...)...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("the README snippet failed: %v\n%s", err, out)
+		t.Fatalf("the docs/pytorch.md snippet failed: %v\n%s", err, out)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), v); err != nil {
@@ -67,7 +67,7 @@ func runSnippet(t *testing.T, dir, harness string, v any, args ...string) {
 
 // embed writes a .npy file numpy.load reads as float32 N×d with the input's
 // row order (the invalid row NaN), each valid row equal, to 1e-5, to the
-// embedding the README snippet computes in PyTorch for that molecule; a
+// embedding the docs/pytorch.md snippet computes in PyTorch for that molecule; a
 // .csv file with --skip-invalid holds the same numbers for the valid rows,
 // with their input row.
 func TestEmbedMatchesReadmeSnippet(t *testing.T) {
@@ -109,9 +109,9 @@ print(json.dumps({"dtype": str(a.dtype), "shape": list(a.shape), "nan_row": bool
 	if got.Dtype != "float32" || !slices.Equal(got.Shape, []int{4, 16}) || !got.NaNRow || !got.FiniteRows {
 		t.Fatalf("numpy sees %+v, want float32 [4 16], row 1 NaN, the others finite", got)
 	}
-	t.Logf("largest difference from the README snippet: %.2g", got.Diff)
+	t.Logf("largest difference from the docs/pytorch.md snippet: %.2g", got.Diff)
 	if got.Diff > 1e-5 {
-		t.Errorf("embed and the README snippet differ by %g", got.Diff)
+		t.Errorf("embed and the docs/pytorch.md snippet differ by %g", got.Diff)
 	}
 
 	csvOut := filepath.Join(dir, "e.csv")
@@ -183,7 +183,7 @@ func predictColumn(t *testing.T, path string, task int) map[int]float64 {
 	return out
 }
 
-// A model saved by finetune --save predicts in PyTorch, through the README
+// A model saved by finetune --save predicts in PyTorch, through the docs/pytorch.md
 // snippet's load_model, what predict writes (to 1e-5): class-1
 // probabilities for the synthetic dataset's classification tasks, and, with
 // the same tasks declared regression (--task-types), values in the labels'
@@ -253,9 +253,9 @@ print(json.dumps(p.tolist()))
 					worst = max(worst, math.Abs(ours-theirs[k][task])/math.Max(1, math.Abs(ours)))
 				}
 			}
-			t.Logf("largest difference from the README snippet: %.2g", worst)
+			t.Logf("largest difference from the docs/pytorch.md snippet: %.2g", worst)
 			if worst > 1e-5 {
-				t.Errorf("predict and the README snippet differ by %g", worst)
+				t.Errorf("predict and the docs/pytorch.md snippet differ by %g", worst)
 			}
 		})
 	}

@@ -55,7 +55,7 @@ const (
 // Embed writes to out (.npy or .csv, by its extension) the graph embedding
 // of every input row, the mean over its atoms of the encoder's node
 // embeddings in evaluation mode (what linear evaluation fits on and the
-// README's PyTorch snippet computes). The encoder is arch with the weights of
+// PyTorch snippet of docs/pytorch.md computes). The encoder is arch with the weights of
 // state (as model.LoadEncoder returns them). A .csv file has the columns
 // row, smiles, e_0 … e_{d-1}.
 func Embed(arch model.EncoderConfig, state []torch.Named, opt Options, out string) (_ *Report, err error) {
