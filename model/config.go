@@ -112,23 +112,18 @@ func DefaultConfig() Config {
 	}
 }
 
-// ReleasedModelConfig is §12's pre-training model: the paper's encoder, K =
-// 20, τ = 0.05, Sinkhorn λ = 20 with 5 iterations, η = 4, the spectral
-// sampler, and the released losses' weights.
+// ReleasedModelConfig is §12's pre-training model: §1's encoder, K, τ,
+// Sinkhorn settings and η, the spectral sampler, the released losses'
+// weights, and the paper-only settings at 0.
 func ReleasedModelConfig() Config {
-	return Config{
-		Encoder:        DefaultEncoderConfig(),
-		Motifs:         20,
-		Tau:            0.05,
-		SinkhornLambda: 20,
-		SinkhornIters:  5,
-		Eta:            4,
-		Sampler:        SamplerSpectral,
-		Released: &ReleasedConfig{
-			ClusterTau: 0.2, MotifWeight: 1, ContraWeight: 0.05, SamplerWeight: 0.05,
-			TopFraction: 0.1, KMeansRestarts: 10, InitBatches: 2,
-		},
+	c := DefaultConfig()
+	c.Alpha, c.LambdaNode, c.LambdaSub, c.LambdaReg, c.PDrop, c.PAdd, c.SubgraphsPerGraph = 0, 0, 0, 0, 0, 0, 0
+	c.Sampler = SamplerSpectral
+	c.Released = &ReleasedConfig{
+		ClusterTau: 0.2, MotifWeight: 1, ContraWeight: 0.05, SamplerWeight: 0.05,
+		TopFraction: 0.1, KMeansRestarts: 10, InitBatches: 2,
 	}
+	return c
 }
 
 // Validate reports the first setting that cannot work, naming its field.

@@ -49,47 +49,31 @@ func (r LogRecord) Part(name string) metrics.Value {
 
 // MarshalJSON writes the record's fields in their documented order.
 func (r LogRecord) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	field := func(name string, v any) error {
-		if b.Len() == 0 {
-			b.WriteByte('{')
-		} else {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(name)
-		x, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(x)
-		return nil
+	type field struct {
+		name  string
+		value any
 	}
-	fields := []struct {
-		name string
-		v    any
-	}{{"step", r.Step}, {"epoch", r.Epoch}, {"loss", r.Loss}}
+	fields := []field{{"step", r.Step}, {"epoch", r.Epoch}, {"loss", r.Loss}}
 	for _, p := range r.Parts {
-		fields = append(fields, struct {
-			name string
-			v    any
-		}{p.Name, p.Value})
+		fields = append(fields, field{p.Name, p.Value})
 	}
-	fields = append(fields, []struct {
-		name string
-		v    any
-	}{{"subgraphs", r.Subgraphs}, {"molecules_per_s", r.MoleculesPerS}, {"lr", r.LR}}...)
+	fields = append(fields, field{"subgraphs", r.Subgraphs}, field{"molecules_per_s", r.MoleculesPerS}, field{"lr", r.LR})
 	if r.Skipped {
-		fields = append(fields, struct {
-			name string
-			v    any
-		}{"skipped", true})
+		fields = append(fields, field{"skipped", true})
 	}
+	var b bytes.Buffer
+	sep := byte('{')
 	for _, f := range fields {
-		if err := field(f.name, f.v); err != nil {
-			return nil, err
+		b.WriteByte(sep)
+		sep = ','
+		name, _ := json.Marshal(f.name)
+		value, err := json.Marshal(f.value)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.name, err)
 		}
+		b.Write(name)
+		b.WriteByte(':')
+		b.Write(value)
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
