@@ -1,10 +1,12 @@
 package evaluate
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -81,6 +83,13 @@ type SuiteConfig struct {
 	// Seed and Progress are set for each run.
 	Finetune FinetuneConfig   `json:"finetune"`
 	Linear   LinearEvalConfig `json:"linear"`
+	// RandomFrom names an earlier suite's suite.json whose runs without
+	// pre-training are taken instead of made again: the random side depends
+	// only on the architecture, the benchmarks, the protocols and the
+	// evaluations' settings and seeds, so suites of several pre-training
+	// methods with those in common share it. Every one of those must match;
+	// a run the earlier suite lacks is made.
+	RandomFrom string `json:"random_from,omitempty"`
 
 	Progress io.Writer `json:"-"` // the evaluations' progress and one line per evaluation; nil is silent
 }
@@ -225,6 +234,10 @@ func Suite(cfg SuiteConfig) (*SuiteResult, error) {
 			}
 		}
 	}
+	reused, err := randomRuns(cfg, arch)
+	if err != nil {
+		return nil, err
+	}
 	res := &SuiteResult{Config: cfg}
 	evaluations := cfg.evaluations()
 	// A later failure must not throw away hours of finished evaluations.
@@ -245,6 +258,13 @@ func Suite(cfg SuiteConfig) (*SuiteResult, error) {
 						}
 						entry := SuiteEntry{Benchmark: benchmark, Evaluation: evaluation, Protocol: protocol, Pretrained: pretrained, Replicate: replicate}
 						what := fmt.Sprintf("%s, %s %s, %s", benchmark, evaluation, protocol, encoderLabel(pretrained, replicate))
+						if earlier, ok := reused[entryKey(entry)]; ok {
+							if cfg.Progress != nil {
+								fmt.Fprintf(cfg.Progress, "suite: %s: test ROC-AUC %s, taken from %s\n", what, percent(earlier.Test), cfg.RandomFrom)
+							}
+							res.Entries = append(res.Entries, earlier)
+							continue
+						}
 						ev := evaluations[evaluation]
 						c := ev.Settings()
 						c.Data, c.EncoderPath, c.Encoder, c.Protocol, c.Progress = path, encoder, arch, protocol, cfg.Progress
@@ -264,6 +284,64 @@ func Suite(cfg SuiteConfig) (*SuiteResult, error) {
 		}
 	}
 	return finish(nil)
+}
+
+// entryKey identifies an evaluation run within a suite.
+func entryKey(e SuiteEntry) string {
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%v\x00%d", e.Benchmark, e.Evaluation, e.Protocol, e.Pretrained, e.Replicate)
+}
+
+// randomRuns reads cfg.RandomFrom's runs without pre-training, by entryKey,
+// after checking that they are the runs cfg would make: the same datasets
+// (paths), the same settings of each evaluation, and random encoders of the
+// same architecture (that of the earlier suite's first encoder).
+func randomRuns(cfg SuiteConfig, arch model.EncoderConfig) (map[string]SuiteEntry, error) {
+	if cfg.RandomFrom == "" {
+		return nil, nil
+	}
+	path := cfg.RandomFrom
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, "suite.json")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, field.Errorf("random_from", cfg.RandomFrom, "cannot be read: %v", err)
+	}
+	var earlier SuiteResult
+	if err := json.Unmarshal(b, &earlier); err != nil {
+		return nil, field.Errorf("random_from", cfg.RandomFrom, "is not a suite's result: %v", err)
+	}
+	differs := func(what string) error {
+		return field.Errorf("random_from", cfg.RandomFrom, "was run with other %s; its random encoders are not this suite's", what)
+	}
+	settings := func(c SuiteConfig) string {
+		j, _ := json.Marshal([]any{c.Finetune, c.Linear})
+		return string(j)
+	}
+	switch {
+	case !slices.Equal(earlier.Config.Datasets, cfg.Datasets):
+		return nil, differs("datasets")
+	case settings(earlier.Config) != settings(cfg):
+		return nil, differs("evaluation settings (seeds, epochs, L2 grid, …)")
+	case len(earlier.Config.EncoderPaths) == 0:
+		return nil, differs("encoders (none)")
+	}
+	info, state, err := model.LoadEncoder(earlier.Config.EncoderPaths[0])
+	if err != nil {
+		return nil, field.Errorf("random_from", cfg.RandomFrom, "names the encoder %s, whose architecture cannot be read: %v", earlier.Config.EncoderPaths[0], err)
+	}
+	torch.FreeNamed(state)
+	info.Encoder.Dropout = 0
+	if info.Encoder != arch {
+		return nil, differs("an encoder architecture")
+	}
+	out := map[string]SuiteEntry{}
+	for _, e := range earlier.Entries {
+		if !e.Pretrained {
+			out[entryKey(e)] = e
+		}
+	}
+	return out, nil
 }
 
 func encoderLabel(pretrained bool, replicate int) string {

@@ -6,10 +6,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/micrograph/micrograph/internal/testenv"
+	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/metrics"
 )
@@ -293,5 +295,69 @@ func TestSuiteOnBace(t *testing.T) {
 	}
 	if res == nil || len(res.Entries) != 2 || res.Entries[0].Linear == nil || res.Entries[1].Linear == nil || len(res.Gains) != 1 {
 		t.Fatalf("finished entries before the failure: %+v", res)
+	}
+}
+
+// A suite with --random-from takes the earlier suite's runs without
+// pre-training, entry for entry, and makes its own pre-trained runs; a
+// suite whose settings would draw other random runs is refused.
+func TestSuiteRandomFrom(t *testing.T) {
+	bace := testenv.SharedData(t, "ogb/ogbg_molbace")
+	cfg := evaluate.SuiteConfig{
+		EncoderPaths: []string{writeSeededEncoder(t, smallEncoder, 3), writeSeededEncoder(t, smallEncoder, 4)},
+		Datasets:     []string{bace},
+		Evaluations:  []string{evaluate.EvaluationLinear},
+		Protocols:    []string{evaluate.ProtocolScaffold, "cv3"},
+		Linear:       smallLinear(t, ""),
+	}
+	cfg.Linear.Seeds, cfg.Linear.Steps = 1, 30
+	first, err := evaluate.Suite(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	b, _ := json.Marshal(first)
+	if err := os.WriteFile(filepath.Join(dir, "suite.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	second := cfg
+	second.EncoderPaths = []string{writeSeededEncoder(t, smallEncoder, 5), writeSeededEncoder(t, smallEncoder, 6)}
+	second.RandomFrom = dir
+	var progress strings.Builder
+	second.Progress = &progress
+	res, err := evaluate.Suite(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Entries) != len(first.Entries) {
+		t.Fatalf("%d entries, want %d", len(res.Entries), len(first.Entries))
+	}
+	for i, e := range res.Entries {
+		was := first.Entries[i]
+		was.Outcome.Linear, e.Outcome.Linear = nil, nil // compared below through their figures
+		if e.Pretrained {
+			if e.Test == was.Test {
+				t.Errorf("entry %d: the pre-trained run was not made again (%v)", i, e.Test)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(e, was) {
+			t.Errorf("entry %d: random run %+v, earlier %+v", i, e, was)
+		}
+	}
+	if n := strings.Count(progress.String(), "taken from "+dir); n != 4 {
+		t.Errorf("%d runs said to be taken, want 4:\n%s", n, progress.String())
+	}
+
+	other := second
+	other.Linear.Seeds = 2
+	if _, err := evaluate.Suite(other); err == nil || !strings.Contains(err.Error(), "random_from") || !strings.Contains(err.Error(), "evaluation settings") {
+		t.Errorf("other seeds: %v", err)
+	}
+	other = second
+	other.EncoderPaths = []string{writeSeededEncoder(t, model.EncoderConfig{Hidden: 8, Layers: 1, MLPLayers: 1, T: 1}, 5)}
+	if _, err := evaluate.Suite(other); err == nil || !strings.Contains(err.Error(), "architecture") {
+		t.Errorf("another architecture: %v", err)
 	}
 }
