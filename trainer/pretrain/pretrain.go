@@ -79,6 +79,9 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 		return nil, err
 	}
 	defer jb.close()
+	if err := jb.sameConfig(cfg); err != nil {
+		return nil, err
+	}
 	se.job = jb
 	// Rank 0 alone writes the run folder; the others read its checkpoint.
 	var ck *Checkpoint
