@@ -120,8 +120,13 @@ func featurized(csv string, opt OpenOptions, cache string) (string, error) {
 		return "", fmt.Errorf("featurisation of %s: %w", csv, err)
 	}
 	if _, err := Featurize(table, dir, FeaturizeOptions{Split: "scaffold", Limits: limits}); err != nil {
-		if _, statErr := os.Stat(dir); statErr == nil && errors.Is(err, os.ErrExist) {
-			return dir, nil // another process finished it first
+		// Processes opening the same new CSV together each featurise it;
+		// the first to publish wins, and the others, refused at Featurize's
+		// check that dir is new or at the rename, use its folder: dir is
+		// only ever made whole (atomicfile.WriteDir), from the same content
+		// key, so it holds what this process would have written.
+		if _, statErr := os.Stat(dir); statErr == nil {
+			return dir, nil
 		}
 		return "", err
 	}
