@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -334,40 +335,21 @@ func (j *job) sameConfig(cfg Config) error {
 		return fmt.Errorf("rank %d of %d: rank %s started with another configuration than rank 0's: %s",
 			j.rank, j.size, strings.Join(differ, ", "), advice)
 	}
+	var zero Config
+	if err := json.Unmarshal(torch.ToSlice[uint8](t.To(torch.CPU, false)), &zero); err != nil {
+		return fmt.Errorf("rank %d of %d: reading rank 0's configuration: %w", j.rank, j.size, err)
+	}
 	var fields []string
-	mine, zero := flatJSON(blob), flatJSON(torch.ToSlice[uint8](t.To(torch.CPU, false)))
+	mine, theirs0 := flatten(cfg), flatten(zero)
 	for _, k := range slices.Sorted(maps.Keys(mine)) {
-		if mine[k] != zero[k] {
-			fields = append(fields, fmt.Sprintf("%s %s (rank 0: %s)", k, mine[k], zero[k]))
+		if v, ok := theirs0[k]; !ok || !reflect.DeepEqual(mine[k], v) {
+			fields = append(fields, fmt.Sprintf("%s %v (rank 0: %v)", k, mine[k], v))
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(zero)) {
+	for _, k := range slices.Sorted(maps.Keys(theirs0)) {
 		if _, ok := mine[k]; !ok {
-			fields = append(fields, fmt.Sprintf("%s unset (rank 0: %s)", k, zero[k]))
+			fields = append(fields, fmt.Sprintf("%s unset (rank 0: %v)", k, theirs0[k]))
 		}
 	}
 	return fmt.Errorf("rank %d of %d: its configuration differs from rank 0's: %s: %s", j.rank, j.size, strings.Join(fields, ", "), advice)
-}
-
-// flatJSON is the JSON object blob as dotted field paths and their values,
-// in JSON.
-func flatJSON(blob []byte) map[string]string {
-	var v any
-	out := map[string]string{}
-	if json.Unmarshal(blob, &v) != nil {
-		return out
-	}
-	var walk func(prefix string, v any)
-	walk = func(prefix string, v any) {
-		if m, ok := v.(map[string]any); ok {
-			for k, x := range m {
-				walk(strings.TrimPrefix(prefix+"."+k, "."), x)
-			}
-			return
-		}
-		b, _ := json.Marshal(v)
-		out[prefix] = string(b)
-	}
-	walk("", v)
-	return out
 }
