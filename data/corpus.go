@@ -145,10 +145,18 @@ type shard struct {
 var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 1 }()
 
 // OpenCorpus maps the shards of the complete corpus folder dir. It checks
-// each shard's size and header against the manifest, not its content: that
-// would read the whole corpus. Collation checks every molecule's offsets and
-// bond endpoints as it reads them.
+// each shard's size, CRC-32C and header against the manifest, so that a
+// shard damaged since featurisation is refused with its name before any
+// molecule of it is read: the check reads the whole corpus once, through
+// read(2), and drops it from the page cache again (see evict). Collation
+// still checks every molecule's offsets and bond endpoints as it reads them.
 func OpenCorpus(dir string) (*Corpus, error) {
+	return openShards(dir, true)
+}
+
+// openShards is OpenCorpus, with the CRC check only when verify is set:
+// without it only to measure what the check costs.
+func openShards(dir string, verify bool) (*Corpus, error) {
 	if !littleEndian {
 		return nil, errors.New("corpus: shards are little-endian and used in place; this host is not")
 	}
@@ -161,10 +169,10 @@ func OpenCorpus(dir string) (*Corpus, error) {
 	}
 	c := &Corpus{Dir: dir, Manifest: m, first: []int{0}}
 	for _, info := range m.Shards {
-		s, err := mapShard(filepath.Join(dir, info.File), info)
+		s, err := mapShard(filepath.Join(dir, info.File), info, verify)
 		if err != nil {
 			c.Close()
-			return nil, err
+			return nil, fmt.Errorf("corpus %s: %w", dir, err)
 		}
 		c.shards = append(c.shards, s)
 		c.first = append(c.first, c.first[len(c.first)-1]+info.Molecules)
@@ -176,9 +184,9 @@ func OpenCorpus(dir string) (*Corpus, error) {
 	return c, nil
 }
 
-// mapShard maps path read-only and views its sections, checking its size
-// and header against info.
-func mapShard(path string, info ShardInfo) (*shard, error) {
+// mapShard maps path read-only and views its sections, checking its size,
+// its CRC-32C when verify is set, and its header against info.
+func mapShard(path string, info ShardInfo, verify bool) (*shard, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -189,11 +197,16 @@ func mapShard(path string, info ShardInfo) (*shard, error) {
 		return nil, err
 	}
 	if st.Size() != info.Bytes || st.Size() < shardHeaderBytes {
-		return nil, fmt.Errorf("%s: %d bytes, the manifest says %d", path, st.Size(), info.Bytes)
+		return nil, fmt.Errorf("%s: %d bytes, the manifest says %d", info.File, st.Size(), info.Bytes)
+	}
+	if verify {
+		if err := checkShardCRC(f, info); err != nil {
+			return nil, fmt.Errorf("%w: featurize the corpus again (the same featurize command redoes damaged shards)", err)
+		}
 	}
 	mem, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
-		return nil, fmt.Errorf("%s: mmap: %w", path, err)
+		return nil, fmt.Errorf("%s: mmap: %w", info.File, err)
 	}
 	// Batches read molecules scattered over the corpus: read-ahead would
 	// only page in neighbours no batch asked for.
@@ -201,7 +214,7 @@ func mapShard(path string, info ShardInfo) (*shard, error) {
 	s := &shard{mem: mem}
 	if err := s.view(info); err != nil {
 		syscall.Munmap(mem)
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", info.File, err)
 	}
 	return s, nil
 }

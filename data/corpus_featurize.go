@@ -45,6 +45,10 @@ type CorpusReport struct {
 	Manifest *CorpusManifest
 	Resumed  int // shards found complete and kept
 	Written  int // shards written by this run
+	// Damaged is the first recorded shard found damaged (its size or
+	// CRC-32C not the manifest's) and why, empty when none was: it and every
+	// shard after it were featurised again.
+	Damaged string
 }
 
 // Totals sums the shards: input rows, molecules, atoms, bonds, rejected rows
@@ -68,7 +72,9 @@ func (m *CorpusManifest) Totals() (rows, molecules int, atoms, bonds int64, reje
 // rows whatever the number of workers. When out already holds shards of the
 // same file with the same options (an interrupted run), those whose size and
 // checksum are right are kept and featurisation continues after them; a
-// complete corpus is left as it is. The result is byte for byte the same
+// complete corpus whose shards are all intact is left as it is, and one
+// with a damaged shard is featurised again from that shard (the report
+// names it). The result is byte for byte the same
 // however often the run was interrupted.
 func FeaturizeCorpus(src, out string, opt CorpusOptions) (*CorpusReport, error) {
 	if opt.ShardRows == 0 {
@@ -97,11 +103,11 @@ func FeaturizeCorpus(src, out string, opt CorpusOptions) (*CorpusReport, error) 
 		Format: corpusFormat, Source: filepath.Base(src), SourceSHA256: sum,
 		SMILESColumn: reader.Column, ShardRows: opt.ShardRows, Limits: limits,
 	}
-	m, err := resumeCorpus(out, want)
+	m, damaged, err := resumeCorpus(out, want)
 	if err != nil {
 		return nil, err
 	}
-	rep := &CorpusReport{Manifest: m, Resumed: len(m.Shards)}
+	rep := &CorpusReport{Manifest: m, Resumed: len(m.Shards), Damaged: damaged}
 	if m.Complete {
 		return rep, nil
 	}
@@ -148,45 +154,49 @@ func FeaturizeCorpus(src, out string, opt CorpusOptions) (*CorpusReport, error) 
 // resumeCorpus is the manifest to continue from: want with the shards of
 // out's manifest whose files are intact, or want itself when out holds no
 // corpus yet. A corpus of another file or with other options is an error.
-func resumeCorpus(out string, want *CorpusManifest) (*CorpusManifest, error) {
+// Every recorded shard's size and CRC-32C is checked, a complete corpus's
+// too: from the first damaged one (named in damaged, with the reason) the
+// corpus is featurised again, which makes the same bytes, rather than
+// refused, since its source is at hand and unchanged.
+func resumeCorpus(out string, want *CorpusManifest) (m *CorpusManifest, damaged string, err error) {
 	st, err := os.Stat(out)
 	if errors.Is(err, os.ErrNotExist) {
-		return want, nil
+		return want, "", nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("corpus %s is a file", out)
+		return nil, "", fmt.Errorf("corpus %s is a file", out)
 	}
 	have, err := ReadCorpusManifest(out)
 	if errors.Is(err, os.ErrNotExist) {
 		if entries, _ := os.ReadDir(out); len(entries) > 0 {
-			return nil, fmt.Errorf("%s exists and holds no corpus (no %s): choose a new folder", out, CorpusManifestFile)
+			return nil, "", fmt.Errorf("%s exists and holds no corpus (no %s): choose a new folder", out, CorpusManifestFile)
 		}
-		return want, nil
+		return want, "", nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if have.SourceSHA256 != want.SourceSHA256 || have.SMILESColumn != want.SMILESColumn || have.ShardRows != want.ShardRows || have.Limits != want.Limits {
-		return nil, fmt.Errorf("%s holds a corpus of %s (sha256 %.16s, column %q, %d rows per shard, limits %+v), not of %s (sha256 %.16s, column %q, %d rows per shard, limits %+v): choose a new folder",
+		return nil, "", fmt.Errorf("%s holds a corpus of %s (sha256 %.16s, column %q, %d rows per shard, limits %+v), not of %s (sha256 %.16s, column %q, %d rows per shard, limits %+v): choose a new folder",
 			out, have.Source, have.SourceSHA256, have.SMILESColumn, have.ShardRows, have.Limits,
 			want.Source, want.SourceSHA256, want.SMILESColumn, want.ShardRows, want.Limits)
 	}
-	if have.Complete {
-		return have, nil
-	}
 	// Shards are renamed into place only when complete; the check guards
 	// against a disk that lost or damaged one since.
-	m := *want
+	fresh := *want
 	for _, info := range have.Shards {
 		if err := checkShardFile(filepath.Join(out, info.File), info); err != nil {
-			break // featurised again from here
+			return &fresh, err.Error(), nil // featurised again from here
 		}
-		m.Shards = append(m.Shards, info)
+		fresh.Shards = append(fresh.Shards, info)
 	}
-	return &m, nil
+	if have.Complete {
+		return have, "", nil
+	}
+	return &fresh, "", nil
 }
 
 // checkShardFile compares a shard file's size and CRC-32C with its record.
@@ -196,15 +206,24 @@ func checkShardFile(path string, info ShardInfo) error {
 		return err
 	}
 	defer f.Close()
+	return checkShardCRC(f, info)
+}
+
+// checkShardCRC reads the shard file f from its start and compares its size
+// and CRC-32C with info, naming the shard by its file name; it then drops
+// the file from the page cache (see evict).
+func checkShardCRC(f *os.File, info ShardInfo) error {
 	h := crc32.New(castagnoli)
-	n, err := io.Copy(h, f)
+	n, err := io.Copy(h, io.NewSectionReader(f, 0, 1<<62))
+	unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 	switch {
 	case err != nil:
-		return err
-	case n != info.Bytes || h.Sum32() != info.CRC32C:
-		return fmt.Errorf("%s: %d bytes with CRC-32C %08x, the manifest says %d and %08x", path, n, h.Sum32(), info.Bytes, info.CRC32C)
+		return fmt.Errorf("%s: %w", info.File, err)
+	case n != info.Bytes:
+		return fmt.Errorf("%s is damaged: %d bytes, the manifest says %d", info.File, n, info.Bytes)
+	case h.Sum32() != info.CRC32C:
+		return fmt.Errorf("%s is damaged: its CRC-32C is %08x, the manifest says %08x", info.File, h.Sum32(), info.CRC32C)
 	}
-	evict(path)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package data
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -362,15 +363,99 @@ func TestCorpusRefusals(t *testing.T) {
 		t.Errorf("Open on a corpus: %v", err)
 	}
 
-	shard := filepath.Join(out, "shard-00001.bin")
-	blob, _ := os.ReadFile(shard)
-	os.WriteFile(shard, blob[:len(blob)-8], 0o644)
-	if _, err := OpenCorpus(out); err == nil || !strings.Contains(err.Error(), "the manifest says") {
-		t.Errorf("truncated shard: %v", err)
+}
+
+// damageShard rewrites shard k of the corpus dir as damage makes it, and
+// returns the shard's name and its bytes before.
+func damageShard(t *testing.T, dir string, k int, damage func(blob []byte, lay shardSizes) []byte) (string, []byte) {
+	t.Helper()
+	m, err := ReadCorpusManifest(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	os.WriteFile(shard, append(slices.Clone(blob[:8]), make([]byte, len(blob)-8)...), 0o644)
-	if _, err := OpenCorpus(out); err == nil || !strings.Contains(err.Error(), "disagrees with the manifest") {
-		t.Errorf("zeroed shard: %v", err)
+	info := m.Shards[k]
+	path := filepath.Join(dir, info.File)
+	blob, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lay := layout(int64(info.Molecules), info.Atoms, info.Bonds)
+	if err := os.WriteFile(path, damage(slices.Clone(blob), lay), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return info.File, blob
+}
+
+// A shard damaged since featurisation (truncated, zeroed past its magic, a
+// bond's atom index pushed out of range, one atom feature's bit flipped) is
+// refused when the corpus is opened, in one line naming the corpus folder
+// and the shard; the bit flips were read as molecules before the CRC check.
+func TestOpenCorpusRefusesDamagedShard(t *testing.T) {
+	dir := t.TempDir()
+	src := writeSMILES(t, dir, corpusRows(100))
+	out := filepath.Join(dir, "corpus")
+	featurizeCorpus(t, src, out, CorpusOptions{ShardRows: 50})
+	tests := []struct {
+		name   string
+		damage func([]byte, shardSizes) []byte
+		want   string
+	}{
+		{"truncated", func(b []byte, _ shardSizes) []byte { return b[:len(b)-8] }, "shard-00001.bin: 24392 bytes, the manifest says 24400"},
+		{"zeroed", func(b []byte, _ shardSizes) []byte { clear(b[8:]); return b }, "shard-00001.bin is damaged: its CRC-32C is"},
+		{"bond atom out of range", func(b []byte, lay shardSizes) []byte {
+			binary.LittleEndian.PutUint32(b[lay.bondAtoms+40:], 510)
+			return b
+		}, "shard-00001.bin is damaged: its CRC-32C is"},
+		{"atom feature bit", func(b []byte, lay shardSizes) []byte { b[lay.atomFeat+9*7] ^= 2; return b }, "shard-00001.bin is damaged: its CRC-32C is"},
+	}
+	for _, tc := range tests {
+		file, blob := damageShard(t, out, 1, tc.damage)
+		want := "corpus " + out + ": " + tc.want
+		_, err := OpenCorpus(out)
+		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line starting %q", tc.name, err, want)
+		}
+		os.WriteFile(filepath.Join(out, file), blob, 0o644)
+	}
+	c := openCorpus(t, out)
+	if c.NumGraphs() != 100 {
+		t.Errorf("the repaired corpus holds %d molecules, want 100", c.NumGraphs())
+	}
+}
+
+// featurize run again on a complete corpus with a damaged shard featurises
+// that shard and the ones after it again, names it, and leaves the folder
+// byte for byte the undamaged corpus; on an intact one it writes nothing.
+func TestCorpusRedoesDamagedShard(t *testing.T) {
+	dir := t.TempDir()
+	src := writeSMILES(t, dir, corpusRows(400))
+	ref := filepath.Join(dir, "ref")
+	featurizeCorpus(t, src, ref, CorpusOptions{ShardRows: 100})
+	tests := []struct {
+		name    string
+		damage  func([]byte, shardSizes) []byte
+		written int
+		damaged string
+	}{
+		{"intact", nil, 0, ""},
+		{"zeroed shard 2", func(b []byte, _ shardSizes) []byte { clear(b); return b }, 3, "shard-00002.bin is damaged: its CRC-32C is"},
+		{"bit flip in shard 2", func(b []byte, lay shardSizes) []byte { b[lay.bondFeat] ^= 1; return b }, 3, "shard-00002.bin is damaged: its CRC-32C is"},
+	}
+	for _, tc := range tests {
+		out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+		os.MkdirAll(out, 0o755)
+		for name, b := range folderBytes(t, ref) {
+			os.WriteFile(filepath.Join(out, name), b, 0o644)
+		}
+		if tc.damage != nil {
+			damageShard(t, out, 2, tc.damage)
+		}
+		rep := featurizeCorpus(t, src, out, CorpusOptions{ShardRows: 100})
+		if rep.Written != tc.written || rep.Resumed != 5-tc.written || !strings.HasPrefix(rep.Damaged, tc.damaged) || (tc.damaged == "") != (rep.Damaged == "") {
+			t.Errorf("%s: the rerun kept %d shards, wrote %d, damaged %q; want %d, %d, %q", tc.name, rep.Resumed, rep.Written, rep.Damaged, 5-tc.written, tc.written, tc.damaged)
+		}
+		sameFolder(t, tc.name, out, ref)
+		openCorpus(t, out)
 	}
 }
 

@@ -120,12 +120,46 @@ func featurized(csv string, opt OpenOptions, cache string) (string, error) {
 		return "", fmt.Errorf("featurisation of %s: %w", csv, err)
 	}
 	if _, err := Featurize(table, dir, FeaturizeOptions{Split: "scaffold", Limits: limits}); err != nil {
-		if _, statErr := os.Stat(dir); statErr == nil && errors.Is(err, os.ErrExist) {
-			return dir, nil // another process finished it first
+		// Processes opening the same new CSV together each featurise it;
+		// the first to publish wins, and the others, refused at Featurize's
+		// check that dir is new or at the rename, use its folder: dir is
+		// only ever made whole (atomicfile.WriteDir), from the same content
+		// key, so it holds what this process would have written.
+		if _, statErr := os.Stat(dir); statErr == nil {
+			return dir, nil
 		}
 		return "", err
 	}
 	return dir, nil
+}
+
+// ContentKey identifies what path holds, for a run to tell later whether
+// its data changed: the SHA-256 of a CSV file (gzip-compressed or not, as
+// stored), of an OGB folder's raw/, split/ and mapping/ files (names, sizes
+// and contents, as its binary cache is keyed), or of a corpus's manifest,
+// which records its source file's SHA-256, its options and every shard's
+// CRC-32C. It reads the whole file or folder, not a corpus's shards.
+func ContentKey(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("dataset %s: %w", path, errors.Unwrap(err))
+	}
+	switch {
+	case !st.IsDir():
+		sum, err := fileSHA256(path)
+		return "csv:" + sum, err
+	case IsCorpus(path):
+		blob, err := os.ReadFile(filepath.Join(path, CorpusManifestFile))
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("corpus:%x", sha256.Sum256(blob)), nil
+	}
+	fp, err := fingerprint(path)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("ogb:%x", fp), nil
 }
 
 func fileSHA256(path string) (string, error) {

@@ -84,6 +84,9 @@ func runDiagnose(args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkEncoderFile("--encoder", opt.Encoder); err != nil {
+		return err
+	}
 	if err := checkOutput("--out", out, input{"--data", opt.Data, true}, input{"--encoder", opt.Encoder, false}); err != nil {
 		return err
 	}

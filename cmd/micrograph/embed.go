@@ -106,6 +106,9 @@ func runEmbed(args []string) error {
 	if err := parseFlags(fs, args, "encoder", "data", "out"); err != nil {
 		return err
 	}
+	if err := checkEncoderFile("--encoder", *encoder); err != nil {
+		return err
+	}
 	opt, err := s.options(fs, input{"--encoder", *encoder, false}, input{"--encoder", model.EncoderInfoPath(*encoder), false})
 	if err != nil {
 		return err

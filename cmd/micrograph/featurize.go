@@ -114,6 +114,9 @@ func featurizeCorpus(src, out string, opt data.CorpusOptions) error {
 	if err != nil {
 		return err
 	}
+	if rep.Damaged != "" {
+		fmt.Fprintf(stdout, "%s: featurised again from that shard on\n", rep.Damaged)
+	}
 	rows, mols, atoms, bonds, rejected, bytes := rep.Manifest.Totals()
 	fmt.Fprintf(stdout, "%s: %d of %d rows featurised into %s in %.1fs (%d shards, %d kept from an earlier run): %d atoms, %d bonds, %.1f MB\n",
 		filepath.Base(src), mols, rows, out, time.Since(start).Seconds(), len(rep.Manifest.Shards), rep.Resumed, atoms, bonds, float64(bytes)/1e6)

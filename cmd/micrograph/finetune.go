@@ -114,6 +114,9 @@ func (e *evaluationFlags) registerRuntime(fs *pflag.FlagSet, c *evaluate.Common)
 // check refuses, after parsing, what cannot run (cfg is the whole
 // configuration, validated and named in errors by flag) and completes c.
 func (e *evaluationFlags) check(fs *pflag.FlagSet, c *evaluate.Common, cfg interface{ Validate() error }) error {
+	if err := checkEncoderFile("--encoder", c.EncoderPath); err != nil {
+		return err
+	}
 	if err := rejectArchitectureFlags(fs, c.EncoderPath); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -65,5 +66,43 @@ func TestPretrainNproc(t *testing.T) {
 		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 {
 			t.Errorf("%v: status %d, stderr %q; want 2 and %q", tc.args, code, errs, tc.want)
 		}
+	}
+}
+
+// An incomplete torchrun environment is misuse, one line and status 2,
+// before any run folder is made (issue #28: WORLD_SIZE without RANK said
+// `RANK="": not an integer`; RANK=1 alone ran, and wrote, a whole job).
+func TestPretrainRefusesAnIncompleteJobEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	synth := filepath.Join(dir, "synth")
+	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 40, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"world size alone", map[string]string{"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1"}, "environment WORLD_SIZE=2 is set but RANK is not: a launcher sets both (unset WORLD_SIZE to run alone)"},
+		{"rank alone", map[string]string{"RANK": "1"}, "environment RANK=1 is set but WORLD_SIZE is not: a launcher sets both (unset RANK to run alone)"},
+		{"rank outside", map[string]string{"RANK": "3", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1"}, "environment RANK=3: outside 0…1 (WORLD_SIZE=2)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, k := range []string{"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"} {
+				t.Setenv(k, tc.env[k])
+				if _, set := tc.env[k]; !set {
+					os.Unsetenv(k)
+				}
+			}
+			run := filepath.Join(dir, "run")
+			code, _, errs := runCLI(t, "pretrain", "--data", synth, "--run", run, "--hidden", "8", "--layers", "1", "--motifs", "4", "--batch-size", "8", "--epochs", "1", "--device", "cpu")
+			if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 {
+				t.Errorf("status %d, stderr %q; want 2 and one line with %q", code, errs, tc.want)
+			}
+			if _, err := os.Stat(run); err == nil {
+				t.Errorf("the refused pretrain made %s", run)
+				os.RemoveAll(run)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/testenv"
 )
 
@@ -132,5 +133,50 @@ func TestSynthCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "raw", "node_group.csv.gz")); err != nil {
 		t.Error(err)
+	}
+}
+
+// A corpus shard damaged after featurisation (issue #28: a bond index out of
+// range made collation fail without naming the shard; a zeroed shard was
+// trained on) stops pretrain with one line naming the shard, status 1,
+// before the run folder is made; featurize run again names the shard and
+// redoes it, and pretrain then trains.
+func TestDamagedCorpusShard(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.csv")
+	table := data.SynthesizeTable(data.SynthOptions{Molecules: 60, Seed: 3})
+	if err := os.WriteFile(in, []byte("smiles\n"+strings.Join(table.SMILES, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	corpus := filepath.Join(dir, "corpus")
+	featurize := []string{"featurize", "--csv", in, "--out", corpus, "--shard-rows", "20"}
+	if code, _, errs := runCLI(t, featurize...); code != 0 {
+		t.Fatalf("featurize: status %d: %s", code, errs)
+	}
+	shard := filepath.Join(corpus, "shard-00001.bin")
+	blob, err := os.ReadFile(shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 64; i < len(blob); i += 97 { // flip bits all through the sections
+		blob[i] ^= 0x10
+	}
+	os.WriteFile(shard, blob, 0o644)
+	run := filepath.Join(dir, "run")
+	pretrain := []string{"pretrain", "--data", corpus, "--run", run, "--hidden", "8", "--layers", "1", "--motifs", "4", "--batch-size", "8", "--epochs", "1", "--device", "cpu"}
+	code, _, errs := runCLI(t, pretrain...)
+	want := "corpus " + corpus + ": shard-00001.bin is damaged: its CRC-32C is"
+	if code != 1 || !strings.Contains(errs, want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Errorf("pretrain on a damaged shard: status %d, stderr %q; want 1 and one line containing %q", code, errs, want)
+	}
+	if _, err := os.Stat(run); err == nil {
+		t.Error("pretrain on a damaged corpus left a run folder")
+	}
+	code, out, errs := runCLI(t, featurize...)
+	if code != 0 || !strings.Contains(out, "shard-00001.bin is damaged: its CRC-32C is") || !strings.Contains(out, "featurised again from that shard on") || !strings.Contains(out, "(3 shards, 1 kept from an earlier run)") {
+		t.Errorf("featurize again: status %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if code, _, errs := runCLI(t, pretrain...); code != 0 {
+		t.Errorf("pretrain on the redone corpus: status %d: %s", code, errs)
 	}
 }

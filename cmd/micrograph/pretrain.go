@@ -116,7 +116,7 @@ func runPretrain(args []string) error {
 	}
 	env, inJob, err := distributed.FromEnv()
 	if err != nil {
-		return err
+		return usageError{err} // the environment is part of how the command was started
 	}
 	switch {
 	case jf.nproc < 1:

@@ -56,6 +56,11 @@ func runSuite(args []string) error {
 	if err := parseFlags(fs, expandDatasets(args), "encoder", "datasets", "out"); err != nil {
 		return err
 	}
+	for _, path := range cfg.EncoderPaths {
+		if err := checkEncoderFile("--encoder", path); err != nil {
+			return err
+		}
+	}
 	lin.Seeds = ft.Seeds
 	lin.Device, lin.Threads, lin.Workers, lin.Seed = ft.Device, ft.Threads, ft.Workers, ft.Seed
 	dataset, err := datasetOptions(fs, cache, limits)

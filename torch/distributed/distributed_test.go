@@ -236,7 +236,10 @@ func TestFromEnv(t *testing.T) {
 			distributed.Env{Rank: 3, WorldSize: 4, LocalRank: 1, MasterAddr: "node0", MasterPort: 1234}, true, ""},
 		{"rank outside", map[string]string{"WORLD_SIZE": "2", "RANK": "2", "MASTER_ADDR": "h"}, distributed.Env{}, false, "RANK=2: outside 0…1"},
 		{"no master", map[string]string{"WORLD_SIZE": "2", "RANK": "1"}, distributed.Env{}, false, "MASTER_ADDR is empty"},
-		{"bad number", map[string]string{"WORLD_SIZE": "two"}, distributed.Env{}, false, `WORLD_SIZE="two": not an integer`},
+		{"bad number", map[string]string{"WORLD_SIZE": "two", "RANK": "0"}, distributed.Env{}, false, `WORLD_SIZE="two": not an integer`},
+		{"no rank", map[string]string{"WORLD_SIZE": "2", "MASTER_ADDR": "h"}, distributed.Env{}, false, "environment WORLD_SIZE=2 is set but RANK is not: a launcher sets both (unset WORLD_SIZE to run alone)"},
+		{"rank alone", map[string]string{"RANK": "1"}, distributed.Env{}, false, "environment RANK=1 is set but WORLD_SIZE is not: a launcher sets both (unset RANK to run alone)"},
+		{"rank 1 of 1", map[string]string{"WORLD_SIZE": "1", "RANK": "1"}, distributed.Env{}, false, "RANK=1: outside 0…0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, k := range []string{"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"} {

@@ -32,12 +32,19 @@ const (
 	EnvMasterPort = "MASTER_PORT"
 )
 
-// FromEnv reads the torchrun environment. Without WORLD_SIZE (or with
-// WORLD_SIZE=1) the process runs alone: ok is false and no group is needed.
+// FromEnv reads the torchrun environment. Without WORLD_SIZE and RANK (or
+// with WORLD_SIZE=1) the process runs alone: ok is false and no group is
+// needed. One of the two without the other is an error: a rank started
+// alone would otherwise run, and write, a whole job of its own.
 func FromEnv() (e Env, ok bool, err error) {
-	ws := os.Getenv(EnvWorldSize)
-	if ws == "" {
+	ws, rank := os.Getenv(EnvWorldSize), os.Getenv(EnvRank)
+	switch {
+	case ws == "" && rank == "":
 		return Env{WorldSize: 1}, false, nil
+	case ws == "":
+		return Env{}, false, fmt.Errorf("environment %s=%s is set but %s is not: a launcher sets both (unset %s to run alone)", EnvRank, rank, EnvWorldSize, EnvRank)
+	case rank == "":
+		return Env{}, false, fmt.Errorf("environment %s=%s is set but %s is not: a launcher sets both (unset %s to run alone)", EnvWorldSize, ws, EnvRank, EnvWorldSize)
 	}
 	num := func(name string, def string) int {
 		v := os.Getenv(name)
@@ -63,10 +70,10 @@ func FromEnv() (e Env, ok bool, err error) {
 	switch {
 	case e.WorldSize < 1:
 		return Env{}, false, fmt.Errorf("environment %s=%d: must be positive", EnvWorldSize, e.WorldSize)
-	case e.WorldSize == 1:
-		return e, false, nil
 	case e.Rank < 0 || e.Rank >= e.WorldSize:
 		return Env{}, false, fmt.Errorf("environment %s=%d: outside 0…%d (%s=%d)", EnvRank, e.Rank, e.WorldSize-1, EnvWorldSize, e.WorldSize)
+	case e.WorldSize == 1:
+		return e, false, nil
 	case e.MasterAddr == "":
 		return Env{}, false, fmt.Errorf("environment %s is empty: the host of rank 0 is needed when %s=%d", EnvMasterAddr, EnvWorldSize, e.WorldSize)
 	}

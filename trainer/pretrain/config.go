@@ -18,8 +18,11 @@ import (
 // Config is a pre-training run, saved as RUNDIR/config.json and in
 // every checkpoint. Defaults are docs/method.md §1's.
 type Config struct {
-	Data  string       `json:"data"`  // OGB folder, CSV of SMILES, or corpus folder
-	Model model.Config `json:"model"` //
+	Data string `json:"data"` // OGB folder, CSV of SMILES, or corpus folder; absolute in runs made since issue #28
+	// DataKey is Data's content when the run began (data.ContentKey), set
+	// by Run: a resume on other data is refused. Empty in older runs.
+	DataKey string       `json:"data_key,omitempty"`
+	Model   model.Config `json:"model"` //
 
 	BatchSize    int     `json:"batch_size"`
 	LR           float64 `json:"lr"`

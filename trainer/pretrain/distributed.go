@@ -1,8 +1,14 @@
 package pretrain
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -274,3 +280,76 @@ func (e *JobError) Error() string {
 }
 
 func (e *JobError) Unwrap() error { return e.Err }
+
+// sameConfig makes sure that every rank was started with the same
+// configuration (every flag, --seed included): ranks that disagree would
+// broadcast tensors of other shapes, which aborts the backend, or train a
+// model other than the one the run records. Each rank's SHA-256 of its
+// JSON configuration is gathered on every rank; where they differ, rank 0's
+// JSON is broadcast so that each differing rank names the fields, and every
+// rank returns one line. Alone it does nothing.
+func (j *job) sameConfig(cfg Config) error {
+	if j == nil {
+		return nil
+	}
+	blob, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(blob)
+	words := make([]int64, 4)
+	for i := range words {
+		words[i] = int64(binary.LittleEndian.Uint64(sum[8*i:]))
+	}
+	s := torch.NewScope()
+	defer s.Close()
+	all, err := j.group.AllGather(torch.FromSlice(words).To(j.dev, false))
+	if err != nil {
+		return fmt.Errorf("comparing the ranks' configurations: %w", err)
+	}
+	hashes := torch.ToSlice[int64](all.To(torch.CPU, false).Reshape(int64(j.size), 4))
+	var differ []string
+	for r := 1; r < j.size; r++ {
+		if !slices.Equal(hashes[4*r:4*r+4], hashes[:4]) {
+			differ = append(differ, strconv.Itoa(r))
+		}
+	}
+	if len(differ) == 0 {
+		return nil
+	}
+	// Rank 0's configuration, for the differing ranks to name the fields.
+	n := torch.Full([]int64{1}, float64(len(blob)), torch.Options{DType: torch.Int64, Device: j.dev})
+	if err := j.group.Broadcast(n, 0); err != nil {
+		return fmt.Errorf("comparing the ranks' configurations: %w", err)
+	}
+	theirs := make([]uint8, n.ItemInt())
+	if j.rank == 0 {
+		copy(theirs, blob)
+	}
+	t := torch.FromSlice(theirs).To(j.dev, false)
+	if err := j.group.Broadcast(t, 0); err != nil {
+		return fmt.Errorf("comparing the ranks' configurations: %w", err)
+	}
+	const advice = "start every rank with the same flags"
+	if j.rank == 0 || !slices.Contains(differ, strconv.Itoa(j.rank)) {
+		return fmt.Errorf("rank %d of %d: rank %s started with another configuration than rank 0's: %s",
+			j.rank, j.size, strings.Join(differ, ", "), advice)
+	}
+	var zero Config
+	if err := json.Unmarshal(torch.ToSlice[uint8](t.To(torch.CPU, false)), &zero); err != nil {
+		return fmt.Errorf("rank %d of %d: reading rank 0's configuration: %w", j.rank, j.size, err)
+	}
+	var fields []string
+	mine, theirs0 := flatten(cfg), flatten(zero)
+	for _, k := range slices.Sorted(maps.Keys(mine)) {
+		if v, ok := theirs0[k]; !ok || !reflect.DeepEqual(mine[k], v) {
+			fields = append(fields, fmt.Sprintf("%s %v (rank 0: %v)", k, mine[k], v))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(theirs0)) {
+		if _, ok := mine[k]; !ok {
+			fields = append(fields, fmt.Sprintf("%s unset (rank 0: %v)", k, theirs0[k]))
+		}
+	}
+	return fmt.Errorf("rank %d of %d: its configuration differs from rank 0's: %s: %s", j.rank, j.size, strings.Join(fields, ", "), advice)
+}

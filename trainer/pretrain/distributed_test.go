@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -255,5 +256,55 @@ func TestCheckpointHoldsEveryRanksGenerators(t *testing.T) {
 	}
 	if slices.Equal(states["cpu"], states["rank1/cpu"]) {
 		t.Fatal("both ranks' CPU generators are in the same state: they draw the same numbers")
+	}
+}
+
+// Ranks started with different configurations (issue #28: another --hidden
+// made rank 0 die of SIGABRT in Gloo's broadcast) each end with status 1
+// and one line before anything is trained or written: the differing rank
+// names each field with its value and rank 0's, rank 0 names the rank.
+func TestRanksMustAgreeOnTheConfig(t *testing.T) {
+	if !torch.HasBackend(torch.Gloo) {
+		t.Skip("the shim was built without Gloo")
+	}
+	tests := []struct {
+		name   string
+		change func(*pretrain.Config)
+		want   string
+	}{
+		{"hidden", func(c *pretrain.Config) { c.Model.Encoder.Hidden = 16 }, "model.encoder.hidden 16 (rank 0: 32)"},
+		{"seed and lr", func(c *pretrain.Config) { c.Seed, c.LR = 8, 0.01 }, "lr 0.01 (rank 0: 0.001), seed 8 (rank 0: 7)"},
+	}
+	for _, tc := range tests {
+		cfg := smallConfig(t)
+		other := cfg
+		tc.change(&other)
+		run := filepath.Join(t.TempDir(), "run")
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		var cmds []*exec.Cmd
+		for r, c := range []pretrain.Config{cfg, other} {
+			e := &distributed.Env{Rank: r, WorldSize: 2, LocalRank: r, MasterAddr: "127.0.0.1", MasterPort: port}
+			cmds = append(cmds, startChild(t, childJob{Run: run, Config: c, Job: e}))
+		}
+		wants := []string{
+			"rank 0 of 2: rank 1 started with another configuration than rank 0's: start every rank with the same flags",
+			"rank 1 of 2: its configuration differs from rank 0's: " + tc.want + ": start every rank with the same flags",
+		}
+		for r, c := range cmds {
+			err := c.Wait()
+			var exit *exec.ExitError
+			stderr := strings.TrimSpace(c.Stderr.(*strings.Builder).String())
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.HasSuffix(stderr, wants[r]) || strings.Contains(stderr, "\n") {
+				t.Errorf("%s: rank %d ended with %v, stderr %q; want status 1 and the one line %q", tc.name, r, err, stderr, wants[r])
+			}
+		}
+		if _, err := os.Stat(run); err == nil {
+			t.Errorf("%s: the refused job made %s", tc.name, run)
+		}
 	}
 }

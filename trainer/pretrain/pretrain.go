@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -61,6 +62,13 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if !opt.Resume {
+		// The run records where its data is from anywhere: a resume from
+		// another working folder finds it.
+		if abs, err := filepath.Abs(cfg.Data); err == nil {
+			cfg.Data = abs
+		}
+	}
 	// libtorch keeps grad mode and scopes per OS thread: drive it from one.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -70,6 +78,9 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 		return nil, err
 	}
 	defer se.close()
+	if cfg.DataKey, err = data.ContentKey(cfg.Data); err != nil {
+		return nil, err
+	}
 	if opt.Job != nil && opt.Job.WorldSize > 1 && cfg.Model.Released != nil {
 		se.close()
 		return nil, field.Errorf("model.released", "set", "trains in one process only: the data-parallel form of §3.3 is the paper objective's")
@@ -79,6 +90,9 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 		return nil, err
 	}
 	defer jb.close()
+	if err := jb.sameConfig(cfg); err != nil {
+		return nil, err
+	}
 	se.job = jb
 	// Rank 0 alone writes the run folder; the others read its checkpoint.
 	var ck *Checkpoint
@@ -618,6 +632,15 @@ func prepareRun(run string, cfg *Config, resume bool) (ck *Checkpoint, release f
 			fmt.Fprintf(os.Stderr, "micrograph: skipping an unreadable checkpoint: %s\n", s)
 		}
 		saved = ck.Config
+	}
+	switch {
+	case saved.DataKey == "":
+		cfg.DataKey = "" // a run from before data keys resumes as it did
+	case saved.DataKey != cfg.DataKey:
+		if ck != nil {
+			ck.Free()
+		}
+		return nil, nil, fmt.Errorf("resume: the data %s has changed since the run began (content %.20s…, the run's %.20s…): resume with the run's data, or start a new run", cfg.Data, cfg.DataKey, saved.DataKey)
 	}
 	if err := CheckResume(saved, *cfg); err != nil {
 		if ck != nil {

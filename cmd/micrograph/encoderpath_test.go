@@ -1,0 +1,74 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/micrograph/micrograph/data"
+)
+
+// A pre-training checkpoint (in its run or copied elsewhere under another
+// name) or a run folder given as --encoder to finetune, linear-eval, suite,
+// embed or diagnose is refused as misuse in one line that says what it is
+// and how to export the encoder (issue #28: "open …/step-000000001.json: no
+// such file"), and nothing is written.
+func TestEncoderFlagGivenACheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	synth := filepath.Join(dir, "synth")
+	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 40, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	if code, _, errs := runCLI(t, "pretrain", "--data", synth, "--run", run, "--hidden", "8", "--layers", "1", "--motifs", "4", "--batch-size", "8", "--epochs", "1", "--device", "cpu"); code != 0 {
+		t.Fatalf("pretrain: %s", errs)
+	}
+	paths, _ := filepath.Glob(filepath.Join(run, "checkpoints", "step-*.pt"))
+	if len(paths) == 0 {
+		t.Fatal("pretrain wrote no checkpoint")
+	}
+	ckpt := paths[len(paths)-1]
+	blob, err := os.ReadFile(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := filepath.Join(dir, "model.pt")
+	os.WriteFile(copied, blob, 0o644)
+	outDir := filepath.Join(dir, "out")
+	os.Mkdir(outDir, 0o755)
+	out := filepath.Join(outDir, "r.json")
+
+	isCkpt := func(p string) string {
+		return "--encoder " + p + " is a pre-training checkpoint, not an exported encoder: export its encoder first (micrograph export --checkpoint " + p + " --out enc.pt)"
+	}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"finetune", "--data", synth, "--out", out, "--encoder", ckpt}, isCkpt(ckpt)},
+		{[]string{"finetune", "--data", synth, "--out", out, "--encoder", copied}, isCkpt(copied)},
+		{[]string{"linear-eval", "--data", synth, "--out", out, "--encoder", ckpt}, isCkpt(ckpt)},
+		{[]string{"suite", "--encoder", ckpt, "--datasets", filepath.Join(dir, "ogbg_molbace"), "--out", filepath.Join(outDir, "suite")}, isCkpt(ckpt)},
+		{[]string{"embed", "--encoder", ckpt, "--data", synth, "--out", filepath.Join(outDir, "e.npy")}, isCkpt(ckpt)},
+		{[]string{"diagnose", "--encoder", copied, "--data", synth, "--out", out}, isCkpt(copied)},
+		{[]string{"finetune", "--data", synth, "--out", out, "--encoder", run}, "--encoder " + run + " is a pre-training run folder, not an exported encoder: export its encoder first (micrograph export --run " + run + " --out enc.pt)"},
+	}
+	for _, tc := range tests {
+		code, stdoutText, errs := runCLI(t, tc.args...)
+		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 || stdoutText != "" {
+			t.Errorf("%q: status %d, stderr %q; want status 2 and one line with %q", tc.args, code, errs, tc.want)
+		}
+		if left, _ := os.ReadDir(outDir); len(left) > 0 {
+			t.Errorf("%q left %s behind", tc.args, left[0].Name())
+		}
+	}
+	// The advice works: the exported encoder is taken.
+	enc := filepath.Join(dir, "enc.pt")
+	if code, _, errs := runCLI(t, "export", "--checkpoint", ckpt, "--out", enc); code != 0 {
+		t.Fatalf("export: %s", errs)
+	}
+	if err := checkEncoderFile("--encoder", enc); err != nil {
+		t.Errorf("the exported encoder: %v", err)
+	}
+}
