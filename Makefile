@@ -142,12 +142,13 @@ CUDA_CHECK_OBJ := $(patsubst torch/shim/%.cu,$(CUDA_CHECK)/%.cu.o,$(CUDA_SRC)) \
 CUDA_CHECK_MACROS := $(CUDA_CHECK)/include/c10/cuda/impl/cuda_cmake_macros.h
 
 # Short of linking (no CUDA libtorch here), the objects are checked to define
-# every function of ours (mg::, mg_) that one of them calls: a declaration in
-# a header that no longer matches its CUDA definition shows here.
+# every function of ours (mg::, mg_) that one of them calls: a CUDA function
+# declared and called but never instantiated for a type shows here. (A
+# template's demangled name starts with its return type, hence the pattern.)
 cuda-check: deps
 	sh third_party/cuda-toolkit.sh
 	@$(MAKE) --no-print-directory cuda-check-objects
-	@missing=$$(comm -23 <(nm -C $(CUDA_CHECK_OBJ) | sed -n 's/^ *U //p' | grep -E '^(mg::|mg_)' | sort -u) \
+	@missing=$$(comm -23 <(nm -C $(CUDA_CHECK_OBJ) | sed -n 's/^ *U //p' | grep -E '(^| )mg(::|_)' | sort -u) \
 		<(nm -C $(CUDA_CHECK_OBJ) | sed -n 's/^[0-9a-f]* [TWVRDB] //p' | sort -u)); \
 	if [ -n "$$missing" ]; then echo "cuda-check: called but defined by no object:" >&2; echo "$$missing" >&2; exit 1; fi
 	@echo "cuda-check: compiled $(words $(CUDA_CHECK_OBJ)) files into $(CUDA_CHECK) (nothing linked or run)"
