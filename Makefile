@@ -7,6 +7,10 @@
 #   make deps       install what is missing (Debian packages)
 #   make test       deps, build, then every test
 #   make run        deps, build, then the main job on the embedded dataset
+#   make cuda-check compile (not link, not run) the CUDA build's sources without
+#                   a GPU; installs Debian's CUDA toolkit first (third_party/cuda-toolkit.sh)
+#   make image-test build the Docker image on a Debian 12 base with buildah and
+#                   run the program in it (scripts/image-test.sh)
 #
 # libtorch is found by third_party/libtorch.sh: LIBTORCH=DIR, else the torch
 # package of $(PYTHON), else Debian's libtorch-dev (installed by `make deps`).
@@ -30,7 +34,7 @@ CUDA_SRC := $(wildcard torch/shim/kernels/*.cu)
 SHIM := $(LIB)/libmgtorch.so
 SHIM_TESTING := $(LIB)/libmgtorch_testing.so
 
-.PHONY: all build shim chem deps test run clean
+.PHONY: all build shim chem deps test run clean cuda-check cuda-check-objects image-test
 
 all: build
 
@@ -117,6 +121,63 @@ $(CHEM): $(patsubst data/rdkit/shim/%.cpp,$(BUILD)/chem/%.o,$(CHEM_SRC))
 	libdir='$(call rdkit_var,RDKIT_LIBDIR)'; \
 	$(CXX) -shared -o $@ $^ -L$$libdir -Wl,-rpath,$$libdir $(call rdkit_var,RDKIT_LIBS)
 # ---- end of RDKit shim ----
+
+# ---- make cuda-check: the CUDA build's sources, compiled without a GPU ----
+# A CPU machine never compiles what only a CUDA build compiles (the .cu files,
+# the MG_WITH_CUDA branches of the shim), so this does, as a check: every CUDA
+# source with nvcc, and every shim C++ file with MG_WITH_CUDA, against the
+# libtorch libtorch.sh finds (Debian's CPU libtorch-dev ships ATen/cuda and
+# c10/cuda headers). Object files only, into build/cuda-check: nothing is
+# linked or run. Warnings are errors in our code; system headers' are not shown.
+# NCCL's branch (distributed.cpp) is compiled only where nccl.h exists, which
+# Debian 12 does not package.
+CUDA_CHECK := $(BUILD)/cuda-check
+NVCC ?= nvcc
+# nvcc 11.8 (Debian 12's) accepts g++ up to 11; Debian 12's g++ is 12.
+NVCC_CCBIN ?= g++-11
+CUDA_CHECK_OBJ := $(patsubst torch/shim/%.cu,$(CUDA_CHECK)/%.cu.o,$(CUDA_SRC)) \
+	$(patsubst torch/shim/%.cpp,$(CUDA_CHECK)/%.o,$(SHIM_SRC))
+# The one generated header of c10/cuda that a CPU libtorch lacks (CMake writes
+# it from cuda_cmake_macros.h.in when it builds c10_cuda as a shared library).
+CUDA_CHECK_MACROS := $(CUDA_CHECK)/include/c10/cuda/impl/cuda_cmake_macros.h
+
+# Short of linking (no CUDA libtorch here), the objects are checked to define
+# every function of ours (mg::, mg_) that one of them calls: a CUDA function
+# declared and called but never instantiated for a type shows here. (A
+# template's demangled name starts with its return type, hence the pattern.)
+cuda-check: deps
+	sh third_party/cuda-toolkit.sh
+	@$(MAKE) --no-print-directory cuda-check-objects
+	@missing=$$(comm -23 <(nm -C $(CUDA_CHECK_OBJ) | sed -n 's/^ *U //p' | grep -E '(^| )mg(::|_)' | sort -u) \
+		<(nm -C $(CUDA_CHECK_OBJ) | sed -n 's/^[0-9a-f]* [TWVRDB] //p' | sort -u)); \
+	if [ -n "$$missing" ]; then echo "cuda-check: called but defined by no object:" >&2; echo "$$missing" >&2; exit 1; fi
+	@echo "cuda-check: compiled $(words $(CUDA_CHECK_OBJ)) files into $(CUDA_CHECK) (nothing linked or run)"
+
+cuda-check-objects: $(CUDA_CHECK_OBJ)
+
+$(CUDA_CHECK_MACROS):
+	@mkdir -p $(@D)
+	printf '#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n' >$@
+
+$(CUDA_CHECK)/%.cu.o: torch/shim/%.cu $(SHIM_HDR)
+	@mkdir -p $(@D)
+	$(NVCC) -ccbin $(NVCC_CCBIN) -std=c++17 -O3 $(CUDA_ARCH_FLAGS) -Werror all-warnings \
+		-Xcompiler -fPIC,-Wall,-Wextra,-Wno-unused-parameter,-Werror -c $< -o $@
+
+# The same flags as `make shim`, plus MG_WITH_CUDA, -Werror and the folder of
+# the generated header (searched after libtorch's own, which may have it).
+$(CUDA_CHECK)/kernels/%_cpu.o: CXXFLAGS += -O3 -mavx2 -mfma -fno-trapping-math -fopenmp-simd
+$(CUDA_CHECK)/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch.sh | $(CUDA_CHECK_MACROS)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -Werror -DMG_WITH_CUDA -D_GLIBCXX_USE_CXX11_ABI=$(call torch_var,TORCH_ABI) \
+		$(call torch_var,TORCH_INCLUDES) -isystem $(CUDA_CHECK)/include -c $< -o $@
+# ---- end of cuda-check ----
+
+# Builds the image from ./Dockerfile on a Debian 12 base (Debian's CPU
+# libtorch) with buildah and runs micrograph in it: version, pretrain, a kill
+# and --resume, export, and PyTorch reading the export.
+image-test:
+	bash scripts/image-test.sh
 
 build: shim chem
 	$(GO) build -o bin/micrograph ./cmd/micrograph
