@@ -12,7 +12,7 @@ import (
 	"strings"
 )
 
-// DatasetOptions say where OpenDataset may keep what it derives.
+// OpenOptions say where Open may keep what it derives.
 type OpenOptions struct {
 	// CacheDir holds featurised CSVs (featurized/) and the binary caches of
 	// dataset folders (datasets/), which are only read; empty means
@@ -36,7 +36,7 @@ func (o OpenOptions) cacheDir() (string, error) {
 	return DefaultCacheDir()
 }
 
-// OpenDataset loads an OGB dataset folder, or a CSV file of SMILES and labels
+// Open loads an OGB dataset folder, or a CSV file of SMILES and labels
 // (gzip-compressed or not), which it featurises once with OGB's rules and a
 // scaffold split and keeps under the cache folder, keyed by the file's content.
 func Open(path string, opt OpenOptions) (*Dataset, error) {

@@ -30,13 +30,13 @@ type EncoderInfo struct {
 	Step            int64         `json:"step,omitempty"`
 }
 
-// InfoPath is the encoder.json belonging to an encoder .pt file.
+// EncoderInfoPath is the encoder.json belonging to an encoder .pt file.
 func EncoderInfoPath(encoderPath string) string {
 	return strings.TrimSuffix(encoderPath, ".pt") + ".json"
 }
 
 // SaveEncoder writes an encoder's tensors (named without "encoder.") to path
-// and its description to InfoPath(path), both atomically.
+// and its description to EncoderInfoPath(path), both atomically.
 func SaveEncoder(path string, cfg EncoderConfig, state []torch.Named, source string, step int64) (err error) {
 	defer torch.Recover(&err)
 	if err := checkEncoderState(cfg, state); err != nil {

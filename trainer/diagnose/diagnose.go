@@ -31,8 +31,6 @@ import (
 // of the seed.
 const diagnoseStream = 0x6469616720 // "diag "
 
-// Diagnosis samplers: the model's own motif-like subgraphs (docs/method.md §4,
-// unperturbed) and random walks, which every encoder can be measured on.
 // Options say which encoder is measured on which molecules. Exactly
 // one of Checkpoint, Encoder and Random is set.
 type Options struct {
