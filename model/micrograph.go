@@ -241,9 +241,14 @@ func (m *MicroGraph) ClipGroups() [][]*torch.Tensor {
 // as an exported encoder file holds them.
 func (m *MicroGraph) EncoderState() []torch.Named { return encoderState(m.Store) }
 
-func encoderState(s *nn.Store) []torch.Named {
+func encoderState(s *nn.Store) []torch.Named { return EncoderTensors(s.State()) }
+
+// EncoderTensors picks the encoder's tensors ("encoder.*") out of a model's
+// state, a store's or a checkpoint's, named without the prefix as an
+// exported encoder file holds them.
+func EncoderTensors(state []torch.Named) []torch.Named {
 	var out []torch.Named
-	for _, n := range s.State() {
+	for _, n := range state {
 		if name, ok := strings.CutPrefix(n.Name, "encoder."); ok {
 			out = append(out, torch.Named{Name: name, Tensor: n.Tensor})
 		}

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/micrograph/micrograph/model"
-	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 )
 
@@ -44,12 +43,7 @@ func runExport(args []string) error {
 		return err
 	}
 	defer ck.Free()
-	var state []torch.Named
-	for _, n := range ck.Model {
-		if name, ok := strings.CutPrefix(n.Name, "encoder."); ok {
-			state = append(state, torch.Named{Name: name, Tensor: n.Tensor})
-		}
-	}
+	state := model.EncoderTensors(ck.Model)
 	if err := model.SaveEncoder(*out, ck.Config.Model.Encoder, state, ck.Path, ck.Step); err != nil {
 		return err
 	}
