@@ -107,7 +107,7 @@ func runPretrain(args []string) error {
 	} else if cfg.Data == "" {
 		return usageError{errMissing("--data")}
 	}
-	if err := validatePretrain(fs, &cfg, run); err != nil {
+	if err := validatePretrain(fs, &cfg, run, resume); err != nil {
 		return err
 	}
 	dataset, err := datasetOptions(fs, cache, limits)
@@ -204,12 +204,12 @@ func checkRunFlag(run string) error {
 	return nil
 }
 
-func validatePretrain(fs *pflag.FlagSet, cfg *pretrain.Config, run string) error {
+func validatePretrain(fs *pflag.FlagSet, cfg *pretrain.Config, run string, resume bool) error {
 	if err := cfg.Validate(); err != nil {
 		return flagError(fs, cfg, err)
 	}
-	if st, err := os.Stat(run); err == nil && !st.IsDir() {
-		return usageError{fmt.Errorf("--run %s is a file, not a folder", run)}
+	if err := pretrain.CheckRunFolder(run, resume); err != nil {
+		return flagError(fs, cfg, err)
 	}
 	return nil
 }

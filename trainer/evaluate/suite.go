@@ -2,6 +2,7 @@ package evaluate
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -226,6 +227,11 @@ func Suite(cfg SuiteConfig) (*SuiteResult, error) {
 		}
 	}
 	// Refused now rather than after hours of the other evaluations.
+	for _, path := range cfg.Datasets {
+		if _, err := os.Stat(path); err != nil {
+			return nil, field.Errorf("datasets", path, "cannot be read: %v", errors.Unwrap(err))
+		}
+	}
 	if slices.Contains(cfg.Protocols, ProtocolScaffold) {
 		for _, path := range cfg.Datasets {
 			if data.LacksSplit(path) {

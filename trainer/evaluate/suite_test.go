@@ -361,3 +361,26 @@ func TestSuiteRandomFrom(t *testing.T) {
 		t.Errorf("another architecture: %v", err)
 	}
 }
+
+// A suite checks that every dataset can be read before its first
+// evaluation, rather than failing hours in, when it reaches the missing one.
+func TestSuiteChecksEveryDatasetFirst(t *testing.T) {
+	bace := testenv.SharedData(t, "ogb/ogbg_molbace")
+	missing := filepath.Join(t.TempDir(), "BBBP.csv")
+	cfg := evaluate.SuiteConfig{
+		EncoderPaths: []string{writeSeededEncoder(t, smallEncoder, 3)},
+		Datasets:     []string{bace, missing},
+		Evaluations:  []string{evaluate.EvaluationLinear},
+		Protocols:    []string{evaluate.ProtocolScaffold},
+		Linear:       smallLinear(t, ""),
+	}
+	var progress strings.Builder
+	cfg.Progress = &progress
+	res, err := evaluate.Suite(cfg)
+	if err == nil || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("a missing dataset: %v", err)
+	}
+	if res != nil || progress.Len() > 0 {
+		t.Errorf("evaluations ran before the missing dataset was found: %q", progress.String())
+	}
+}

@@ -2,6 +2,7 @@ package pretrain
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -160,6 +161,36 @@ func flatten(c Config) map[string]any {
 	}
 	walk("", m)
 	return out
+}
+
+// CheckRunFolder refuses a run folder that cannot be one, naming why: a
+// file, a symbolic link to nothing, or, for a new run, a folder that holds
+// other things but no run (a dataset folder given by mistake would be
+// written into). An empty folder, or one that does not exist yet, is fine.
+func CheckRunFolder(run string, resume bool) error {
+	if lst, err := os.Lstat(run); err == nil && lst.Mode()&os.ModeSymlink != 0 {
+		if _, err := os.Stat(run); err != nil {
+			target, _ := os.Readlink(run)
+			return field.Errorf("run", run, "is a symbolic link to %s, which does not exist", target)
+		}
+	}
+	st, err := os.Stat(run)
+	switch {
+	case err != nil:
+		return nil // made for a new run; resume says what is missing
+	case !st.IsDir():
+		return field.Errorf("run", run, "is a file, not a folder")
+	case resume:
+		return nil
+	}
+	entries, err := os.ReadDir(run)
+	if err != nil {
+		return field.Errorf("run", run, "cannot be read: %v", err)
+	}
+	if _, err := os.Stat(ConfigPath(run)); len(entries) > 0 && errors.Is(err, os.ErrNotExist) {
+		return field.Errorf("run", run, "is not empty (%d entries) and holds no run (no config.json): choose a new or empty folder", len(entries))
+	}
+	return nil
 }
 
 // ConfigPath is RUNDIR/config.json.

@@ -147,3 +147,60 @@ func paperParts(nodeMot, motSub, reg, contra float64) []pretrain.LossPart {
 	return []pretrain.LossPart{{Name: "node_mot", Value: metrics.Value(nodeMot)}, {Name: "mot_sub", Value: metrics.Value(motSub)},
 		{Name: "reg", Value: metrics.Value(reg)}, {Name: "contra", Value: metrics.Value(contra)}}
 }
+
+// A run folder that cannot be one is refused before anything is written:
+// a file, a symbolic link to nothing, or, for a new run, a folder holding
+// other things and no run (the dataset folder given by mistake). An empty
+// or missing folder, and a run's own folder on resume, are fine.
+func TestCheckRunFolder(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	full := filepath.Join(dir, "full")
+	empty := filepath.Join(dir, "empty")
+	run := filepath.Join(dir, "run")
+	dangling := filepath.Join(dir, "dangling")
+	for _, d := range []string{full, empty, run} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{file, filepath.Join(full, "data.csv"), filepath.Join(run, "config.json")} {
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		path   string
+		resume bool
+		want   string // "" for no error
+	}{
+		{file, false, "is a file, not a folder"},
+		{dangling, false, "is a symbolic link to " + filepath.Join(dir, "nowhere") + ", which does not exist"},
+		{full, false, "is not empty (1 entries) and holds no run"},
+		{empty, false, ""},
+		{filepath.Join(dir, "new"), false, ""},
+		{run, false, ""}, // the run itself refuses to start again ("already holds a run")
+		{run, true, ""},
+	}
+	for _, c := range cases {
+		err := pretrain.CheckRunFolder(c.path, c.resume)
+		var fe *field.Error
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s (resume %v): %v", c.path, c.resume, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &fe) || fe.Name != "run"):
+			t.Errorf("%s (resume %v): %v, want a run field error with %q", c.path, c.resume, err, c.want)
+		}
+	}
+	// Run refuses the full folder and writes nothing into it.
+	cfg := smallConfig(t)
+	if _, err := pretrain.Run(full, cfg, pretrain.Options{}); err == nil || !strings.Contains(err.Error(), "holds no run") {
+		t.Errorf("Run in a full folder: %v", err)
+	}
+	if left, _ := os.ReadDir(full); len(left) != 1 {
+		t.Errorf("the full folder holds %v afterwards", left)
+	}
+}

@@ -564,10 +564,10 @@ func checkPretrainData(cfg Config, f data.FilterStats) error {
 // removes what this call made for a new run that failed before its first
 // checkpoint, so that a corrected command can start it again.
 func prepareRun(run string, cfg *Config, resume bool) (ck *Checkpoint, release func(*error), err error) {
-	st, statErr := os.Stat(run)
-	if statErr == nil && !st.IsDir() {
-		return nil, nil, fmt.Errorf("run folder %s is a file", run)
+	if err := CheckRunFolder(run, resume); err != nil {
+		return nil, nil, err
 	}
+	_, statErr := os.Stat(run)
 	if resume && statErr != nil {
 		return nil, nil, fmt.Errorf("resume: %s holds no run: %w", run, statErr)
 	}
