@@ -238,6 +238,9 @@ func openSource(opt Options) (*source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data %s: %w", opt.Data, errors.Unwrap(err))
 	}
+	if st.IsDir() && data.IsCorpus(opt.Data) {
+		return nil, fmt.Errorf("data %s is a pre-training corpus (featurize --shard-rows), which keeps no SMILES to score by: give the CSV it was made from", opt.Data)
+	}
 	if st.IsDir() {
 		return folderSource(opt)
 	}

@@ -161,3 +161,25 @@ func TestSkipInvalidNeedsCSV(t *testing.T) {
 		t.Errorf("left %v behind", entries)
 	}
 }
+
+// A pre-training corpus keeps no SMILES: embedding one says so and what to
+// give instead, and writes nothing.
+func TestEmbedRefusesACorpus(t *testing.T) {
+	arch, state, _ := tinyEncoder(t)
+	dir := t.TempDir()
+	corpus := filepath.Join(dir, "corpus")
+	if err := os.Mkdir(corpus, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(corpus, data.CorpusManifestFile), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "e.npy")
+	_, err := Embed(arch, state, Options{Data: corpus, Device: torch.CPU}, out)
+	if err == nil || !strings.Contains(err.Error(), "is a pre-training corpus") || !strings.Contains(err.Error(), "give the CSV it was made from") {
+		t.Fatalf("error %v", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("%s was written (%v)", out, err)
+	}
+}
