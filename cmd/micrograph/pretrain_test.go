@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -68,7 +69,7 @@ func TestTrainingCommandsMisuse(t *testing.T) {
 		{pre("--sampler", "bfs"), 2, `--sampler "bfs" must be motif, random-walk or k-hop`},
 		{pre("--eta", "1000"), 2, "--eta 1000 leaves none of the 40 molecules of " + synth},
 		{pre("--batch-size", "64"), 2, "--batch-size 64 is more than the 40 molecules of " + synth},
-		{[]string{"pretrain", "--data", synth, "--run", file}, 2, "--run " + file + " is a file, not a folder"},
+		{[]string{"pretrain", "--data", synth, "--run", file}, 2, "--run " + strconv.Quote(file) + " is a file, not a folder"},
 		{append([]string{"pretrain", "--data", synth, "--run", run}, small...), 1, "already holds a run"},
 		{[]string{"pretrain", "--run", fresh, "--resume"}, 1, "config.json"},
 		{[]string{"pretrain", "--run", run, "--resume", "--hidden", "16"}, 2, "shape differs"}, // misuse (issue #28)

@@ -123,13 +123,9 @@ var resumable = map[string]bool{
 // anything but its length and where and how it runs. Model shape changes get
 // their own message, since the checkpoint could not even be loaded.
 func CheckResume(saved, asked Config) error {
-	shape := func(c Config) [6]any {
-		e := c.Model.Encoder
-		return [6]any{e.Hidden, e.Layers, e.MLPLayers, e.LearnT, e.BondPerLayer, c.Model.Motifs}
-	}
-	if shape(saved) != shape(asked) {
-		return fmt.Errorf("the model's shape differs from the run's (hidden, layers, mlp-layers, learn-t, bond-per-layer, motifs: run %v, asked %v)",
-			shape(saved), shape(asked))
+	if modelShape(saved) != modelShape(asked) {
+		return fmt.Errorf("the model's shape differs from the run's (hidden, layers, mlp-layers, learn-t, bond-per-layer, motifs, objective: run %v, asked %v)",
+			modelShape(saved), modelShape(asked))
 	}
 	a, b := flatten(saved), flatten(asked)
 	for _, k := range slices.Sorted(maps.Keys(a)) {
@@ -138,6 +134,13 @@ func CheckResume(saved, asked Config) error {
 		}
 	}
 	return nil
+}
+
+// modelShape is what a checkpoint's tensors must fit: hidden, layers,
+// mlp-layers, learn-t, bond-per-layer, motifs, objective.
+func modelShape(c Config) [7]any {
+	e := c.Model.Encoder
+	return [7]any{e.Hidden, e.Layers, e.MLPLayers, e.LearnT, e.BondPerLayer, c.Model.Motifs, c.Model.Objective()}
 }
 
 // flatten is a config as dotted JSON keys, for naming differences.

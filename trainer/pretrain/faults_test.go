@@ -204,3 +204,40 @@ func TestCheckRunFolder(t *testing.T) {
 		t.Errorf("the full folder holds %v afterwards", left)
 	}
 }
+
+// A checkpoint of another run's shape, copied in as the newest, is named on
+// resume with both shapes and what to do, and nothing of the run changes.
+func TestResumeNamesAForeignCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	cfg := smallConfig(t)
+	cfg.MaxSteps = 4
+	run, other := filepath.Join(dir, "run"), filepath.Join(dir, "other")
+	if _, err := pretrain.Run(run, cfg, pretrain.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	wide := cfg
+	wide.Model.Encoder.Hidden, wide.MaxSteps = 64, 6
+	if _, err := pretrain.Run(other, wide, pretrain.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	foreign := filepath.Join(run, "checkpoints", "step-000000006.pt")
+	b, err := os.ReadFile(filepath.Join(other, "checkpoints", "step-000000006.pt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(foreign, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(pretrain.LogPath(run))
+	cfg.MaxSteps = 8
+	_, err = pretrain.Run(run, cfg, pretrain.Options{Resume: true})
+	want := []string{foreign, "[64 2 1 false false 8 paper]", "[32 2 1 false false 8 paper]", "not this run's checkpoint"}
+	for _, w := range want {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Fatalf("resume over a foreign checkpoint: %v; want it to say %q", err, w)
+		}
+	}
+	if after, _ := os.ReadFile(pretrain.LogPath(run)); !bytes.Equal(before, after) {
+		t.Error("the log changed")
+	}
+}

@@ -631,6 +631,12 @@ func prepareRun(run string, cfg *Config, resume bool) (ck *Checkpoint, release f
 		for _, s := range skipped {
 			fmt.Fprintf(os.Stderr, "micrograph: skipping an unreadable checkpoint: %s\n", s)
 		}
+		if modelShape(ck.Config) != modelShape(saved) {
+			err := fmt.Errorf("resume: %s holds a model of another shape (hidden, layers, mlp-layers, learn-t, bond-per-layer, motifs, objective: %v) than the run's %s (%v): it is not this run's checkpoint; move it out of %s to resume from the one before",
+				ck.Path, modelShape(ck.Config), ConfigPath(run), modelShape(saved), checkpointDir(run))
+			ck.Free()
+			return nil, nil, err
+		}
 		saved = ck.Config
 	}
 	switch {
