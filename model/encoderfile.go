@@ -83,6 +83,17 @@ func LoadEncoder(path string) (_ EncoderInfo, _ []torch.Named, err error) {
 	if err := info.Encoder.Validate(); err != nil {
 		return info, nil, fmt.Errorf("%s: %w", EncoderInfoPath(path), err)
 	}
+	// What the description says beyond the architecture must be what every
+	// micrograph encoder is: the readout and the feature vocabularies are
+	// not settings, and a file that says otherwise was edited or is not ours.
+	switch {
+	case info.Pool != "mean":
+		return info, nil, fmt.Errorf("%s: pool %q: micrograph encoders read out by the mean (docs/method.md §2.4), the only pooling the weights were trained with", EncoderInfoPath(path), info.Pool)
+	case !slices.Equal(info.AtomFeatureDims, AtomFeatureDims):
+		return info, nil, fmt.Errorf("%s: atom_feature_dims %v, but the featurisation's vocabularies are %v (docs/method.md §8.1)", EncoderInfoPath(path), info.AtomFeatureDims, AtomFeatureDims)
+	case !slices.Equal(info.BondFeatureDims, BondFeatureDims):
+		return info, nil, fmt.Errorf("%s: bond_feature_dims %v, but the featurisation's vocabularies are %v (docs/method.md §8.1)", EncoderInfoPath(path), info.BondFeatureDims, BondFeatureDims)
+	}
 	state, _, err := torch.Load(path, torch.CPU)
 	if err != nil {
 		return info, nil, err

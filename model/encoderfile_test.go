@@ -1,0 +1,65 @@
+package model_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/torch"
+)
+
+// An exported encoder loads back as saved; a description edited to say
+// something the weights were not made for (another pooling, other feature
+// vocabularies) is refused, naming the file and the field, where it used to
+// be ignored.
+func TestLoadEncoderRefusesAContradictingDescription(t *testing.T) {
+	scope(t)
+	cfg := model.EncoderConfig{Hidden: 8, Layers: 1, MLPLayers: 1, T: 1}
+	m, err := model.New(model.Config{Encoder: cfg, Motifs: 2, Tau: 0.1, SinkhornLambda: 20, SinkhornIters: 1, Eta: 1,
+		Alpha: 0.5, LambdaNode: 1, LambdaSub: 1, Sampler: model.SamplerMotif, SubgraphsPerGraph: 1}, torch.CPU, torch.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	path := filepath.Join(t.TempDir(), "enc.pt")
+	if err := model.SaveEncoder(path, cfg, m.EncoderState(), "test", 0); err != nil {
+		t.Fatal(err)
+	}
+	info, state, err := model.LoadEncoder(path)
+	if err != nil || info.Encoder != cfg || len(state) == 0 {
+		t.Fatalf("the saved encoder: %+v, %d tensors, %v", info.Encoder, len(state), err)
+	}
+	torch.FreeNamed(state)
+	original, err := os.ReadFile(model.EncoderInfoPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edits := []struct {
+		field string
+		value any
+		want  string
+	}{
+		{"pool", "max", `pool "max": micrograph encoders read out by the mean`},
+		{"atom_feature_dims", []int{119, 5, 12, 12, 10, 6, 6, 2, 3}, "atom_feature_dims [119 5 12 12 10 6 6 2 3], but the featurisation's vocabularies are [119 5 12 12 10 6 6 2 2]"},
+		{"bond_feature_dims", []int{5, 6}, "bond_feature_dims [5 6], but"},
+	}
+	for _, e := range edits {
+		var desc map[string]any
+		if err := json.Unmarshal(original, &desc); err != nil {
+			t.Fatal(err)
+		}
+		desc[e.field] = e.value
+		b, _ := json.Marshal(desc)
+		if err := os.WriteFile(model.EncoderInfoPath(path), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, state, err := model.LoadEncoder(path)
+		torch.FreeNamed(state)
+		if err == nil || !strings.Contains(err.Error(), e.want) || !strings.Contains(err.Error(), "enc.json") {
+			t.Errorf("%s edited: %v, want %q", e.field, err, e.want)
+		}
+	}
+}
