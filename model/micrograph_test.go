@@ -124,51 +124,7 @@ func TestGradientMatchesFiniteDifferences(t *testing.T) {
 		cfg  model.Config
 	}{{"fixed t", small}, {"learned t, deeper MLP, bond encoder per layer, selected ortho", variant}} {
 		t.Run(tc.name, func(t *testing.T) {
-			scope(t)
-			torch.ManualSeed(5)
-			m, err := model.New(tc.cfg, torch.CPU, torch.Float64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Free()
-			// Pinning the cut softmax weights needs them materialised: with t
-			// fixed, check the unfused aggregation; with t learned nothing is
-			// cut there, and the fused kernel is checked inside the model.
-			model.SetUnfused(m.Encoder, !tc.cfg.Encoder.LearnT)
-			g := b.Graph(torch.CPU)
-			replay := pinStops(t, m)
-			out := m.Forward(g, true)
-			if out.Subgraphs.Count().ItemInt() == 0 {
-				t.Fatal("the batch has no subgraphs: the check would miss L_mot-sub and L_contra")
-			}
-			out.Total.Backward()
-			replay()
-			r := rand.New(rand.NewPCG(1, 9))
-			checked := 0
-			for _, v := range m.Store.Trainable() {
-				grad := make([]float64, v.Tensor.Numel())
-				if gt := v.Tensor.Grad(); gt != nil {
-					grad = vector(gt)
-				}
-				values := torch.HostData[float64](v.Tensor)
-				for _, i := range []int{0, r.IntN(len(values)), len(values) - 1} {
-					orig := values[i]
-					var plus, minus float64
-					torch.NoGrad(func() {
-						values[i] = orig + 1e-6
-						plus = m.Forward(g, true).Total.Item()
-						values[i] = orig - 1e-6
-						minus = m.Forward(g, true).Total.Item()
-					})
-					values[i] = orig
-					numeric := (plus - minus) / 2e-6
-					if math.Abs(grad[i]-numeric) > 1e-6*math.Max(1, math.Abs(numeric)) {
-						t.Errorf("%s[%d]: autograd %.10g, finite difference %.10g", v.Name, i, grad[i], numeric)
-					}
-					checked++
-				}
-			}
-			t.Logf("%d parameter tensors, %d entries checked", len(m.Store.Trainable()), checked)
+			checkGradients(t, tc.cfg, b.Graph(torch.CPU), 5, rand.New(rand.NewPCG(1, 9)))
 		})
 	}
 }

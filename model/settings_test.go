@@ -443,48 +443,7 @@ func TestGradientAtOtherSettings(t *testing.T) {
 		cfg  model.Config
 	}{{"fixed t, composed", fixed}, {"learned t, fused, selected ortho", learned}} {
 		t.Run(tc.name, func(t *testing.T) {
-			scope(t)
-			torch.ManualSeed(29)
-			m, err := model.New(tc.cfg, torch.CPU, torch.Float64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Free()
-			model.SetUnfused(m.Encoder, !tc.cfg.Encoder.LearnT)
-			g := b.Graph(torch.CPU)
-			replay := pinStops(t, m)
-			out := m.Forward(g, true)
-			if out.Subgraphs.Count().ItemInt() == 0 {
-				t.Fatal("the batch has no subgraphs: the check would miss L_mot-sub and L_contra")
-			}
-			out.Total.Backward()
-			replay()
-			r := rand.New(rand.NewPCG(3, 4))
-			checked := 0
-			for _, v := range m.Store.Trainable() {
-				grad := make([]float64, v.Tensor.Numel())
-				if gt := v.Tensor.Grad(); gt != nil {
-					grad = vector(gt)
-				}
-				values := torch.HostData[float64](v.Tensor)
-				for _, i := range []int{0, r.IntN(len(values)), len(values) - 1} {
-					orig := values[i]
-					var plus, minus float64
-					torch.NoGrad(func() {
-						values[i] = orig + 1e-6
-						plus = m.Forward(g, true).Total.Item()
-						values[i] = orig - 1e-6
-						minus = m.Forward(g, true).Total.Item()
-					})
-					values[i] = orig
-					numeric := (plus - minus) / 2e-6
-					if math.Abs(grad[i]-numeric) > 1e-6*math.Max(1, math.Abs(numeric)) {
-						t.Errorf("%s[%d]: autograd %.10g, finite difference %.10g", v.Name, i, grad[i], numeric)
-					}
-					checked++
-				}
-			}
-			t.Logf("%d entries checked", checked)
+			checkGradients(t, tc.cfg, b.Graph(torch.CPU), 29, rand.New(rand.NewPCG(3, 4)))
 		})
 	}
 }
