@@ -11,6 +11,7 @@ package sample
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 )
 
 // Molecule is one molecule's bond graph: Neighbors[i] lists the atoms bonded
@@ -69,7 +70,8 @@ func Components(m Molecule, members []int) [][]int {
 				}
 			}
 		}
-		out = append(out, sorted(piece))
+		slices.Sort(piece)
+		out = append(out, piece)
 	}
 	return out
 }
@@ -141,15 +143,6 @@ func keys(set map[int]bool) []int {
 	for a := range set {
 		out = append(out, a)
 	}
-	return sorted(out)
-}
-
-func sorted(a []int) []int {
-	// Insertion sort: subgraphs are a few dozen atoms.
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && a[j] < a[j-1]; j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
-	}
-	return a
+	slices.Sort(out)
+	return out
 }

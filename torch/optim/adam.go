@@ -81,13 +81,6 @@ func (o *Adam) Step() {
 // starts afresh and parameters it does not reach are left alone by Step.
 func (o *Adam) ZeroGrad() { torch.ZeroGrad(o.params) }
 
-// ClipGradNorm scales the gradients to a global L2 norm of at most maxNorm
-// and returns the norm before scaling (a 0-d tensor; reading it waits for the
-// device).
-func (o *Adam) ClipGradNorm(maxNorm float64) *torch.Tensor {
-	return torch.ClipGradNorm(o.params, maxNorm)
-}
-
 // State is the optimiser's live state by parameter name: "<name>.exp_avg",
 // "<name>.exp_avg_sq" and "<name>.step" (int64, 0-d, on the CPU).
 func (o *Adam) State() []torch.Named {

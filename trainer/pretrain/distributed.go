@@ -178,6 +178,10 @@ func (j *job) params(m *model.MicroGraph) []*torch.Tensor {
 	return ps
 }
 
+// shareOf is, for each part of the paper objective, the index in
+// globalShares' counts of what the part is a mean over.
+var shareOf = map[string]int64{"node_mot": 0, "mot_sub": 1, "reg": 2, "contra": 3}
+
 // globalShares turns this rank's losses, each a mean over its part of the
 // batch, into its shares of the global batch's means: each is weighted by
 // the rank's share of what it averages over (nodes for L_node-mot, live
@@ -206,9 +210,6 @@ func (j *job) globalShares(m *model.MicroGraph, out model.Output) model.Losses {
 	}
 	share := counts.Div(global.ClampMin(1)).ToDType(dt)
 	part := func(i int64) *torch.Tensor { return share.Narrow(0, i, 1).Reshape() }
-	// Each part of the paper objective is a mean over the count of its
-	// index in counts.
-	shareOf := map[string]int64{"node_mot": 0, "mot_sub": 1, "reg": 2, "contra": 3}
 	parts := make([]torch.Named, len(l.Parts))
 	for i, p := range l.Parts {
 		parts[i] = torch.Named{Name: p.Name, Tensor: p.Tensor.Mul(part(shareOf[p.Name]))}

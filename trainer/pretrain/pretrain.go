@@ -196,7 +196,8 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 		}
 	}
 
-	t := &pretrainer{cfg: cfg, run: run, dev: dev, job: jb, model: m, adam: adam, loader: loader, log: runLog, bar: bar, lastLog: time.Now()}
+	t := &pretrainer{cfg: cfg, run: run, dev: dev, job: jb, model: m, adam: adam, clipGroups: m.ClipGroups(),
+		loader: loader, log: runLog, bar: bar, lastLog: time.Now()}
 	checkpointed := step
 	for step < total {
 		asked := false
@@ -265,15 +266,17 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 
 // pretrainer carries a run's state through its steps.
 type pretrainer struct {
-	cfg    Config
-	run    string
-	dev    torch.Device
-	job    *job // nil alone
-	model  *model.MicroGraph
-	adam   *optim.Adam
-	loader *data.Loader
-	log    *runLog
-	bar    *progress
+	cfg   Config
+	run   string
+	dev   torch.Device
+	job   *job // nil alone
+	model *model.MicroGraph
+	adam  *optim.Adam
+	// clipGroups are the model's gradient-clipping groups, listed once.
+	clipGroups [][]*torch.Tensor
+	loader     *data.Loader
+	log        *runLog
+	bar        *progress
 
 	pending        *pendingStep
 	molecules      int       // since the last log line
@@ -332,7 +335,7 @@ func (t *pretrainer) step(b *data.Batch, stop bool) (values *torch.Tensor, skipp
 		}
 	}
 	if t.cfg.ClipGradNorm > 0 {
-		for _, group := range t.model.ClipGroups() {
+		for _, group := range t.clipGroups {
 			torch.ClipGradNorm(group, t.cfg.ClipGradNorm)
 		}
 	}
