@@ -5,6 +5,7 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 func runBench(args []string) error {
@@ -15,7 +16,7 @@ func runBench(args []string) error {
 			"operators dispatched: ops_per_step (batch upload, forward, backward, Adam; counted on one more\n"+
 			"step), ops_upload (of these, putting the batch on the device), ops_collate (run by the loader\n"+
 			"per batch; none on the CPU).")
-	cfg := pretrain.BenchConfig{Pretrain: pretrain.DefaultConfig(), Warmup: 3, Steps: 20}
+	cfg := pretrain.BenchConfig{Pretrain: runfolder.DefaultConfig(), Warmup: 3, Steps: 20}
 	pc := &cfg.Pretrain
 	fs.StringVar(&pc.Data, "data", "", "OGB dataset folder, or CSV file of SMILES")
 	objectiveFlags(fs, &pc.Model)

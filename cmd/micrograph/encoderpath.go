@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/micrograph/micrograph/model"
-	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // checkEncoderFile refuses, as misuse of flag, an encoder path that is a
@@ -50,5 +50,5 @@ func isCheckpoint(path string) bool {
 		}
 	}
 	blob, err := os.ReadFile(path)
-	return err == nil && bytes.Contains(blob, []byte(pretrain.CheckpointFormat))
+	return err == nil && bytes.Contains(blob, []byte(runfolder.CheckpointFormat))
 }

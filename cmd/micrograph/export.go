@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/micrograph/micrograph/model"
-	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 func runExport(args []string) error {
@@ -32,12 +32,12 @@ func runExport(args []string) error {
 	if err := checkOutput("--out "+*out+": its description", model.EncoderInfoPath(*out), inputs...); err != nil {
 		return err
 	}
-	var ck *pretrain.Checkpoint
+	var ck *runfolder.Checkpoint
 	var err error
 	if *run != "" {
-		ck, _, err = pretrain.LatestCheckpoint(*run)
+		ck, _, err = runfolder.LatestCheckpoint(*run)
 	} else {
-		ck, err = pretrain.LoadCheckpoint(*checkpoint)
+		ck, err = runfolder.LoadCheckpoint(*checkpoint)
 	}
 	if err != nil {
 		return err

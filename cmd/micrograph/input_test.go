@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // cliCase is a command line and what it must end with: the exit status and
@@ -162,12 +162,12 @@ func TestOutputIsNotAnInput(t *testing.T) {
 func TestPretrainRunMisuse(t *testing.T) {
 	dir := t.TempDir()
 	run := filepath.Join(dir, "run")
-	cfg := pretrain.DefaultConfig()
+	cfg := runfolder.DefaultConfig()
 	cfg.Data = filepath.Join(dir, "ds")
 	if err := os.Mkdir(run, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := pretrain.WriteConfig(run, cfg); err != nil {
+	if err := runfolder.WriteConfig(run, cfg); err != nil {
 		t.Fatal(err)
 	}
 	long := filepath.Join(dir, strings.Repeat(strings.Repeat("a", 200)+"/", 21))

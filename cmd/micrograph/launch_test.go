@@ -9,7 +9,7 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/torch"
-	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // `pretrain --nproc 2` runs two ranks of this binary that write one run:
@@ -31,11 +31,11 @@ func TestPretrainNproc(t *testing.T) {
 	if code, _, errs := runCLI(t, append(args, "--nproc", "2")...); code != 0 {
 		t.Fatalf("pretrain --nproc 2: status %d: %s", code, errs)
 	}
-	records, err := pretrain.ReadLog(run)
+	records, err := runfolder.ReadLog(run)
 	if err != nil || len(records) != 3 || records[2].Step != 3 {
 		t.Fatalf("log %+v, %v", records, err)
 	}
-	ck, _, err := pretrain.LatestCheckpoint(run)
+	ck, _, err := runfolder.LatestCheckpoint(run)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/model"
-	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // --objective picks the formulation and its defaults; settings that belong
@@ -46,7 +46,7 @@ func TestPretrainObjectiveFlags(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("released run: status %d: %s", code, stderr)
 	}
-	cfg, err := pretrain.ReadConfig(run)
+	cfg, err := runfolder.ReadConfig(run)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
-	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/micrograph/micrograph/trainer/report"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 func runPlot(args []string) error {
@@ -27,12 +27,12 @@ func runPlot(args []string) error {
 	if err := checkOutput("--out", *out); err != nil {
 		return err
 	}
-	records, err := pretrain.ReadLog(*run)
+	records, err := runfolder.ReadLog(*run)
 	if err != nil {
 		return err
 	}
 	if len(records) == 0 {
-		return fmt.Errorf("%s has no records yet", pretrain.LogPath(*run))
+		return fmt.Errorf("%s has no records yet", runfolder.LogPath(*run))
 	}
 	title := "micrograph pre-training: " + *run
 	if *perEpoch {

@@ -14,11 +14,12 @@ import (
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 	"github.com/spf13/pflag"
 )
 
 // pretrainFlags registers pretrain's flags into cfg.
-func pretrainFlags(cfg *pretrain.Config, run *string, resume *bool, objective *string, cache *string, limits *data.Limits, job *jobFlags) *pflag.FlagSet {
+func pretrainFlags(cfg *runfolder.Config, run *string, resume *bool, objective *string, cache *string, limits *data.Limits, job *jobFlags) *pflag.FlagSet {
 	fs := newFlags("pretrain", "--data DIR|CSV --run RUNDIR [flags]",
 		"Pre-trains a DeeperGCN encoder with MICRO-Graph (docs/method.md) and writes\n"+
 			"RUNDIR/config.json, RUNDIR/log.jsonl (one line per logged step) and checkpoints in\n"+
@@ -62,7 +63,7 @@ type jobFlags struct {
 }
 
 func runPretrain(args []string) error {
-	cfg := pretrain.DefaultConfig()
+	cfg := runfolder.DefaultConfig()
 	var run, cache, objective string
 	var resume bool
 	var limits data.Limits
@@ -75,17 +76,17 @@ func runPretrain(args []string) error {
 		return err
 	}
 	asked := objective
-	var saved pretrain.Config
+	var saved runfolder.Config
 	switch {
 	case resume:
 		// The run's own settings, overridden by the flags given.
 		var err error
-		if saved, err = pretrain.ReadConfig(run); err != nil {
+		if saved, err = runfolder.ReadConfig(run); err != nil {
 			return err
 		}
 		cfg = saved
 	case objective == model.ObjectiveReleased:
-		cfg = pretrain.ReleasedConfig()
+		cfg = runfolder.ReleasedConfig()
 	case objective != model.ObjectivePaper:
 		return usageError{fmt.Errorf("--objective %q must be paper or released", objective)}
 	}
@@ -101,7 +102,7 @@ func runPretrain(args []string) error {
 	}
 	if resume {
 		// A flag that contradicts the run is misuse, refused before any work.
-		if err := pretrain.CheckResume(saved, cfg); err != nil {
+		if err := runfolder.CheckResume(saved, cfg); err != nil {
 			return usageError{fmt.Errorf("--resume %s: %w", run, err)}
 		}
 	} else if cfg.Data == "" {
@@ -171,7 +172,7 @@ func runPretrain(args []string) error {
 	if res.Stopped {
 		logf("stopped at step %d; checkpoint %s; continue with: micrograph pretrain --run %s --resume", res.Steps, res.Checkpoint, run)
 	} else {
-		printf("pre-trained %d steps: checkpoint %s, log %s", res.Steps, res.Checkpoint, pretrain.LogPath(run))
+		printf("pre-trained %d steps: checkpoint %s, log %s", res.Steps, res.Checkpoint, runfolder.LogPath(run))
 	}
 	return nil
 }
@@ -204,11 +205,11 @@ func checkRunFlag(run string) error {
 	return nil
 }
 
-func validatePretrain(fs *pflag.FlagSet, cfg *pretrain.Config, run string, resume bool) error {
+func validatePretrain(fs *pflag.FlagSet, cfg *runfolder.Config, run string, resume bool) error {
 	if err := cfg.Validate(); err != nil {
 		return flagError(fs, cfg, err)
 	}
-	if err := pretrain.CheckRunFolder(run, resume); err != nil {
+	if err := runfolder.CheckRunFolder(run, resume); err != nil {
 		return flagError(fs, cfg, err)
 	}
 	return nil

@@ -11,7 +11,7 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/torch"
-	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // writeSMILESFile writes a CSV of n synthetic molecules drawn with seed.
@@ -28,11 +28,11 @@ func writeSMILESFile(t *testing.T, path string, n int, seed uint64) {
 func forgetDataKey(t *testing.T, run string) {
 	t.Helper()
 	strip := regexp.MustCompile(`,?\s*"data_key":\s*"[^"]*"`)
-	blob, err := os.ReadFile(pretrain.ConfigPath(run))
+	blob, err := os.ReadFile(runfolder.ConfigPath(run))
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(pretrain.ConfigPath(run), strip.ReplaceAll(blob, nil), 0o644)
+	os.WriteFile(runfolder.ConfigPath(run), strip.ReplaceAll(blob, nil), 0o644)
 	paths, _ := filepath.Glob(filepath.Join(run, "checkpoints", "step-*.pt"))
 	for _, p := range paths {
 		state, meta, err := torch.Load(p, torch.CPU)
@@ -83,7 +83,7 @@ func TestResumeFindsAndChecksTheRunsData(t *testing.T) {
 		if code, errs := pretrainIn(dir, "--data", "mols.csv", "--run", run, "--epochs", "1"); code != 0 {
 			t.Fatalf("%s: pretrain: status %d: %s", tc.name, code, errs)
 		}
-		cfg, err := pretrain.ReadConfig(run)
+		cfg, err := runfolder.ReadConfig(run)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,18 +96,18 @@ func TestResumeFindsAndChecksTheRunsData(t *testing.T) {
 		if tc.replace {
 			writeSMILESFile(t, filepath.Join(dir, "mols.csv"), 40, 2)
 		}
-		before, _ := os.ReadFile(pretrain.LogPath(run))
+		before, _ := os.ReadFile(runfolder.LogPath(run))
 		code, errs := pretrainIn(other, "--run", run, "--resume", "--epochs", "2")
 		if code != tc.code || !strings.Contains(errs, tc.stderr) || (tc.code != 0 && strings.Count(errs, "\n") != 1) {
 			t.Errorf("%s: the resume: status %d, stderr %q; want %d and %q", tc.name, code, errs, tc.code, tc.stderr)
 		}
-		after, _ := os.ReadFile(pretrain.LogPath(run))
+		after, _ := os.ReadFile(runfolder.LogPath(run))
 		grew := len(after) > len(before) && slices.Equal(after[:len(before)], before)
 		if grew != (tc.code == 0) {
 			t.Errorf("%s: the log grew %v after the resume", tc.name, grew)
 		}
 		var saved map[string]any
-		blob, _ := os.ReadFile(pretrain.ConfigPath(run))
+		blob, _ := os.ReadFile(runfolder.ConfigPath(run))
 		json.Unmarshal(blob, &saved)
 		if _, has := saved["data_key"]; has == tc.old {
 			t.Errorf("%s: after the resume config.json has data_key %v", tc.name, has)

@@ -24,7 +24,7 @@ import (
 	"github.com/micrograph/micrograph/torch/nn"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/metrics"
-	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // diagnoseStream separates the molecule sample's permutation from other uses
@@ -317,7 +317,7 @@ func loadDiagModel(opt Options, dev torch.Device) (*diagModel, *Diagnosis, error
 	r := &Diagnosis{Notes: map[string]string{}}
 	switch {
 	case opt.Checkpoint != "":
-		ck, err := pretrain.LoadCheckpoint(opt.Checkpoint)
+		ck, err := runfolder.LoadCheckpoint(opt.Checkpoint)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -11,14 +11,15 @@ import (
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // BenchConfig is a throughput measurement of pre-training steps.
 type BenchConfig struct {
-	Pretrain Config // model, batch size, device, threads, workers, seed
-	Warmup   int    // untimed steps first
-	Steps    int    // timed steps (ignored with Epoch)
-	Epoch    bool   // time one whole epoch instead
+	Pretrain runfolder.Config // model, batch size, device, threads, workers, seed
+	Warmup   int              // untimed steps first
+	Steps    int              // timed steps (ignored with Epoch)
+	Epoch    bool             // time one whole epoch instead
 }
 
 // BenchResult is what `micrograph bench` prints, one JSON line.

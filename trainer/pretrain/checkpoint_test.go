@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // An unreadable checkpoint named after every good one (step-000000099.pt)
@@ -40,7 +41,7 @@ func TestUnreadableCheckpointIsNotCounted(t *testing.T) {
 	if b, err := os.ReadFile(junk); err != nil || string(b) != "not a checkpoint" {
 		t.Errorf("the unreadable file was changed: %q, %v", b, err)
 	}
-	ck, skipped, err := pretrain.LatestCheckpoint(run)
+	ck, skipped, err := runfolder.LatestCheckpoint(run)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // Pre-training on a sharded corpus of the synthetic dataset's SMILES logs
@@ -21,7 +22,7 @@ func TestPretrainOnCorpusMatchesDataset(t *testing.T) {
 	if _, err := pretrain.Run(ref, cfg, pretrain.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	want, err := pretrain.ReadLog(ref)
+	want, err := runfolder.ReadLog(ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestPretrainOnCorpusMatchesDataset(t *testing.T) {
 	if _, err := pretrain.Run(run, cfg, pretrain.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := pretrain.ReadLog(run)
+	got, _ := runfolder.ReadLog(run)
 	sameLosses(t, "corpus", got, want)
 
 	resumed := filepath.Join(dir, "resumed")
@@ -51,6 +52,6 @@ func TestPretrainOnCorpusMatchesDataset(t *testing.T) {
 	if _, err := pretrain.Run(resumed, cfg, pretrain.Options{Resume: true}); err != nil {
 		t.Fatal(err)
 	}
-	got, _ = pretrain.ReadLog(resumed)
+	got, _ = runfolder.ReadLog(resumed)
 	sameLosses(t, "corpus, resumed after one epoch", got, want)
 }

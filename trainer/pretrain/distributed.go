@@ -17,6 +17,7 @@ import (
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/distributed"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // DefaultTimeout bounds the rendezvous and each collective of a
@@ -28,7 +29,7 @@ const DefaultTimeout = 5 * time.Minute
 // rankDevice is cfg with the device this rank runs on: in a job on GPUs
 // ("cuda", or "auto" where CUDA works), GPU LOCAL_RANK, one per process as
 // torchrun expects; otherwise cfg's own.
-func rankDevice(cfg Config, e *distributed.Env) Config {
+func rankDevice(cfg runfolder.Config, e *distributed.Env) runfolder.Config {
 	if e != nil && e.WorldSize > 1 && (cfg.Device == "cuda" || cfg.Device == "auto" && torch.CUDAAvailable()) {
 		cfg.Device = "cuda:" + strconv.Itoa(e.LocalRank)
 	}
@@ -45,7 +46,7 @@ type job struct {
 
 // joinJob starts the process group of opt.Job on dev (nil: alone) and
 // refuses a batch that the processes cannot split evenly.
-func joinJob(cfg Config, opt Options, dev torch.Device) (*job, error) {
+func joinJob(cfg runfolder.Config, opt Options, dev torch.Device) (*job, error) {
 	if opt.Job == nil || opt.Job.WorldSize <= 1 {
 		return nil, nil
 	}
@@ -100,7 +101,7 @@ func rankSeed(seed uint64, rank int) uint64 { return seed + uint64(rank)*0x9E377
 // attach makes the model balance and normalise over the global batch and
 // starts every rank from rank 0's model and optimiser state; it then seeds
 // this rank's generators.
-func (j *job) attach(m *model.MicroGraph, state []torch.Named, cfg Config) error {
+func (j *job) attach(m *model.MicroGraph, state []torch.Named, cfg runfolder.Config) error {
 	m.Across = distributed.SumAcross(j.group)
 	if cfg.SyncBatchNorm {
 		m.Encoder.SumAcross = j.group.AllReduceSumGrad
@@ -224,7 +225,7 @@ func (j *job) globalShares(m *model.MicroGraph, out model.Output) model.Losses {
 // load the run's newest readable checkpoint (the run folder is shared by
 // the job's machines, as torchrun's users arrange) and check that it is the
 // same. Alone, ck is returned as it is.
-func (j *job) sameCheckpoint(run string, ck *Checkpoint) (*Checkpoint, error) {
+func (j *job) sameCheckpoint(run string, ck *runfolder.Checkpoint) (*runfolder.Checkpoint, error) {
 	if j == nil {
 		return ck, nil
 	}
@@ -244,7 +245,7 @@ func (j *job) sameCheckpoint(run string, ck *Checkpoint) (*Checkpoint, error) {
 	if j.rank == 0 || step < 0 {
 		return ck, nil
 	}
-	mine, _, err := LatestCheckpoint(run)
+	mine, _, err := runfolder.LatestCheckpoint(run)
 	if err != nil {
 		return nil, fmt.Errorf("rank %d: %w", j.rank, err)
 	}
@@ -289,7 +290,7 @@ func (e *JobError) Unwrap() error { return e.Err }
 // JSON configuration is gathered on every rank; where they differ, rank 0's
 // JSON is broadcast so that each differing rank names the fields, and every
 // rank returns one line. Alone it does nothing.
-func (j *job) sameConfig(cfg Config) error {
+func (j *job) sameConfig(cfg runfolder.Config) error {
 	if j == nil {
 		return nil
 	}
@@ -336,12 +337,12 @@ func (j *job) sameConfig(cfg Config) error {
 		return fmt.Errorf("rank %d of %d: rank %s started with another configuration than rank 0's: %s",
 			j.rank, j.size, strings.Join(differ, ", "), advice)
 	}
-	var zero Config
+	var zero runfolder.Config
 	if err := json.Unmarshal(torch.ToSlice[uint8](t.To(torch.CPU, false)), &zero); err != nil {
 		return fmt.Errorf("rank %d of %d: reading rank 0's configuration: %w", j.rank, j.size, err)
 	}
 	var fields []string
-	mine, theirs0 := flatten(cfg), flatten(zero)
+	mine, theirs0 := runfolder.Flatten(cfg), runfolder.Flatten(zero)
 	for _, k := range slices.Sorted(maps.Keys(mine)) {
 		if v, ok := theirs0[k]; !ok || !reflect.DeepEqual(mine[k], v) {
 			fields = append(fields, fmt.Sprintf("%s %v (rank 0: %v)", k, mine[k], v))

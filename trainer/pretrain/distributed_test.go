@@ -16,14 +16,14 @@ import (
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/trainer/metrics"
-	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // rankTimeout bounds the collectives of the tests' data-parallel runs.
 const rankTimeout = 20 * time.Second
 
 // startRanks starts world ranks of a data-parallel run over Gloo on loopback.
-func startRanks(t *testing.T, run string, cfg pretrain.Config, resume bool, world int) []*exec.Cmd {
+func startRanks(t *testing.T, run string, cfg runfolder.Config, resume bool, world int) []*exec.Cmd {
 	t.Helper()
 	if !torch.HasBackend(torch.Gloo) {
 		t.Skip("the shim was built without Gloo")
@@ -43,7 +43,7 @@ func startRanks(t *testing.T, run string, cfg pretrain.Config, resume bool, worl
 }
 
 // finishRanks runs a data-parallel run to its end.
-func finishRanks(t *testing.T, run string, cfg pretrain.Config, resume bool, world int) {
+func finishRanks(t *testing.T, run string, cfg runfolder.Config, resume bool, world int) {
 	t.Helper()
 	for r, c := range startRanks(t, run, cfg, resume, world) {
 		if err := c.Wait(); err != nil {
@@ -58,7 +58,7 @@ func finishRanks(t *testing.T, run string, cfg pretrain.Config, resume bool, wor
 // perturbation (the ranks draw their own random numbers), batch norm over
 // the global batch, and α = 1 (L_contra's negatives stay within a rank; it is
 // logged but trains nothing).
-func equivalenceConfig(t *testing.T) pretrain.Config {
+func equivalenceConfig(t *testing.T) runfolder.Config {
 	cfg := smallConfig(t)
 	cfg.Model.Encoder.Dropout, cfg.Model.PDrop, cfg.Model.PAdd, cfg.Model.Alpha = 0, 0, 0, 1
 	cfg.SyncBatchNorm = true
@@ -89,11 +89,11 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 	finish(t, one, cfg, false)
 	finishRanks(t, two, cfg, false, 2)
 
-	want, err := pretrain.ReadLog(one)
+	want, err := runfolder.ReadLog(one)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := pretrain.ReadLog(two)
+	got, err := runfolder.ReadLog(two)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,9 +158,9 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 	t.Logf("largest relative differences: losses %.2g, parameters %.2g; %d of %d entries wander (see above)", worstLoss, worstParam, wandering, entries)
 }
 
-func lastCheckpoint(t *testing.T, run string) *pretrain.Checkpoint {
+func lastCheckpoint(t *testing.T, run string) *runfolder.Checkpoint {
 	t.Helper()
-	ck, _, err := pretrain.LatestCheckpoint(run)
+	ck, _, err := runfolder.LatestCheckpoint(run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestDeadRankEndsTheJobAndTheRunResumes(t *testing.T) {
 	if len(paths) == 0 {
 		t.Fatal("no checkpoint before the kill")
 	}
-	before, _ := pretrain.ReadLog(run)
+	before, _ := runfolder.ReadLog(run)
 
 	// Resume with 2 processes, stopping after 3 more steps, then with 1 to the end.
 	twoMore := cfg
@@ -209,7 +209,7 @@ func TestDeadRankEndsTheJobAndTheRunResumes(t *testing.T) {
 		t.Fatalf("resumed with 2 processes to step %d, want %d", got, twoMore.MaxSteps)
 	}
 	finish(t, run, cfg, true)
-	records, _ := pretrain.ReadLog(run)
+	records, _ := runfolder.ReadLog(run)
 	if len(records) != 27 {
 		t.Fatalf("%d steps logged after both resumes, want 3 epochs of 9 = 27", len(records))
 	}
@@ -269,11 +269,11 @@ func TestRanksMustAgreeOnTheConfig(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		change func(*pretrain.Config)
+		change func(*runfolder.Config)
 		want   string
 	}{
-		{"hidden", func(c *pretrain.Config) { c.Model.Encoder.Hidden = 16 }, "model.encoder.hidden 16 (rank 0: 32)"},
-		{"seed and lr", func(c *pretrain.Config) { c.Seed, c.LR = 8, 0.01 }, "lr 0.01 (rank 0: 0.001), seed 8 (rank 0: 7)"},
+		{"hidden", func(c *runfolder.Config) { c.Model.Encoder.Hidden = 16 }, "model.encoder.hidden 16 (rank 0: 32)"},
+		{"seed and lr", func(c *runfolder.Config) { c.Seed, c.LR = 8, 0.01 }, "lr 0.01 (rank 0: 0.001), seed 8 (rank 0: 7)"},
 	}
 	for _, tc := range tests {
 		cfg := smallConfig(t)
@@ -287,7 +287,7 @@ func TestRanksMustAgreeOnTheConfig(t *testing.T) {
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
 		var cmds []*exec.Cmd
-		for r, c := range []pretrain.Config{cfg, other} {
+		for r, c := range []runfolder.Config{cfg, other} {
 			e := &distributed.Env{Rank: r, WorldSize: 2, LocalRank: r, MasterAddr: "127.0.0.1", MasterPort: port}
 			cmds = append(cmds, startChild(t, childJob{Run: run, Config: c, Job: e}))
 		}

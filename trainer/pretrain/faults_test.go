@@ -15,6 +15,7 @@ import (
 	"github.com/micrograph/micrograph/trainer/metrics"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/micrograph/micrograph/trainer/report"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // Every setting that cannot work is refused by Validate with the field's
@@ -24,24 +25,24 @@ func TestPretrainConfigValidateNamesTheField(t *testing.T) {
 	nan, inf := math.NaN(), math.Inf(1)
 	tests := []struct {
 		name  string
-		edit  func(c *pretrain.Config)
+		edit  func(c *runfolder.Config)
 		field string
 	}{
-		{"alpha NaN", func(c *pretrain.Config) { c.Model.Alpha = nan }, "model.alpha"},
-		{"tau Inf", func(c *pretrain.Config) { c.Model.Tau = inf }, "model.tau"},
-		{"lr NaN", func(c *pretrain.Config) { c.LR = nan }, "lr"},
-		{"dropout 2", func(c *pretrain.Config) { c.Model.Encoder.Dropout = 2 }, "model.encoder.dropout"},
-		{"hidden 0", func(c *pretrain.Config) { c.Model.Encoder.Hidden = 0 }, "model.encoder.hidden"},
-		{"p_drop 1.5", func(c *pretrain.Config) { c.Model.PDrop = 1.5 }, "model.p_drop"},
-		{"lambda_sub -1", func(c *pretrain.Config) { c.Model.LambdaSub = -1 }, "model.lambda_sub"},
-		{"sinkhorn_lambda Inf", func(c *pretrain.Config) { c.Model.SinkhornLambda = inf }, "model.sinkhorn_lambda"},
-		{"clip NaN", func(c *pretrain.Config) { c.ClipGradNorm = nan }, "clip_grad_norm"},
-		{"device tpu", func(c *pretrain.Config) { c.Device = "tpu" }, "device"},
-		{"device cuda:x", func(c *pretrain.Config) { c.Device = "cuda:x" }, "device"},
-		{"threads -1", func(c *pretrain.Config) { c.Threads = -1 }, "threads"},
+		{"alpha NaN", func(c *runfolder.Config) { c.Model.Alpha = nan }, "model.alpha"},
+		{"tau Inf", func(c *runfolder.Config) { c.Model.Tau = inf }, "model.tau"},
+		{"lr NaN", func(c *runfolder.Config) { c.LR = nan }, "lr"},
+		{"dropout 2", func(c *runfolder.Config) { c.Model.Encoder.Dropout = 2 }, "model.encoder.dropout"},
+		{"hidden 0", func(c *runfolder.Config) { c.Model.Encoder.Hidden = 0 }, "model.encoder.hidden"},
+		{"p_drop 1.5", func(c *runfolder.Config) { c.Model.PDrop = 1.5 }, "model.p_drop"},
+		{"lambda_sub -1", func(c *runfolder.Config) { c.Model.LambdaSub = -1 }, "model.lambda_sub"},
+		{"sinkhorn_lambda Inf", func(c *runfolder.Config) { c.Model.SinkhornLambda = inf }, "model.sinkhorn_lambda"},
+		{"clip NaN", func(c *runfolder.Config) { c.ClipGradNorm = nan }, "clip_grad_norm"},
+		{"device tpu", func(c *runfolder.Config) { c.Device = "tpu" }, "device"},
+		{"device cuda:x", func(c *runfolder.Config) { c.Device = "cuda:x" }, "device"},
+		{"threads -1", func(c *runfolder.Config) { c.Threads = -1 }, "threads"},
 	}
 	for _, tc := range tests {
-		c := pretrain.DefaultConfig()
+		c := runfolder.DefaultConfig()
 		c.Data = "x"
 		tc.edit(&c)
 		var fe *field.Error
@@ -49,7 +50,7 @@ func TestPretrainConfigValidateNamesTheField(t *testing.T) {
 			t.Errorf("%s: %v, want an error about field %s", tc.name, err, tc.field)
 		}
 	}
-	ok := pretrain.DefaultConfig()
+	ok := runfolder.DefaultConfig()
 	ok.Data, ok.Device = "x", "cuda:1"
 	if err := ok.Validate(); err != nil {
 		t.Errorf("the defaults on cuda:1: %v", err)
@@ -76,7 +77,7 @@ func TestFailedNewRunLeavesNothing(t *testing.T) {
 	diverging.LR, diverging.CheckpointEvery = 1e30, 100 // NaN at step 2, before any checkpoint
 	tests := []struct {
 		name string
-		cfg  pretrain.Config
+		cfg  runfolder.Config
 		want string
 	}{
 		{"eta 1000", noBatch, "model.eta 1000 leaves none of the 300 molecules"},
@@ -132,7 +133,7 @@ func TestRunLock(t *testing.T) {
 // The loss curves of a diverged run, huge values a few ulps apart, are drawn
 // (the tick loop used to spin forever: beyond 2⁵³ a float counter stops).
 func TestWriteLossPlotHugeValues(t *testing.T) {
-	records := []pretrain.LogRecord{
+	records := []runfolder.LogRecord{
 		{Step: 1, Epoch: 1, Loss: 1e20, Parts: paperParts(1, 1, 1, 1e20)},
 		{Step: 2, Epoch: 1, Loss: 1e20 + 32768, Parts: paperParts(2, 1, 1, 1e20+16384)},
 	}
@@ -143,8 +144,8 @@ func TestWriteLossPlotHugeValues(t *testing.T) {
 }
 
 // paperParts are a log record's parts under the paper objective.
-func paperParts(nodeMot, motSub, reg, contra float64) []pretrain.LossPart {
-	return []pretrain.LossPart{{Name: "node_mot", Value: metrics.Value(nodeMot)}, {Name: "mot_sub", Value: metrics.Value(motSub)},
+func paperParts(nodeMot, motSub, reg, contra float64) []runfolder.LossPart {
+	return []runfolder.LossPart{{Name: "node_mot", Value: metrics.Value(nodeMot)}, {Name: "mot_sub", Value: metrics.Value(motSub)},
 		{Name: "reg", Value: metrics.Value(reg)}, {Name: "contra", Value: metrics.Value(contra)}}
 }
 
@@ -186,7 +187,7 @@ func TestCheckRunFolder(t *testing.T) {
 		{run, true, ""},
 	}
 	for _, c := range cases {
-		err := pretrain.CheckRunFolder(c.path, c.resume)
+		err := runfolder.CheckRunFolder(c.path, c.resume)
 		var fe *field.Error
 		switch {
 		case c.want == "" && err != nil:
@@ -228,7 +229,7 @@ func TestResumeNamesAForeignCheckpoint(t *testing.T) {
 	if err := os.WriteFile(foreign, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := os.ReadFile(pretrain.LogPath(run))
+	before, _ := os.ReadFile(runfolder.LogPath(run))
 	cfg.MaxSteps = 8
 	_, err = pretrain.Run(run, cfg, pretrain.Options{Resume: true})
 	want := []string{foreign, "[64 2 1 false false 8 paper]", "[32 2 1 false false 8 paper]", "not this run's checkpoint"}
@@ -237,7 +238,7 @@ func TestResumeNamesAForeignCheckpoint(t *testing.T) {
 			t.Fatalf("resume over a foreign checkpoint: %v; want it to say %q", err, w)
 		}
 	}
-	if after, _ := os.ReadFile(pretrain.LogPath(run)); !bytes.Equal(before, after) {
+	if after, _ := os.ReadFile(runfolder.LogPath(run)); !bytes.Equal(before, after) {
 		t.Error("the log changed")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/micrograph/micrograph/trainer/metrics"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/micrograph/micrograph/trainer/report"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // A short pre-training on the synthetic dataset lowers the total loss and
@@ -22,7 +23,7 @@ func TestPretrainingLearnsPlantedGroups(t *testing.T) {
 	if _, err := data.WriteSynthetic(synthetic, data.SynthOptions{Molecules: 1200, Seed: 2}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := pretrain.DefaultConfig()
+	cfg := runfolder.DefaultConfig()
 	cfg.Data = synthetic
 	cfg.Model.Encoder.Hidden, cfg.Model.Encoder.Layers, cfg.Model.Motifs = 64, 3, 16
 	cfg.BatchSize, cfg.Epochs, cfg.CheckpointEvery = 64, 6, 1000
@@ -31,11 +32,11 @@ func TestPretrainingLearnsPlantedGroups(t *testing.T) {
 	if _, err := pretrain.Run(run, cfg, pretrain.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	records, err := pretrain.ReadLog(run)
+	records, err := runfolder.ReadLog(run)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mean := func(rs []pretrain.LogRecord, part func(pretrain.LogRecord) metrics.Value) float64 {
+	mean := func(rs []runfolder.LogRecord, part func(runfolder.LogRecord) metrics.Value) float64 {
 		var s float64
 		for _, r := range rs {
 			s += float64(part(r))
@@ -45,13 +46,13 @@ func TestPretrainingLearnsPlantedGroups(t *testing.T) {
 	first, last := records[:10], records[len(records)-10:]
 	for _, p := range []struct {
 		name string
-		get  func(pretrain.LogRecord) metrics.Value
+		get  func(runfolder.LogRecord) metrics.Value
 	}{
-		{"loss", func(r pretrain.LogRecord) metrics.Value { return r.Loss }},
-		{"node_mot", func(r pretrain.LogRecord) metrics.Value { return r.Part("node_mot") }},
-		{"mot_sub", func(r pretrain.LogRecord) metrics.Value { return r.Part("mot_sub") }},
-		{"reg", func(r pretrain.LogRecord) metrics.Value { return r.Part("reg") }},
-		{"contra", func(r pretrain.LogRecord) metrics.Value { return r.Part("contra") }},
+		{"loss", func(r runfolder.LogRecord) metrics.Value { return r.Loss }},
+		{"node_mot", func(r runfolder.LogRecord) metrics.Value { return r.Part("node_mot") }},
+		{"mot_sub", func(r runfolder.LogRecord) metrics.Value { return r.Part("mot_sub") }},
+		{"reg", func(r runfolder.LogRecord) metrics.Value { return r.Part("reg") }},
+		{"contra", func(r runfolder.LogRecord) metrics.Value { return r.Part("contra") }},
 	} {
 		a, b := mean(first, p.get), mean(last, p.get)
 		t.Logf("%s: first 10 steps %.4f, last 10 steps %.4f", p.name, a, b)
@@ -84,7 +85,7 @@ func TestPretrainingLearnsPlantedGroups(t *testing.T) {
 		}
 		return metrics.NMI(a, b)
 	}
-	ck, _, err := pretrain.LatestCheckpoint(run)
+	ck, _, err := runfolder.LatestCheckpoint(run)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // checkpointNames lists the files of a run's checkpoint folder by name,
@@ -33,7 +34,7 @@ func checkpointNames(t *testing.T, run string) []string {
 // step computes, so that a resumed run shows whether it recomputed them.
 func markLog(t *testing.T, run string, steps ...int64) {
 	t.Helper()
-	records, err := pretrain.ReadLog(run)
+	records, err := runfolder.ReadLog(run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func markLog(t *testing.T, run string, steps ...int64) {
 		}
 		buf.Write(append(line, '\n'))
 	}
-	if err := os.WriteFile(pretrain.LogPath(run), buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(runfolder.LogPath(run), buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -56,7 +57,7 @@ func markLog(t *testing.T, run string, steps ...int64) {
 // marked lists the steps whose logged loss markLog set.
 func marked(t *testing.T, run string) (steps []int64, records int) {
 	t.Helper()
-	log, err := pretrain.ReadLog(run)
+	log, err := runfolder.ReadLog(run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestCheckpointNamesAndTheOneResumeLoads(t *testing.T) {
 	if filepath.Base(res.Checkpoint) != "step-000000018.pt" || res.Steps != 18 {
 		t.Errorf("result: %d steps, checkpoint %s", res.Steps, res.Checkpoint)
 	}
-	ck, skipped, err := pretrain.LatestCheckpoint(full)
+	ck, skipped, err := runfolder.LatestCheckpoint(full)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestCheckpointNamesAndTheOneResumeLoads(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ck, skipped, err := pretrain.LatestCheckpoint(run)
+			ck, skipped, err := runfolder.LatestCheckpoint(run)
 			if err != nil {
 				t.Fatal(err)
 			}

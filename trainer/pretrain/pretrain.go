@@ -1,7 +1,6 @@
 package pretrain
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/trainer/metrics"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/field"
@@ -57,7 +57,7 @@ type Result struct {
 // Killed at any moment and resumed, it logs exactly what an uninterrupted run
 // logs (on the CPU), because the model, the optimiser, the random generators
 // and the data position all come back from the checkpoint.
-func Run(run string, cfg Config, opt Options) (res *Result, err error) {
+func Run(run string, cfg runfolder.Config, opt Options) (res *Result, err error) {
 	defer torch.Recover(&err)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -95,10 +95,10 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 	}
 	se.job = jb
 	// Rank 0 alone writes the run folder; the others read its checkpoint.
-	var ck *Checkpoint
+	var ck *runfolder.Checkpoint
 	if jb.Rank() == 0 {
 		var release func(*error)
-		if ck, release, err = prepareRun(run, &cfg, opt.Resume); err != nil {
+		if ck, release, err = runfolder.Prepare(run, &cfg, opt.Resume); err != nil {
 			return nil, err
 		}
 		defer release(&err)
@@ -114,7 +114,7 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 	if ck != nil {
 		defer ck.Free()
 	}
-	se.cfg = cfg // as prepareRun completed it when resuming
+	se.cfg = cfg // as runfolder.Prepare completed it when resuming
 	res = &Result{Filter: se.filter}
 
 	// Model and optimiser, from the checkpoint when resuming.
@@ -157,10 +157,10 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 		total = min(total, int64(cfg.MaxSteps))
 	}
 
-	var runLog *runLog
+	var runLog *runfolder.Log
 	progressTo := opt.Progress
 	if jb.Rank() == 0 {
-		if runLog, err = openRunLog(run, step); err != nil {
+		if runLog, err = runfolder.OpenLog(run, step); err != nil {
 			return nil, err
 		}
 		defer func() {
@@ -266,7 +266,7 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 
 // pretrainer carries a run's state through its steps.
 type pretrainer struct {
-	cfg   Config
+	cfg   runfolder.Config
 	run   string
 	dev   torch.Device
 	job   *job // nil alone
@@ -275,7 +275,7 @@ type pretrainer struct {
 	// clipGroups are the model's gradient-clipping groups, listed once.
 	clipGroups [][]*torch.Tensor
 	loader     *data.Loader
-	log        *runLog
+	log        *runfolder.Log
 	bar        *progress
 
 	pending        *pendingStep
@@ -360,10 +360,10 @@ func (t *pretrainer) flush() error {
 	p.values.Free()
 	// v: the loss, its parts, the subgraphs and, in a job, the stop flag.
 	names := model.PartNames(t.cfg.Model)
-	r := LogRecord{Step: p.step, Epoch: p.epoch, Loss: metrics.Value(v[0]),
+	r := runfolder.LogRecord{Step: p.step, Epoch: p.epoch, Loss: metrics.Value(v[0]),
 		Subgraphs: int64(v[1+len(names)]), LR: metrics.Value(t.adam.LR), Skipped: p.skipped}
 	for i, name := range names {
-		r.Parts = append(r.Parts, LossPart{Name: name, Value: metrics.Value(v[1+i])})
+		r.Parts = append(r.Parts, runfolder.LossPart{Name: name, Value: metrics.Value(v[1+i])})
 	}
 	t.stopAgreed = t.stopAgreed || len(v) > 2+len(names) && v[2+len(names)] > 0 // only a job's steps carry a stop flag
 	t.molecules += p.molecules
@@ -379,7 +379,7 @@ func (t *pretrainer) flush() error {
 	}
 	if !metrics.IsFinite(v[0]) && !p.skipped {
 		e := &NonFiniteLossError{Step: p.step, Loss: v[0], Parts: r.Parts}
-		if paths, _ := readableCheckpoints(t.run, nil); len(paths) > 0 {
+		if paths, _ := runfolder.ReadableCheckpoints(t.run, nil); len(paths) > 0 {
 			e.LastCheckpoint = paths[0]
 		}
 		return e
@@ -395,7 +395,7 @@ func (t *pretrainer) flush() error {
 type NonFiniteLossError struct {
 	Step           int64
 	Loss           float64
-	Parts          []LossPart
+	Parts          []runfolder.LossPart
 	LastCheckpoint string // the newest checkpoint, which resuming continues from; "" if none
 }
 
@@ -430,7 +430,7 @@ func (t *pretrainer) checkpoint(step int64) error {
 	if t.job.Rank() != 0 {
 		return nil
 	}
-	path, err := saveCheckpoint(t.run, step, t.loader.Position(), t.cfg, t.model, t.adam, rngs, t.job.Size())
+	path, err := runfolder.SaveCheckpoint(t.run, step, t.loader.Position(), t.cfg, t.model, t.adam, rngs, t.job.Size())
 	if err != nil {
 		return fmt.Errorf("checkpoint at step %d: %w", step, err)
 	}
@@ -441,7 +441,7 @@ func (t *pretrainer) checkpoint(step int64) error {
 // session is what a run and a bench share: the device and the molecules
 // pre-training uses, then the model, its optimiser and the loader.
 type session struct {
-	cfg     Config
+	cfg     runfolder.Config
 	dev     torch.Device
 	job     *job              // nil alone
 	set     *data.PretrainSet // the molecules: a dataset in memory, or a mapped corpus
@@ -451,7 +451,7 @@ type session struct {
 
 // openSession finds the device and loads and filters the dataset, refusing
 // settings under which no whole batch remains; nothing is written.
-func openSession(cfg Config, opt data.OpenOptions) (*session, error) {
+func openSession(cfg runfolder.Config, opt data.OpenOptions) (*session, error) {
 	dev, err := torch.ParseDevice(cfg.Device)
 	if err != nil {
 		return nil, err
@@ -548,7 +548,7 @@ func (s *session) prepare(b *data.Batch) error {
 
 // checkPretrainData refuses settings under which the filtered dataset
 // makes no batch (the loader drops an incomplete last one).
-func checkPretrainData(cfg Config, f data.FilterStats) error {
+func checkPretrainData(cfg runfolder.Config, f data.FilterStats) error {
 	if f.Kept == 0 {
 		return field.Errorf("model.eta", cfg.Model.Eta, "leaves none of the %d molecules of %s for pre-training (%d under η atoms, %d without bonds, %d with isolated atoms)",
 			f.Kept+f.Removed(), cfg.Data, f.TooSmall, f.NoBonds, f.IsolatedAtoms)
@@ -558,124 +558,6 @@ func checkPretrainData(cfg Config, f data.FilterStats) error {
 			f.Kept, cfg.Data, cfg.Model.Eta)
 	}
 	return nil
-}
-
-// prepareRun locks the run folder (making it for a new run) and, when
-// resuming, loads the newest readable checkpoint (nil if the run has none
-// yet) and checks that cfg may continue it. It writes config.json. release
-// gives the lock back once the run ends; given the run's error, it first
-// removes what this call made for a new run that failed before its first
-// checkpoint, so that a corrected command can start it again.
-func prepareRun(run string, cfg *Config, resume bool) (ck *Checkpoint, release func(*error), err error) {
-	if err := CheckRunFolder(run, resume); err != nil {
-		return nil, nil, err
-	}
-	_, statErr := os.Stat(run)
-	if resume && statErr != nil {
-		return nil, nil, fmt.Errorf("resume: %s holds no run: %w", run, statErr)
-	}
-	made := statErr != nil // a new run's folder, made here
-	if made {
-		if err := os.MkdirAll(run, 0o755); err != nil {
-			return nil, nil, err
-		}
-	}
-	lock, err := lockRun(run)
-	if err != nil {
-		if made {
-			os.Remove(run) // empty unless another process took it meanwhile
-		}
-		return nil, nil, err
-	}
-	newRun := !resume
-	unlock := func(runErr *error) {
-		if newRun && *runErr != nil {
-			if paths, _ := listCheckpoints(run); len(paths) == 0 {
-				removeNewRun(run, made)
-			}
-		}
-		lock.release()
-	}
-	defer func() {
-		if err != nil {
-			unlock(&err)
-		}
-	}()
-
-	saved, err := ReadConfig(run)
-	exists := err == nil
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, nil, err
-	}
-	if !resume {
-		if exists {
-			newRun = false // not ours to remove
-			return nil, nil, fmt.Errorf("folder %s already holds a run: resume it, or choose another folder", run)
-		}
-		if err := WriteConfig(run, *cfg); err != nil {
-			return nil, nil, err
-		}
-		return nil, unlock, nil
-	}
-	if !exists {
-		return nil, nil, fmt.Errorf("resume: %s holds no run (no config.json)", run)
-	}
-	// A checkpoint folder that cannot be read must stop the resume: going on
-	// from step 0 would truncate the log and prune the real checkpoints.
-	paths, err := listCheckpoints(run)
-	if err != nil {
-		return nil, nil, fmt.Errorf("resume: %w", err)
-	}
-	if len(paths) > 0 {
-		var skipped []string
-		if ck, skipped, err = LatestCheckpoint(run); err != nil {
-			return nil, nil, err
-		}
-		for _, s := range skipped {
-			fmt.Fprintf(os.Stderr, "micrograph: skipping an unreadable checkpoint: %s\n", s)
-		}
-		if modelShape(ck.Config) != modelShape(saved) {
-			err := fmt.Errorf("resume: %s holds a model of another shape (hidden, layers, mlp-layers, learn-t, bond-per-layer, motifs, objective: %v) than the run's %s (%v): it is not this run's checkpoint; move it out of %s to resume from the one before",
-				ck.Path, modelShape(ck.Config), ConfigPath(run), modelShape(saved), checkpointDir(run))
-			ck.Free()
-			return nil, nil, err
-		}
-		saved = ck.Config
-	}
-	switch {
-	case saved.DataKey == "":
-		cfg.DataKey = "" // a run from before data keys resumes as it did
-	case saved.DataKey != cfg.DataKey:
-		if ck != nil {
-			ck.Free()
-		}
-		return nil, nil, fmt.Errorf("resume: the data %s has changed since the run began (content %.20s…, the run's %.20s…): resume with the run's data, or start a new run", cfg.Data, cfg.DataKey, saved.DataKey)
-	}
-	if err := CheckResume(saved, *cfg); err != nil {
-		if ck != nil {
-			ck.Free()
-		}
-		return nil, nil, fmt.Errorf("resume: %w", err)
-	}
-	if err := WriteConfig(run, *cfg); err != nil {
-		if ck != nil {
-			ck.Free()
-		}
-		return nil, nil, err
-	}
-	return ck, unlock, nil
-}
-
-// removeNewRun removes what a failed new run wrote: the whole folder when
-// it made it, else only the run's own files, leaving the user's folder.
-func removeNewRun(run string, made bool) {
-	if made {
-		os.RemoveAll(run)
-		return
-	}
-	for _, p := range []string{ConfigPath(run), LogPath(run), checkpointDir(run), LockPath(run)} {
-		os.RemoveAll(p)
-	}
 }
 
 // restore puts a checkpoint's model, optimiser and generator states back.
@@ -688,7 +570,7 @@ func removeNewRun(run string, made bool) {
 // before): those continue from --seed (rankSeed), so their draws differ from
 // an uninterrupted run's. rank picks this process's states in a data-parallel
 // run's checkpoint (rank 0's are those of a single process).
-func restore(ck *Checkpoint, m *model.MicroGraph, adam *optim.Adam, dev torch.Device, rank int) (missing []string, err error) {
+func restore(ck *runfolder.Checkpoint, m *model.MicroGraph, adam *optim.Adam, dev torch.Device, rank int) (missing []string, err error) {
 	if err := torch.LoadState(m.Store.State(), ck.Model); err != nil {
 		return nil, fmt.Errorf("%s: model: %w", ck.Path, err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // childEnv makes the test binary a pre-training process (see TestMain), so
@@ -29,7 +30,7 @@ const childEnv = "MICROGRAPH_TEST_PRETRAIN"
 
 type childJob struct {
 	Run    string           `json:"run"`
-	Config pretrain.Config  `json:"config"`
+	Config runfolder.Config `json:"config"`
 	Resume bool             `json:"resume"`
 	Job    *distributed.Env `json:"job,omitempty"` // one rank of a data-parallel run
 }
@@ -86,8 +87,8 @@ func synthData(t *testing.T) string {
 }
 
 // smallConfig is a run of a couple of seconds: 2 epochs of 9 steps.
-func smallConfig(t *testing.T) pretrain.Config {
-	c := pretrain.DefaultConfig()
+func smallConfig(t *testing.T) runfolder.Config {
+	c := runfolder.DefaultConfig()
 	c.Data = synthData(t)
 	c.Model.Encoder.Hidden, c.Model.Encoder.Layers, c.Model.Motifs = 32, 2, 8
 	c.BatchSize, c.Epochs, c.CheckpointEvery, c.Keep = 32, 2, 4, 2
@@ -96,7 +97,7 @@ func smallConfig(t *testing.T) pretrain.Config {
 }
 
 // child starts a pre-training process; env adds variables.
-func child(t *testing.T, run string, cfg pretrain.Config, resume bool, env ...string) *exec.Cmd {
+func child(t *testing.T, run string, cfg runfolder.Config, resume bool, env ...string) *exec.Cmd {
 	t.Helper()
 	return startChild(t, childJob{Run: run, Config: cfg, Resume: resume}, env...)
 }
@@ -120,7 +121,7 @@ func startChild(t *testing.T, j childJob, env ...string) *exec.Cmd {
 	return cmd
 }
 
-func finish(t *testing.T, run string, cfg pretrain.Config, resume bool) {
+func finish(t *testing.T, run string, cfg runfolder.Config, resume bool) {
 	t.Helper()
 	if err := child(t, run, cfg, resume).Wait(); err != nil {
 		t.Fatalf("pre-training %s: %v", run, err)
@@ -132,7 +133,7 @@ func waitForSteps(t *testing.T, run string, n int, cmd *exec.Cmd) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		if records, err := pretrain.ReadLog(run); err == nil && len(records) >= n {
+		if records, err := runfolder.ReadLog(run); err == nil && len(records) >= n {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -142,7 +143,7 @@ func waitForSteps(t *testing.T, run string, n int, cmd *exec.Cmd) {
 }
 
 // sameLosses compares logs field by field, except throughput.
-func sameLosses(t *testing.T, name string, got, want []pretrain.LogRecord) {
+func sameLosses(t *testing.T, name string, got, want []runfolder.LogRecord) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d log records, want %d", name, len(got), len(want))
@@ -161,7 +162,7 @@ func everyCheckpointReads(t *testing.T, run string) []string {
 	t.Helper()
 	paths, _ := filepath.Glob(filepath.Join(run, "checkpoints", "step-*.pt"))
 	for _, p := range paths {
-		ck, err := pretrain.LoadCheckpoint(p)
+		ck, err := runfolder.LoadCheckpoint(p)
 		if err != nil {
 			t.Fatalf("unreadable checkpoint: %v", err)
 		}
@@ -187,7 +188,7 @@ func TestResumeAfterCrashesMatchesUninterruptedRun(t *testing.T) {
 	dir := t.TempDir()
 	ref := filepath.Join(dir, "uninterrupted")
 	finish(t, ref, cfg, false)
-	want, err := pretrain.ReadLog(ref)
+	want, err := runfolder.ReadLog(ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestResumeAfterCrashesMatchesUninterruptedRun(t *testing.T) {
 		t.Fatal("no checkpoint before the kill")
 	}
 	finish(t, killed, cfg, true)
-	got, _ := pretrain.ReadLog(killed)
+	got, _ := runfolder.ReadLog(killed)
 	sameLosses(t, "killed mid-epoch", got, want)
 
 	// SIGKILL after the step-8 checkpoint is written but before it is renamed
@@ -223,7 +224,7 @@ func TestResumeAfterCrashesMatchesUninterruptedRun(t *testing.T) {
 		t.Fatalf("the interrupted write left %v", tmp)
 	}
 	finish(t, torn, cfg, true)
-	got, _ = pretrain.ReadLog(torn)
+	got, _ = runfolder.ReadLog(torn)
 	sameLosses(t, "killed while checkpointing", got, want)
 	if tmp, _ := filepath.Glob(filepath.Join(torn, "checkpoints", ".step-*")); len(tmp) != 0 {
 		t.Errorf("stale temporary files remain: %v", tmp)
@@ -241,7 +242,7 @@ func TestSignalStopsWithCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	ref := filepath.Join(dir, "uninterrupted")
 	finish(t, ref, cfg, false)
-	want, _ := pretrain.ReadLog(ref)
+	want, _ := runfolder.ReadLog(ref)
 
 	run := filepath.Join(dir, "stopped")
 	cmd := child(t, run, cfg, false)
@@ -250,14 +251,14 @@ func TestSignalStopsWithCheckpoint(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("a stopped run exited with %v", err)
 	}
-	records, _ := pretrain.ReadLog(run)
+	records, _ := runfolder.ReadLog(run)
 	paths := everyCheckpointReads(t, run)
 	last := fmt.Sprintf("step-%09d.pt", records[len(records)-1].Step)
 	if len(paths) != 1 || !strings.HasSuffix(paths[0], last) || len(records) == len(want) {
 		t.Fatalf("stopped after %d steps with checkpoints %v", len(records), paths)
 	}
 	finish(t, run, cfg, true)
-	got, _ := pretrain.ReadLog(run)
+	got, _ := runfolder.ReadLog(run)
 	sameLosses(t, "stopped and resumed", got, want)
 }
 
@@ -300,7 +301,7 @@ func TestRunFolderChecks(t *testing.T) {
 	tests := []struct {
 		name   string
 		run    string
-		cfg    pretrain.Config
+		cfg    runfolder.Config
 		resume bool
 		want   string // part of the error; "" for success
 	}{
@@ -320,7 +321,7 @@ func TestRunFolderChecks(t *testing.T) {
 			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.want)
 		}
 	}
-	if records, _ := pretrain.ReadLog(run); len(records) != 18 {
+	if records, _ := runfolder.ReadLog(run); len(records) != 18 {
 		t.Errorf("the lengthened run logged %d steps, want 18", len(records))
 	}
 }
@@ -334,7 +335,7 @@ func TestRunFolderChecks(t *testing.T) {
 func TestReleasedResumeAfterKillMatchesUninterruptedRun(t *testing.T) {
 	for _, sampler := range []string{model.SamplerSpectral, model.SamplerKHop} {
 		t.Run(sampler, func(t *testing.T) {
-			cfg := pretrain.ReleasedConfig()
+			cfg := runfolder.ReleasedConfig()
 			small := smallConfig(t)
 			cfg.Data, cfg.Device, cfg.Threads, cfg.Workers, cfg.Seed = small.Data, small.Device, small.Threads, small.Workers, small.Seed
 			cfg.Model.Encoder.Hidden, cfg.Model.Encoder.Layers, cfg.Model.Motifs, cfg.Model.Sampler = 32, 2, 8, sampler
@@ -342,7 +343,7 @@ func TestReleasedResumeAfterKillMatchesUninterruptedRun(t *testing.T) {
 			dir := t.TempDir()
 			ref := filepath.Join(dir, "uninterrupted")
 			finish(t, ref, cfg, false)
-			want, err := pretrain.ReadLog(ref)
+			want, err := runfolder.ReadLog(ref)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -355,7 +356,7 @@ func TestReleasedResumeAfterKillMatchesUninterruptedRun(t *testing.T) {
 			cmd.Process.Kill()
 			cmd.Wait()
 			finish(t, killed, cfg, true)
-			got, _ := pretrain.ReadLog(killed)
+			got, _ := runfolder.ReadLog(killed)
 			sameLosses(t, "killed mid-epoch", got, want)
 		})
 	}

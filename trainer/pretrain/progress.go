@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/micrograph/micrograph/trainer/runfolder"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 )
@@ -49,7 +50,7 @@ func (p *progress) printf(format string, args ...any) {
 	fmt.Fprintf(p.w, format+"\n", args...)
 }
 
-func (p *progress) update(r LogRecord) {
+func (p *progress) update(r runfolder.LogRecord) {
 	desc := fmt.Sprintf("epoch %d batch %d | %.0f mol/s | loss %.4f",
 		r.Epoch, (r.Step-1)%p.perEpoch+1, float64(r.MoleculesPerS), float64(r.Loss))
 	for _, part := range r.Parts {

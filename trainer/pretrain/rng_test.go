@@ -16,6 +16,7 @@ import (
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/optim"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // stepDevice is where the step tests run: $MICROGRAPH_TEST_DEVICE (e.g.
@@ -69,7 +70,7 @@ type stepRun struct {
 
 // newStepRun builds the model and optimiser of cfg as Run does (seeded,
 // then initialised); its batches start at start.
-func newStepRun(t *testing.T, cfg Config, dev torch.Device, start data.Position) *stepRun {
+func newStepRun(t *testing.T, cfg runfolder.Config, dev torch.Device, start data.Position) *stepRun {
 	t.Helper()
 	ds := stepDataset(t)
 	torch.ManualSeed(cfg.Seed)
@@ -171,8 +172,8 @@ func stepConfigs() []struct {
 
 // smallStepConfig is a pre-training configuration of a few milliseconds a
 // step.
-func smallStepConfig(dev torch.Device) Config {
-	cfg := DefaultConfig()
+func smallStepConfig(dev torch.Device) runfolder.Config {
+	cfg := runfolder.DefaultConfig()
 	cfg.Model.Encoder.Hidden, cfg.Model.Encoder.Layers, cfg.Model.Motifs = 16, 2, 4
 	cfg.Data, cfg.BatchSize, cfg.Seed, cfg.Device = "synth", 16, 11, dev.String() // Data: a name only; stepDataset is the data
 	return cfg
@@ -214,7 +215,7 @@ func TestCheckpointReplaysEveryRandomDrawOfAStep(t *testing.T) {
 			dir := t.TempDir()
 			r := newStepRun(t, cfg, dev, data.Position{})
 			r.run(t) // Adam's moments and the generators move off their start
-			path, err := saveCheckpoint(dir, 1, r.loader.Position(), cfg, r.model, r.adam, processRNG(t), 1)
+			path, err := runfolder.SaveCheckpoint(dir, 1, r.loader.Position(), cfg, r.model, r.adam, processRNG(t), 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -222,7 +223,7 @@ func TestCheckpointReplaysEveryRandomDrawOfAStep(t *testing.T) {
 
 			// resume builds a new run from the checkpoint as Run does.
 			resume := func() *stepRun {
-				ck, err := LoadCheckpoint(path)
+				ck, err := runfolder.LoadCheckpoint(path)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -282,7 +283,7 @@ func TestRestoreToleratesForeignAndMissingGenerators(t *testing.T) {
 	dev := stepDevice(t)
 	cfg := smallStepConfig(dev)
 	r := newStepRun(t, cfg, dev, data.Position{})
-	path, err := saveCheckpoint(t.TempDir(), 0, r.loader.Position(), cfg, r.model, r.adam, processRNG(t), 1)
+	path, err := runfolder.SaveCheckpoint(t.TempDir(), 0, r.loader.Position(), cfg, r.model, r.adam, processRNG(t), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func TestRestoreToleratesForeignAndMissingGenerators(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			scope := torch.NewScope()
 			defer scope.Close()
-			ck, err := LoadCheckpoint(path)
+			ck, err := runfolder.LoadCheckpoint(path)
 			if err != nil {
 				t.Fatal(err)
 			}

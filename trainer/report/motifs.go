@@ -14,7 +14,7 @@ import (
 	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/metrics"
-	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // MotifReportOptions say which run and molecules a motif report covers.
@@ -175,7 +175,7 @@ func BuildMotifReport(opt MotifReportOptions) (_ *MotifReport, err error) {
 	if err != nil {
 		return nil, err
 	}
-	ck, _, err := pretrain.LatestCheckpoint(opt.Run)
+	ck, _, err := runfolder.LatestCheckpoint(opt.Run)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +243,7 @@ func BuildMotifReport(opt MotifReportOptions) (_ *MotifReport, err error) {
 
 // untrainedNMI is groupNMI for the model a run of cfg starts from: cfg's
 // model initialised from cfg's seed, as Pretrain builds it.
-func untrainedNMI(cfg pretrain.Config, ds *data.Dataset, graphs []int32, batchSize int, dev torch.Device) (float64, error) {
+func untrainedNMI(cfg runfolder.Config, ds *data.Dataset, graphs []int32, batchSize int, dev torch.Device) (float64, error) {
 	torch.ManualSeed(cfg.Seed)
 	m, err := model.New(cfg.Model, dev, torch.Float32)
 	if err != nil {

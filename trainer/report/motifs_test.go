@@ -19,15 +19,16 @@ import (
 	"github.com/micrograph/micrograph/trainer/metrics"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/micrograph/micrograph/trainer/report"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // motifRun pre-trains a tiny model (two short epochs) on the shared synthetic
 // dataset into a run folder whose name needs escaping in HTML.
-func motifRun(t *testing.T) (run string, cfg pretrain.Config, cache string) {
+func motifRun(t *testing.T) (run string, cfg runfolder.Config, cache string) {
 	t.Helper()
 	dir := t.TempDir()
 	cache = filepath.Join(dir, "cache")
-	cfg = pretrain.DefaultConfig()
+	cfg = runfolder.DefaultConfig()
 	cfg.Data = filepath.Join(dir, "synth")
 	if _, err := data.WriteSynthetic(cfg.Data, data.SynthOptions{Molecules: 300, Seed: 1}); err != nil {
 		t.Fatal(err)
@@ -68,7 +69,7 @@ func TestMotifReport(t *testing.T) {
 	for _, g := range graphs {
 		atoms += ds.NumAtoms(int(g))
 	}
-	records, err := pretrain.ReadLog(run)
+	records, err := runfolder.ReadLog(run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestMotifReport(t *testing.T) {
 	}
 
 	// The same checkpoint's motifs, computed by another path, over the same batches.
-	ck, _, err := pretrain.LatestCheckpoint(run)
+	ck, _, err := runfolder.LatestCheckpoint(run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,7 +496,7 @@ func readCaption(t *testing.T, s string, fig *htmlFigureSeen) {
 func TestMotifReportReleased(t *testing.T) {
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "cache")
-	cfg := pretrain.ReleasedConfig()
+	cfg := runfolder.ReleasedConfig()
 	cfg.Data = filepath.Join(dir, "synth")
 	if _, err := data.WriteSynthetic(cfg.Data, data.SynthOptions{Molecules: 200, Seed: 1}); err != nil {
 		t.Fatal(err)

@@ -11,14 +11,13 @@ import (
 	"strings"
 
 	"github.com/micrograph/micrograph/trainer/metrics"
-
-	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // lossPanel is one part of the log drawn in its own panel.
 type lossPanel struct {
 	name, about, color string
-	value              func(pretrain.LogRecord) float64
+	value              func(runfolder.LogRecord) float64
 }
 
 // partAbout describes each loss part a log may hold (docs/method.md §3,
@@ -35,17 +34,17 @@ var partAbout = map[string][2]string{
 // lossPanels are the panels of a log, in the order the plot shows them: the
 // loss, each of its parts as the first record names them, and the number of
 // subgraphs.
-func lossPanels(records []pretrain.LogRecord) []lossPanel {
-	panels := []lossPanel{{"loss", "the loss", "#1f5fa8", func(r pretrain.LogRecord) float64 { return float64(r.Loss) }}}
+func lossPanels(records []runfolder.LogRecord) []lossPanel {
+	panels := []lossPanel{{"loss", "the loss", "#1f5fa8", func(r runfolder.LogRecord) float64 { return float64(r.Loss) }}}
 	for _, p := range records[0].Parts {
 		name := p.Name
 		about, ok := partAbout[name]
 		if !ok {
 			about = [2]string{name, "#4a5560"}
 		}
-		panels = append(panels, lossPanel{name, about[0], about[1], func(r pretrain.LogRecord) float64 { return float64(r.Part(name)) }})
+		panels = append(panels, lossPanel{name, about[0], about[1], func(r runfolder.LogRecord) float64 { return float64(r.Part(name)) }})
 	}
-	return append(panels, lossPanel{"subgraphs", "subgraphs per batch", "#4a5560", func(r pretrain.LogRecord) float64 { return float64(r.Subgraphs) }})
+	return append(panels, lossPanel{"subgraphs", "subgraphs per batch", "#4a5560", func(r runfolder.LogRecord) float64 { return float64(r.Subgraphs) }})
 }
 
 // Layout of the loss plot, in pixels: panels of panelW×panelH in
@@ -63,7 +62,7 @@ const (
 // faint, a centred moving average over it, gaps where a value is NaN (a
 // non-finite loss), and dashed lines where an epoch begins. Each panel's y
 // axis spans its values' range exactly. title heads the figure.
-func WriteLossPlot(w io.Writer, records []pretrain.LogRecord, title string) error {
+func WriteLossPlot(w io.Writer, records []runfolder.LogRecord, title string) error {
 	if len(records) == 0 {
 		return errors.New("no log records to plot")
 	}
@@ -112,7 +111,7 @@ func movingWindow(n int) int {
 }
 
 // writePanel draws one panel with its top left corner at (x0, y0).
-func writePanel(w io.Writer, p lossPanel, x0, y0 float64, records []pretrain.LogRecord, stride int, steps, values []float64, window int) {
+func writePanel(w io.Writer, p lossPanel, x0, y0 float64, records []runfolder.LogRecord, stride int, steps, values []float64, window int) {
 	left, top := x0+marginLeft, y0+marginTop
 	right, bottom := x0+panelW-marginRight, y0+panelH-marginBottom
 	fmt.Fprintf(w, `<g class="panel" id="panel-%s">`+"\n", p.name)
@@ -166,7 +165,7 @@ func writePanel(w io.Writer, p lossPanel, x0, y0 float64, records []pretrain.Log
 // epoch and the first of the next, for every stride-th epoch (so that long
 // runs keep a readable grid), labelled with the new epoch where there is room
 // for the label.
-func writeEpochStarts(w io.Writer, records []pretrain.LogRecord, stride int, px func(float64) float64, top, bottom float64) {
+func writeEpochStarts(w io.Writer, records []runfolder.LogRecord, stride int, px func(float64) float64, top, bottom float64) {
 	lastLabel := math.Inf(-1)
 	for i := 1; i < len(records); i++ {
 		if records[i].Epoch == records[i-1].Epoch || records[i].Epoch%stride != 0 && stride > 1 {
@@ -188,7 +187,7 @@ const maxEpochLines = 12
 
 // epochStride is the smallest of 1, 2, 5, 10, 20, 50, … that keeps the
 // epoch lines of records within maxEpochLines.
-func epochStride(records []pretrain.LogRecord) int {
+func epochStride(records []runfolder.LogRecord) int {
 	starts := 0
 	for i := 1; i < len(records); i++ {
 		if records[i].Epoch != records[i-1].Epoch {
@@ -321,15 +320,15 @@ func coord(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 // part over the epoch's finite values (NaN when it has none) and of the
 // subgraph counts, at the epoch's last step. A plot of it stays small however
 // long the run.
-func EpochMeans(records []pretrain.LogRecord) []pretrain.LogRecord {
-	var out []pretrain.LogRecord
+func EpochMeans(records []runfolder.LogRecord) []runfolder.LogRecord {
+	var out []runfolder.LogRecord
 	for lo := 0; lo < len(records); {
 		hi := lo
 		for hi < len(records) && records[hi].Epoch == records[lo].Epoch {
 			hi++
 		}
 		epoch := records[lo:hi]
-		mean := func(get func(pretrain.LogRecord) metrics.Value) metrics.Value {
+		mean := func(get func(runfolder.LogRecord) metrics.Value) metrics.Value {
 			var sum float64
 			n := 0
 			for _, r := range epoch {
@@ -348,14 +347,14 @@ func EpochMeans(records []pretrain.LogRecord) []pretrain.LogRecord {
 			subgraphs += r.Subgraphs
 		}
 		last := epoch[len(epoch)-1]
-		parts := make([]pretrain.LossPart, len(last.Parts))
+		parts := make([]runfolder.LossPart, len(last.Parts))
 		for i, p := range last.Parts {
-			parts[i] = pretrain.LossPart{Name: p.Name, Value: mean(func(r pretrain.LogRecord) metrics.Value { return r.Part(p.Name) })}
+			parts[i] = runfolder.LossPart{Name: p.Name, Value: mean(func(r runfolder.LogRecord) metrics.Value { return r.Part(p.Name) })}
 		}
-		out = append(out, pretrain.LogRecord{Parts: parts,
+		out = append(out, runfolder.LogRecord{Parts: parts,
 			Step: last.Step, Epoch: last.Epoch, LR: last.LR,
-			Loss:          mean(func(r pretrain.LogRecord) metrics.Value { return r.Loss }),
-			MoleculesPerS: mean(func(r pretrain.LogRecord) metrics.Value { return r.MoleculesPerS }),
+			Loss:          mean(func(r runfolder.LogRecord) metrics.Value { return r.Loss }),
+			MoleculesPerS: mean(func(r runfolder.LogRecord) metrics.Value { return r.MoleculesPerS }),
 			Subgraphs:     int64(math.Round(float64(subgraphs) / float64(len(epoch)))),
 		})
 		lo = hi

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/trainer/metrics"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 
-	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/micrograph/micrograph/trainer/report"
 )
 
@@ -99,8 +99,8 @@ func polylinePoints(t *testing.T, n svgNode) [][2]float64 {
 
 func nearPixel(a, b float64) bool { return math.Abs(a-b) <= 0.051 } // coordinates are written to 0.1 px
 
-func plotRecord(step int64, epoch int, loss, nodeMot float64, subgraphs int64) pretrain.LogRecord {
-	return pretrain.LogRecord{Step: step, Epoch: epoch, Loss: metrics.Value(loss),
+func plotRecord(step int64, epoch int, loss, nodeMot float64, subgraphs int64) runfolder.LogRecord {
+	return runfolder.LogRecord{Step: step, Epoch: epoch, Loss: metrics.Value(loss),
 		Parts: parts(nodeMot, 1, math.NaN(), loss*2), Subgraphs: subgraphs}
 }
 
@@ -112,7 +112,7 @@ func plotRecord(step int64, epoch int, loss, nodeMot float64, subgraphs int64) p
 // boundary lies midway between steps 20 and 30.
 func TestWriteLossPlot(t *testing.T) {
 	nan := math.NaN()
-	records := []pretrain.LogRecord{
+	records := []runfolder.LogRecord{
 		plotRecord(10, 1, 2, 1, 5),
 		plotRecord(20, 1, 5, nan, 9),
 		plotRecord(30, 2, 3.5, 4, 7),
@@ -212,7 +212,7 @@ func TestWriteLossPlot(t *testing.T) {
 // would leave more than 12 lines, 20 leaves 7 (epochs 20, 40, …, 140), each
 // midway between the last step of the epoch before and the first of its own.
 func TestWriteLossPlotEpochStride(t *testing.T) {
-	var records []pretrain.LogRecord
+	var records []runfolder.LogRecord
 	for e := 1; e <= 150; e++ {
 		records = append(records, plotRecord(int64(10*e), e, float64(e), 1, 1))
 	}
@@ -242,7 +242,7 @@ func TestWriteLossPlotEpochStride(t *testing.T) {
 // The moving average over a longer log: values alternating 0 and 3, every
 // point averaged with its two neighbours (one at the ends).
 func TestWriteLossPlotMovingAverage(t *testing.T) {
-	var records []pretrain.LogRecord
+	var records []runfolder.LogRecord
 	for i := range 100 {
 		records = append(records, plotRecord(int64(i+1), 1, float64(i%2*3), 1, 1))
 	}
@@ -284,7 +284,7 @@ func TestWriteLossPlotEmpty(t *testing.T) {
 
 func TestEpochMeans(t *testing.T) {
 	nan := math.NaN()
-	records := []pretrain.LogRecord{
+	records := []runfolder.LogRecord{
 		{Step: 1, Epoch: 1, Loss: 4, Parts: parts(1, 2, 3, nan), Subgraphs: 10},
 		{Step: 2, Epoch: 1, Loss: 2, Parts: parts(3, nan, 5, nan), Subgraphs: 13},
 		{Step: 3, Epoch: 2, Loss: 1, Parts: parts(0, 1, 1, 6), Subgraphs: 7},
@@ -304,7 +304,7 @@ func TestEpochMeans(t *testing.T) {
 }
 
 // parts are a log record's parts under the paper objective.
-func parts(nodeMot, motSub, reg, contra float64) []pretrain.LossPart {
-	return []pretrain.LossPart{{Name: "node_mot", Value: metrics.Value(nodeMot)}, {Name: "mot_sub", Value: metrics.Value(motSub)},
+func parts(nodeMot, motSub, reg, contra float64) []runfolder.LossPart {
+	return []runfolder.LossPart{{Name: "node_mot", Value: metrics.Value(nodeMot)}, {Name: "mot_sub", Value: metrics.Value(motSub)},
 		{Name: "reg", Value: metrics.Value(reg)}, {Name: "contra", Value: metrics.Value(contra)}}
 }

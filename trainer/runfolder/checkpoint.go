@@ -1,4 +1,4 @@
-package pretrain
+package runfolder
 
 import (
 	"cmp"
@@ -56,17 +56,17 @@ func (c *Checkpoint) Free() {
 	}
 }
 
-func checkpointDir(run string) string { return filepath.Join(run, "checkpoints") }
+func CheckpointDir(run string) string { return filepath.Join(run, "checkpoints") }
 
 func checkpointPath(run string, step int64) string {
-	return filepath.Join(checkpointDir(run), fmt.Sprintf("step-%09d.pt", step))
+	return filepath.Join(CheckpointDir(run), fmt.Sprintf("step-%09d.pt", step))
 }
 
-// saveCheckpoint writes the run's state at step atomically and keeps only the
+// SaveCheckpoint writes the run's state at step atomically and keeps only the
 // newest keep checkpoints.
-// rngs are the generator states of every rank (see job.gatherRNG), world the
+// rngs are the generator states of every rank (see pretrain's job.gatherRNG), world the
 // number of ranks.
-func saveCheckpoint(run string, step int64, pos data.Position, cfg Config, m *model.MicroGraph, opt interface{ State() []torch.Named }, rngs []torch.Named, world int) (string, error) {
+func SaveCheckpoint(run string, step int64, pos data.Position, cfg Config, m *model.MicroGraph, opt interface{ State() []torch.Named }, rngs []torch.Named, world int) (string, error) {
 	var state []torch.Named
 	for _, n := range m.Store.State() {
 		state = append(state, torch.Named{Name: "model." + n.Name, Tensor: n.Tensor})
@@ -92,7 +92,7 @@ func saveCheckpoint(run string, step int64, pos data.Position, cfg Config, m *mo
 		"meta.torch":  torch.Version(),
 		"meta.world":  strconv.Itoa(world),
 	}
-	if err := os.MkdirAll(checkpointDir(run), 0o755); err != nil {
+	if err := os.MkdirAll(CheckpointDir(run), 0o755); err != nil {
 		return "", err
 	}
 	path := checkpointPath(run, step)
@@ -103,25 +103,25 @@ func saveCheckpoint(run string, step int64, pos data.Position, cfg Config, m *mo
 	return path, pruneCheckpoints(run, cfg.Keep)
 }
 
-// checkpointFile is a file of a run's checkpoint folder named as a
+// CheckpointFile is a file of a run's checkpoint folder named as a
 // checkpoint: step-<step>.pt.
-type checkpointFile struct {
-	path string
-	step int64
+type CheckpointFile struct {
+	Path string
+	Step int64
 }
 
-// listCheckpoints is the one place that lists a run's checkpoint files:
+// ListCheckpoints is the one place that lists a run's checkpoint files:
 // every file named step-<step>.pt, newest step first, readable or not. A
 // missing folder holds none.
-func listCheckpoints(run string) ([]checkpointFile, error) {
-	entries, err := os.ReadDir(checkpointDir(run))
+func ListCheckpoints(run string) ([]CheckpointFile, error) {
+	entries, err := os.ReadDir(CheckpointDir(run))
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	var files []checkpointFile
+	var files []CheckpointFile
 	for _, e := range entries {
 		digits, ok := strings.CutPrefix(e.Name(), "step-")
 		if digits, ok = strings.CutSuffix(digits, ".pt"); !ok || e.IsDir() {
@@ -131,9 +131,9 @@ func listCheckpoints(run string) ([]checkpointFile, error) {
 		if err != nil || step < 0 {
 			continue
 		}
-		files = append(files, checkpointFile{filepath.Join(checkpointDir(run), e.Name()), step})
+		files = append(files, CheckpointFile{filepath.Join(CheckpointDir(run), e.Name()), step})
 	}
-	slices.SortFunc(files, func(a, b checkpointFile) int { return cmp.Compare(b.step, a.step) })
+	slices.SortFunc(files, func(a, b CheckpointFile) int { return cmp.Compare(b.Step, a.Step) })
 	return files, nil
 }
 
@@ -175,23 +175,23 @@ func checkReadable(path string) error {
 	return err
 }
 
-// readableCheckpoints is the run's checkpoints that read back whole, newest
+// ReadableCheckpoints is the run's checkpoints that read back whole, newest
 // first; report (when not nil) hears of each unreadable one, which is left
 // alone and counted nowhere: not for --keep, not for resume.
-func readableCheckpoints(run string, report func(path string, err error)) ([]string, error) {
-	files, err := listCheckpoints(run)
+func ReadableCheckpoints(run string, report func(path string, err error)) ([]string, error) {
+	files, err := ListCheckpoints(run)
 	if err != nil {
 		return nil, err
 	}
 	var paths []string
 	for _, f := range files {
-		if err := checkReadable(f.path); err != nil {
+		if err := checkReadable(f.Path); err != nil {
 			if report != nil {
-				report(f.path, err)
+				report(f.Path, err)
 			}
 			continue
 		}
-		paths = append(paths, f.path)
+		paths = append(paths, f.Path)
 	}
 	return paths, nil
 }
@@ -202,7 +202,7 @@ func readableCheckpoints(run string, report func(path string, err error)) ([]str
 // cannot be read would otherwise win by its name and have every good
 // checkpoint deleted. It is said once on stderr.
 func pruneCheckpoints(run string, keep int) error {
-	paths, err := readableCheckpoints(run, reportUnreadable)
+	paths, err := ReadableCheckpoints(run, reportUnreadable)
 	if err != nil {
 		return err
 	}
@@ -212,7 +212,7 @@ func pruneCheckpoints(run string, keep int) error {
 		}
 		verified.Delete(p)
 	}
-	stale, _ := filepath.Glob(filepath.Join(checkpointDir(run), ".step-*.tmp-*"))
+	stale, _ := filepath.Glob(filepath.Join(CheckpointDir(run), ".step-*.tmp-*"))
 	for _, p := range stale {
 		os.Remove(p)
 	}
@@ -233,23 +233,23 @@ func reportUnreadable(path string, err error) {
 // (every record's checksum is verified). Unreadable newer files are reported
 // in skipped; none at all is an error.
 func LatestCheckpoint(run string) (ck *Checkpoint, skipped []string, err error) {
-	files, err := listCheckpoints(run)
+	files, err := ListCheckpoints(run)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, f := range files {
-		ck, err := LoadCheckpoint(f.path)
-		remember(f.path, err)
+		ck, err := LoadCheckpoint(f.Path)
+		remember(f.Path, err)
 		if err == nil {
 			return ck, skipped, nil
 		}
-		reported.Store(f.path, true) // the caller reports it
+		reported.Store(f.Path, true) // the caller reports it
 		skipped = append(skipped, err.Error())
 	}
 	if len(files) == 0 {
-		return nil, nil, fmt.Errorf("%s has no checkpoints", checkpointDir(run))
+		return nil, nil, fmt.Errorf("%s has no checkpoints", CheckpointDir(run))
 	}
-	return nil, skipped, fmt.Errorf("no readable checkpoint in %s: %s", checkpointDir(run), strings.Join(skipped, "; "))
+	return nil, skipped, fmt.Errorf("no readable checkpoint in %s: %s", CheckpointDir(run), strings.Join(skipped, "; "))
 }
 
 // LoadCheckpoint reads one checkpoint file.

@@ -1,4 +1,4 @@
-package pretrain_test
+package runfolder_test
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/trainer/metrics"
-	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // A log line holds its fields in the documented order, the parts under
@@ -16,12 +16,12 @@ import (
 // null and reads back as NaN.
 func TestLogRecordLine(t *testing.T) {
 	cases := []struct {
-		rec  pretrain.LogRecord
+		rec  runfolder.LogRecord
 		line string
 	}{
-		{pretrain.LogRecord{Step: 3, Epoch: 1, Loss: 2.5, Parts: paperParts(1, 0.5, 0.25, 4), Subgraphs: 12, MoleculesPerS: 100, LR: 0.001},
+		{runfolder.LogRecord{Step: 3, Epoch: 1, Loss: 2.5, Parts: paperParts(1, 0.5, 0.25, 4), Subgraphs: 12, MoleculesPerS: 100, LR: 0.001},
 			`{"step":3,"epoch":1,"loss":2.5,"node_mot":1,"mot_sub":0.5,"reg":0.25,"contra":4,"subgraphs":12,"molecules_per_s":100,"lr":0.001}`},
-		{pretrain.LogRecord{Step: 7, Epoch: 2, Loss: 0.5, Parts: []pretrain.LossPart{{Name: "motif", Value: 0.1}, {Name: "contra", Value: 8}, {Name: "sampler", Value: -0.6}},
+		{runfolder.LogRecord{Step: 7, Epoch: 2, Loss: 0.5, Parts: []runfolder.LossPart{{Name: "motif", Value: 0.1}, {Name: "contra", Value: 8}, {Name: "sampler", Value: -0.6}},
 			Subgraphs: 800, MoleculesPerS: 250.5, LR: 0.001, Skipped: true},
 			`{"step":7,"epoch":2,"loss":0.5,"motif":0.1,"contra":8,"sampler":-0.6,"subgraphs":800,"molecules_per_s":250.5,"lr":0.001,"skipped":true}`},
 	}
@@ -33,7 +33,7 @@ func TestLogRecordLine(t *testing.T) {
 		if string(b) != c.line {
 			t.Errorf("line\n got %s\nwant %s", b, c.line)
 		}
-		var back pretrain.LogRecord
+		var back runfolder.LogRecord
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatal(err)
 		}
@@ -41,9 +41,9 @@ func TestLogRecordLine(t *testing.T) {
 			t.Errorf("read back %+v, want %+v", back, c.rec)
 		}
 	}
-	nan := pretrain.LogRecord{Step: 1, Loss: metrics.Value(math.Inf(1)), Parts: paperParts(math.NaN(), 1, 1, 1)}
+	nan := runfolder.LogRecord{Step: 1, Loss: metrics.Value(math.Inf(1)), Parts: paperParts(math.NaN(), 1, 1, 1)}
 	b, _ := json.Marshal(nan)
-	var back pretrain.LogRecord
+	var back runfolder.LogRecord
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -53,4 +53,10 @@ func TestLogRecordLine(t *testing.T) {
 	if err := json.Unmarshal([]byte(`[1,2]`), &back); err == nil {
 		t.Error("a JSON array read as a log line")
 	}
+}
+
+// paperParts are a log record's parts under the paper objective.
+func paperParts(nodeMot, motSub, reg, contra float64) []runfolder.LossPart {
+	return []runfolder.LossPart{{Name: "node_mot", Value: metrics.Value(nodeMot)}, {Name: "mot_sub", Value: metrics.Value(motSub)},
+		{Name: "reg", Value: metrics.Value(reg)}, {Name: "contra", Value: metrics.Value(contra)}}
 }

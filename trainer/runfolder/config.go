@@ -1,4 +1,4 @@
-package pretrain
+package runfolder
 
 import (
 	"encoding/json"
@@ -123,11 +123,11 @@ var resumable = map[string]bool{
 // anything but its length and where and how it runs. Model shape changes get
 // their own message, since the checkpoint could not even be loaded.
 func CheckResume(saved, asked Config) error {
-	if modelShape(saved) != modelShape(asked) {
+	if ModelShape(saved) != ModelShape(asked) {
 		return fmt.Errorf("the model's shape differs from the run's (hidden, layers, mlp-layers, learn-t, bond-per-layer, motifs, objective: run %v, asked %v)",
-			modelShape(saved), modelShape(asked))
+			ModelShape(saved), ModelShape(asked))
 	}
-	a, b := flatten(saved), flatten(asked)
+	a, b := Flatten(saved), Flatten(asked)
 	for _, k := range slices.Sorted(maps.Keys(a)) {
 		if !resumable[k] && !reflect.DeepEqual(a[k], b[k]) {
 			return fmt.Errorf("%s is %v in the run but %v was asked; only the run's length and where it runs can change on resume", k, a[k], b[k])
@@ -136,15 +136,15 @@ func CheckResume(saved, asked Config) error {
 	return nil
 }
 
-// modelShape is what a checkpoint's tensors must fit: hidden, layers,
+// ModelShape is what a checkpoint's tensors must fit: hidden, layers,
 // mlp-layers, learn-t, bond-per-layer, motifs, objective.
-func modelShape(c Config) [7]any {
+func ModelShape(c Config) [7]any {
 	e := c.Model.Encoder
 	return [7]any{e.Hidden, e.Layers, e.MLPLayers, e.LearnT, e.BondPerLayer, c.Model.Motifs, c.Model.Objective()}
 }
 
-// flatten is a config as dotted JSON keys, for naming differences.
-func flatten(c Config) map[string]any {
+// Flatten is a config as dotted JSON keys, for naming differences.
+func Flatten(c Config) map[string]any {
 	var m map[string]any
 	b, _ := json.Marshal(c)
 	json.Unmarshal(b, &m)

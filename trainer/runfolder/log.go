@@ -1,4 +1,4 @@
-package pretrain
+package runfolder
 
 import (
 	"bufio"
@@ -151,15 +151,15 @@ func ReadLog(run string) ([]LogRecord, error) {
 	return out, nil
 }
 
-// runLog appends records to RUNDIR/log.jsonl.
-type runLog struct {
+// Log appends records to RUNDIR/log.jsonl.
+type Log struct {
 	f *os.File
 	w *bufio.Writer
 }
 
-// openRunLog opens the log for appending after dropping every record past
+// OpenLog opens the log for appending after dropping every record past
 // step upTo: a resumed run recomputes those steps and logs them again.
-func openRunLog(run string, upTo int64) (*runLog, error) {
+func OpenLog(run string, upTo int64) (*Log, error) {
 	path := LogPath(run)
 	if old, err := ReadLog(run); err == nil {
 		var buf bytes.Buffer
@@ -178,7 +178,7 @@ func openRunLog(run string, upTo int64) (*runLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runLog{f: f, w: bufio.NewWriter(f)}, nil
+	return &Log{f: f, w: bufio.NewWriter(f)}, nil
 }
 
 func writeRecord(w io.Writer, r LogRecord) error {
@@ -192,7 +192,7 @@ func writeRecord(w io.Writer, r LogRecord) error {
 
 // Write appends one record and hands it to the operating system, so that a
 // killed process loses at most the line being written.
-func (l *runLog) Write(r LogRecord) error {
+func (l *Log) Write(r LogRecord) error {
 	if err := writeRecord(l.w, r); err != nil {
 		return err
 	}
@@ -200,7 +200,7 @@ func (l *runLog) Write(r LogRecord) error {
 }
 
 // Close syncs and closes the log.
-func (l *runLog) Close() error {
+func (l *Log) Close() error {
 	if err := l.w.Flush(); err != nil {
 		l.f.Close()
 		return err

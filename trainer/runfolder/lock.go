@@ -1,4 +1,4 @@
-package pretrain
+package runfolder
 
 import (
 	"errors"
@@ -14,13 +14,13 @@ import (
 // working on the run holds, and which names that process.
 func LockPath(run string) string { return filepath.Join(run, "lock") }
 
-// runLock is a held lock on a run folder. The kernel releases it when the
+// Lock is a held lock on a run folder. The kernel releases it when the
 // process ends however it ends, so a killed run needs no cleanup.
-type runLock struct{ f *os.File }
+type Lock struct{ f *os.File }
 
-// lockRun takes the lock of the existing folder run without waiting; a run
+// TakeLock takes the lock of the existing folder run without waiting; a run
 // that another process holds is an error naming that process.
-func lockRun(run string) (*runLock, error) {
+func TakeLock(run string) (*Lock, error) {
 	f, err := os.OpenFile(LockPath(run), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("locking run %s: %w", run, err)
@@ -41,11 +41,11 @@ func lockRun(run string) (*runLock, error) {
 	// The holder's pid, only for the message of whoever tries next.
 	f.Truncate(0)
 	f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	return &runLock{f: f}, nil
+	return &Lock{f: f}, nil
 }
 
-// release gives the lock up; the file stays, naming no one who holds it.
-func (l *runLock) release() {
+// Release gives the lock up; the file stays, naming no one who holds it.
+func (l *Lock) Release() {
 	if l != nil {
 		l.f.Close()
 	}
