@@ -269,7 +269,7 @@ func decodeDataset(blob []byte, fp [32]byte) (*Dataset, error) {
 	case len(dec.buf) != 0:
 		return nil, fmt.Errorf("%d bytes left over", len(dec.buf))
 	}
-	if err := d.validate(); err != nil {
+	if err := d.Validate(); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -1,7 +1,8 @@
-// Package data holds molecule datasets and feeds them to training: OGB dataset
-// folders, featurisation of SMILES files through RDKit (package data/rdkit),
-// scaffold splits, a binary cache, collation of molecules into batches, the
-// pre-training filter, a streaming loader and the synthetic default dataset.
+// Package data holds molecule datasets: OGB dataset folders, featurisation
+// of SMILES files through RDKit (package data/rdkit), scaffold splits, a
+// binary cache, the pre-training filter and the synthetic default dataset.
+// Batching is package data/feed's; sharded pre-training corpora are
+// data/corpus's.
 package data
 
 import (
@@ -74,10 +75,10 @@ func (d *Dataset) All() []int32 {
 	return allIndices(d.NumGraphs())
 }
 
-// validate checks the invariants every consumer relies on; a cache that
+// Validate checks the invariants every consumer relies on; a cache that
 // fails it is rebuilt. The readers of source files report violations with
 // file and line themselves and call this afterwards as a last check.
-func (d *Dataset) validate() error {
+func (d *Dataset) Validate() error {
 	g := len(d.NodePtr) - 1
 	switch {
 	case g < 1:
@@ -141,7 +142,7 @@ func (d *Dataset) validate() error {
 	return nil
 }
 
-// validate checks that every index lies in 0..n-1 and appears at most once
+// Validate checks that every index lies in 0..n-1 and appears at most once
 // over the three parts.
 func (s *Split) validate(n int) error {
 	seen := make([]bool, n)

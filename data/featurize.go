@@ -185,7 +185,7 @@ func Featurize(t *Table, out string, opt FeaturizeOptions) (*FeaturizeReport, er
 	if split != "scaffold" && split != "random" && split != "none" {
 		return nil, fmt.Errorf("unknown split %q (want scaffold, random or none)", split)
 	}
-	limits := opt.Limits.orDefault()
+	limits := opt.Limits.OrDefault()
 	if err := limits.Validate(); err != nil {
 		return nil, err
 	}
@@ -232,14 +232,14 @@ func Featurize(t *Table, out string, opt FeaturizeOptions) (*FeaturizeReport, er
 	case "random":
 		d.Split = RandomSplit(len(kept), opt.Seed)
 	}
-	if err := d.validate(); err != nil {
+	if err := d.Validate(); err != nil {
 		return rep, fmt.Errorf("%s: %w", t.Source, err)
 	}
 	err := atomicfile.WriteDir(out, func(tmp string) error {
 		if err := writeOGB(tmp, d, molIDs); err != nil {
 			return err
 		}
-		return writeRejections(filepath.Join(tmp, RejectFile), rep.Rejected)
+		return WriteRejections(filepath.Join(tmp, RejectFile), rep.Rejected)
 	})
 	if err != nil {
 		return rep, err
@@ -340,8 +340,8 @@ func CountRejections(dir string) (int, error) {
 	}
 }
 
-// writeRejections lists rejected rows in the CSV file path, atomically.
-func writeRejections(path string, rejected []Rejection) error {
+// WriteRejections lists rejected rows in the CSV file path, atomically.
+func WriteRejections(path string, rejected []Rejection) error {
 	return atomicfile.Write(path, 0o644, func(f io.Writer) error {
 		cw := csv.NewWriter(f)
 		cw.Write([]string{"row", "line", "smiles", "reason"})

@@ -12,19 +12,19 @@ type FilterStats struct {
 // Removed is the number of molecules the filter dropped.
 func (s FilterStats) Removed() int { return s.TooSmall + s.NoBonds + s.IsolatedAtoms }
 
-// filterClass is what the pre-training filter sees of a molecule apart from
+// FilterClass is what the pre-training filter sees of a molecule apart from
 // its size, which is all that depends on η.
-type filterClass uint8
+type FilterClass uint8
 
 const (
-	classUsable   filterClass = iota // bonded, every atom in a bond
+	classUsable   FilterClass = iota // bonded, every atom in a bond
 	classNoBonds                     // not one bond
 	classIsolated                    // some atom without any bond
 )
 
-// classify returns the class of a molecule of n atoms with the bond
+// Classify returns the class of a molecule of n atoms with the bond
 // endpoints bondAtoms; bonded is scratch space, returned for reuse.
-func classify(n int, bondAtoms []int32, bonded []bool) (filterClass, []bool) {
+func Classify(n int, bondAtoms []int32, bonded []bool) (FilterClass, []bool) {
 	if len(bondAtoms) == 0 {
 		return classNoBonds, bonded
 	}
@@ -41,9 +41,9 @@ func classify(n int, bondAtoms []int32, bonded []bool) (filterClass, []bool) {
 	return classUsable, bonded
 }
 
-// count adds a molecule of n atoms and class c to s, reporting whether the
+// Count adds a molecule of n atoms and class c to s, reporting whether the
 // filter keeps it under η = eta.
-func (s *FilterStats) count(n int, c filterClass, eta int) bool {
+func (s *FilterStats) Count(n int, c FilterClass, eta int) bool {
 	switch {
 	case n < eta:
 		s.TooSmall++
@@ -68,14 +68,22 @@ func PretrainFilter(d *Dataset, idx []int32, eta int) ([]int32, FilterStats) {
 	kept := make([]int32, 0, len(idx))
 	var bonded []bool
 	for _, g := range idx {
-		var c filterClass
+		var c FilterClass
 		n := d.NumAtoms(int(g))
 		if n >= eta { // the bonds of a molecule too small are never read
-			c, bonded = classify(n, d.BondAtoms[2*d.BondPtr[g]:2*d.BondPtr[g+1]], bonded)
+			c, bonded = Classify(n, d.BondAtoms[2*d.BondPtr[g]:2*d.BondPtr[g+1]], bonded)
 		}
-		if st.count(n, c, eta) {
+		if st.Count(n, c, eta) {
 			kept = append(kept, g)
 		}
 	}
 	return kept, st
+}
+
+// resize is s with length n, reallocated (with room to grow) when too small.
+func resize[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n, n+n/4)
 }

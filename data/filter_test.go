@@ -17,7 +17,7 @@ func TestPretrainFilter(t *testing.T) {
 	}
 	d.AtomFeat = make([]uint8, 21*NumAtomFeatures)
 	d.BondFeat = make([]uint8, 13*NumBondFeatures)
-	if err := d.validate(); err != nil {
+	if err := d.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	kept, st := PretrainFilter(d, d.All(), 4)

@@ -33,8 +33,8 @@ func (l Limits) Validate() error {
 	return nil
 }
 
-// orDefault is l with each zero limit replaced by the default.
-func (l Limits) orDefault() Limits {
+// OrDefault is l with each zero limit replaced by the default.
+func (l Limits) OrDefault() Limits {
 	d := DefaultLimits()
 	if l.MaxAtoms == 0 {
 		l.MaxAtoms = d.MaxAtoms

@@ -80,7 +80,7 @@ func ReadOGB(dir string) (*Dataset, error) {
 	if err := readMapping(dir, d); err != nil {
 		return nil, err
 	}
-	if err := d.validate(); err != nil {
+	if err := d.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	return d, nil

@@ -12,6 +12,16 @@ import (
 	"strings"
 )
 
+// CorpusManifestFile is the file that makes a folder a pre-training corpus
+// (package data/corpus): its manifest.
+const CorpusManifestFile = "corpus.json"
+
+// IsCorpus tells whether path is a corpus folder, one holding corpus.json.
+func IsCorpus(path string) bool {
+	_, err := os.Stat(filepath.Join(path, CorpusManifestFile))
+	return err == nil
+}
+
 // OpenOptions say where Open may keep what it derives.
 type OpenOptions struct {
 	// CacheDir holds featurised CSVs (featurized/) and the binary caches of
@@ -84,7 +94,7 @@ func featurized(csv string, opt OpenOptions, cache string) (string, error) {
 	if err := limits.Validate(); err != nil {
 		return "", err
 	}
-	sum, err := fileSHA256(csv)
+	sum, err := FileSHA256(csv)
 	if err != nil {
 		return "", err
 	}
@@ -146,7 +156,7 @@ func ContentKey(path string) (string, error) {
 	}
 	switch {
 	case !st.IsDir():
-		sum, err := fileSHA256(path)
+		sum, err := FileSHA256(path)
 		return "csv:" + sum, err
 	case IsCorpus(path):
 		blob, err := os.ReadFile(filepath.Join(path, CorpusManifestFile))
@@ -162,7 +172,7 @@ func ContentKey(path string) (string, error) {
 	return fmt.Sprintf("ogb:%x", fp), nil
 }
 
-func fileSHA256(path string) (string, error) {
+func FileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err

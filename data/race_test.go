@@ -34,7 +34,7 @@ func TestOpenChild(t *testing.T) {
 // binary cache and no temporary file behind. Three rounds, nine processes.
 func TestConcurrentOpensShareOneCache(t *testing.T) {
 	dir := t.TempDir()
-	src := writeSMILES(t, dir, corpusRows(12))
+	src := writeSynthSMILES(t, dir, 12)
 	ref, err := Open(src, OpenOptions{CacheDir: filepath.Join(dir, "reference")})
 	if err != nil {
 		t.Fatal(err)
@@ -72,4 +72,20 @@ func TestConcurrentOpensShareOneCache(t *testing.T) {
 			t.Errorf("round %d: the cache holds featurized/%v and datasets/%v; want one of each, no temporary", round, featurized, datasets)
 		}
 	}
+}
+
+// writeSynthSMILES writes n synthetic molecules (seed 5) as a CSV of SMILES
+// in dir and returns its path.
+func writeSynthSMILES(t *testing.T, dir string, n int) string {
+	t.Helper()
+	path := filepath.Join(dir, "corpus.csv")
+	var b strings.Builder
+	b.WriteString("mol_id,smiles\n")
+	for i, s := range SynthesizeTable(SynthOptions{Molecules: n, Seed: 5}).SMILES {
+		fmt.Fprintf(&b, "%d,%s\n", i, s)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -2,45 +2,11 @@ package data
 
 import (
 	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/micrograph/micrograph/internal/testenv"
 )
 
-var synthOnce struct {
-	sync.Once
-	dir string
-	d   *Dataset
-	err error
-}
-
-// synthDataset is the default synthetic dataset (2000 molecules, seed 1),
-// featurised once per test binary.
-func synthDataset(tb testing.TB) *Dataset {
-	tb.Helper()
-	synthOnce.Do(func() {
-		synthOnce.dir, synthOnce.err = os.MkdirTemp("", "micrograph-synth-")
-		if synthOnce.err != nil {
-			return
-		}
-		out := filepath.Join(synthOnce.dir, "synth")
-		if _, synthOnce.err = WriteSynthetic(out, SynthOptions{Seed: 1}); synthOnce.err != nil {
-			return
-		}
-		synthOnce.d, synthOnce.err = ReadOGB(out)
-	})
-	if synthOnce.err != nil {
-		tb.Fatal(synthOnce.err)
-	}
-	return synthOnce.d
-}
-
 func TestMain(m *testing.M) {
-	code := testenv.RunWithPrivateUserCache(m)
-	if synthOnce.dir != "" {
-		os.RemoveAll(synthOnce.dir)
-	}
-	os.Exit(code)
+	os.Exit(testenv.RunWithPrivateUserCache(m))
 }

@@ -117,7 +117,7 @@ func (r *SMILESReader) Close() error { return r.file.Close() }
 // molecules, and rejected the others with the reason. workers is the number
 // of parallel RDKit calls (0: GOMAXPROCS).
 func FeaturizeRows(rows []Row, workers int, limits Limits) (d *Dataset, kept []int, rejected []Rejection, err error) {
-	limits = limits.orDefault()
+	limits = limits.OrDefault()
 	if err := limits.Validate(); err != nil {
 		return nil, nil, nil, err
 	}

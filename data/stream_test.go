@@ -80,7 +80,7 @@ func TestStreamMatchesFeaturize(t *testing.T) {
 				!reflect.DeepEqual(d.BondFeat, ref.BondFeat) || !reflect.DeepEqual(d.SMILES, ref.SMILES) {
 				t.Errorf("FeaturizeRows differs from Featurize:\n%+v\n%+v", d, ref)
 			}
-			if err := d.validate(); err != nil {
+			if err := d.Validate(); err != nil {
 				t.Error(err)
 			}
 		})

@@ -1,7 +1,7 @@
 package model
 
 import (
-	"github.com/micrograph/micrograph/ops"
+	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/nn"
 )
@@ -58,7 +58,7 @@ func NewDeeperGCN(p nn.Path, c EncoderConfig) *DeeperGCN {
 
 // Forward computes node embeddings (N×d); train selects batch statistics and
 // dropout.
-func (m *DeeperGCN) Forward(g *ops.Graph, train bool) *torch.Tensor {
+func (m *DeeperGCN) Forward(g *graph.Graph, train bool) *torch.Tensor {
 	return m.forward(g, ForwardProbe{BatchStats: train, Dropout: train}, train)
 }
 
@@ -75,13 +75,13 @@ type ForwardProbe struct {
 
 // Probe computes node embeddings as p says, without touching the running
 // statistics.
-func (m *DeeperGCN) Probe(g *ops.Graph, p ForwardProbe) *torch.Tensor {
+func (m *DeeperGCN) Probe(g *graph.Graph, p ForwardProbe) *torch.Tensor {
 	return m.forward(g, p, false)
 }
 
 // forward is the res+ stack; update says whether training-mode norms move
 // their running statistics.
-func (m *DeeperGCN) forward(g *ops.Graph, p ForwardProbe, update bool) *torch.Tensor {
+func (m *DeeperGCN) forward(g *graph.Graph, p ForwardProbe, update bool) *torch.Tensor {
 	bonds := bondLookup{combos: m.bondCombos.All, index: m.bondCombos.Index(g.Bonds)}
 	if m.Bond != nil {
 		bonds.shared = m.Bond.Forward(bonds.combos)

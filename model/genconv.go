@@ -1,6 +1,7 @@
 package model
 
 import (
+	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/nn"
@@ -79,7 +80,7 @@ type bondLookup struct {
 // Forward maps node embeddings h (N×d) to the next layer's, given the
 // batch's bonds (the shared table is ignored when the layer has its own
 // encoder).
-func (c *GENConv) Forward(h *torch.Tensor, bonds bondLookup, g *ops.Graph, train bool, cut stopGradient) *torch.Tensor {
+func (c *GENConv) Forward(h *torch.Tensor, bonds bondLookup, g *graph.Graph, train bool, cut stopGradient) *torch.Tensor {
 	// The layer's temporaries go as soon as it is done (autograd keeps what
 	// backpropagation needs), so that later ops reuse warm memory.
 	s := torch.NewScope()
@@ -87,7 +88,7 @@ func (c *GENConv) Forward(h *torch.Tensor, bonds bondLookup, g *ops.Graph, train
 	return s.Keep(c.forward(h, bonds, g, train, cut))
 }
 
-func (c *GENConv) forward(h *torch.Tensor, bonds bondLookup, g *ops.Graph, train bool, cut stopGradient) *torch.Tensor {
+func (c *GENConv) forward(h *torch.Tensor, bonds bondLookup, g *graph.Graph, train bool, cut stopGradient) *torch.Tensor {
 	table := bonds.shared
 	if c.Bond != nil {
 		table = c.Bond.Forward(bonds.combos)

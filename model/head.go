@@ -1,6 +1,7 @@
 package model
 
 import (
+	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/nn"
@@ -24,7 +25,7 @@ func NewGraphHead(p nn.Path, d, tasks int) *GraphHead {
 }
 
 // Forward maps node embeddings h (N×d) to per-molecule logits (B×T).
-func (h *GraphHead) Forward(x *torch.Tensor, g *ops.Graph) *torch.Tensor {
+func (h *GraphHead) Forward(x *torch.Tensor, g *graph.Graph) *torch.Tensor {
 	return h.Lin2.Forward(h.Lin1.Forward(ops.GraphPool(x, g, ops.MeanPool)).Relu())
 }
 
@@ -50,7 +51,7 @@ func NewClassifier(c EncoderConfig, tasks int, dev torch.Device, dt torch.DType)
 }
 
 // Forward is the logits (B×T) of a batch.
-func (c *Classifier) Forward(g *ops.Graph, train bool) *torch.Tensor {
+func (c *Classifier) Forward(g *graph.Graph, train bool) *torch.Tensor {
 	return c.Head.Forward(c.Encoder.Forward(g, train), g)
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/feed"
+	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/model/internal/reference"
@@ -30,10 +32,10 @@ func bace(t testing.TB) *data.Dataset {
 }
 
 // collate makes a host batch of the given molecules.
-func collate(t testing.TB, ds *data.Dataset, graphs []int32) *data.Batch {
+func collate(t testing.TB, ds *data.Dataset, graphs []int32) *feed.Batch {
 	t.Helper()
-	var b data.Batch
-	if err := data.Collate(ds, graphs, &b); err != nil {
+	var b feed.Batch
+	if err := feed.Collate(ds, graphs, &b); err != nil {
 		t.Fatal(err)
 	}
 	return &b
@@ -93,7 +95,7 @@ func referenceWeights(t testing.TB, m *model.MicroGraph) reference.Weights {
 	return w
 }
 
-func referenceBatch(b *data.Batch) reference.Batch {
+func referenceBatch(b *feed.Batch) reference.Batch {
 	var r reference.Batch
 	for i := range b.NumAtoms() {
 		var row [9]int64
@@ -181,7 +183,7 @@ func liveSubgraphs(sub *ops.Subgraphs) (slots []int64, members [][]int) {
 // with the cuts of §2–§3 pinned. Pinning the cut softmax weights needs them
 // materialised: with t fixed the unfused aggregation is checked; with t
 // learned nothing is cut there, and the fused kernel is checked.
-func checkGradients(t *testing.T, cfg model.Config, g *ops.Graph, seed uint64, r *rand.Rand) {
+func checkGradients(t *testing.T, cfg model.Config, g *graph.Graph, seed uint64, r *rand.Rand) {
 	t.Helper()
 	scope(t)
 	torch.ManualSeed(seed)

@@ -3,6 +3,7 @@ package model
 import (
 	"strings"
 
+	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/nn"
@@ -107,7 +108,7 @@ type Assignment struct {
 //
 //	Q = softmax_k(cos(W_h h, M̄)/τ),  M̄ = M cut from the gradient
 //	motif = argmax of Sinkhorn(Q)
-func (m *MicroGraph) Assign(g *ops.Graph, train bool) Assignment {
+func (m *MicroGraph) Assign(g *graph.Graph, train bool) Assignment {
 	c := m.Config
 	h := m.Encoder.Forward(g, train)
 	logQ := ops.Cosine(m.Wh.Forward(h), m.Encoder.cut("motif_embeddings@Q", m.Motifs)).DivScalar(c.Tau).LogSoftmax(1)
@@ -118,7 +119,7 @@ func (m *MicroGraph) Assign(g *ops.Graph, train bool) Assignment {
 
 // Subgraphs samples subgraphs with the configured sampler (§4); perturb
 // applies the motif sampler's random drops and additions.
-func (m *MicroGraph) Subgraphs(g *ops.Graph, a Assignment, perturb bool) *ops.Subgraphs {
+func (m *MicroGraph) Subgraphs(g *graph.Graph, a Assignment, perturb bool) *ops.Subgraphs {
 	c := m.Config
 	dt := m.Store.DType()
 	switch c.Sampler {
@@ -149,7 +150,7 @@ type Output struct {
 // statistics, dropout and the subgraph perturbation; call Backward on
 // Total. It reads one value back to the host: the number of subgraphs
 // (ops.Subgraphs.LiveSlots).
-func (m *MicroGraph) Forward(g *ops.Graph, train bool) Output {
+func (m *MicroGraph) Forward(g *graph.Graph, train bool) Output {
 	if m.Config.Released != nil {
 		return m.forwardReleased(g, train)
 	}

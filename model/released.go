@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/ops/sample"
 	"github.com/micrograph/micrograph/torch"
@@ -43,7 +44,7 @@ const (
 // releasedSubgraphs draws the subgraphs of §12.1 with the configured
 // sampler. The spectral sampler clusters the atoms by h0, node embeddings
 // computed without gradient. Host-side draws come from rng.
-func (m *MicroGraph) releasedSubgraphs(g *ops.Graph, h0 *torch.Tensor, rng *rand.Rand) *ops.Subgraphs {
+func (m *MicroGraph) releasedSubgraphs(g *graph.Graph, h0 *torch.Tensor, rng *rand.Rand) *ops.Subgraphs {
 	c := m.Config
 	mols := sample.Molecules(g.Host.Src, g.Host.RowPtr, g.Host.GraphPtr)
 	lists := make([][][]int, len(mols))
@@ -95,7 +96,7 @@ func hostRNG() *rand.Rand {
 //	L_sampler = −mean over the subgraphs in the top share of some motif's column of S
 //	            of the mean cosine between their atoms' embeddings
 //	L = w_m·L_motif + w_c·L_contra + w_s·L_sampler
-func (m *MicroGraph) forwardReleased(g *ops.Graph, train bool) Output {
+func (m *MicroGraph) forwardReleased(g *graph.Graph, train bool) Output {
 	c := m.Config
 	rng := hostRNG()
 	var h, h0 *torch.Tensor
@@ -182,7 +183,7 @@ func (m *MicroGraph) samplerLoss(h *torch.Tensor, sub *ops.Subgraphs, cos *torch
 // without gradient as a step's first pass would, and returns those
 // embeddings (one row of width d per subgraph). It needs at least K
 // subgraphs in all.
-func (m *MicroGraph) InitMotifs(graphs []*ops.Graph) (rows [][]float64, err error) {
+func (m *MicroGraph) InitMotifs(graphs []*graph.Graph) (rows [][]float64, err error) {
 	c := m.Config
 	var flat []float64
 	d := int(m.Motifs.Size(1))

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/model/internal/reference"
-	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
 )
 
@@ -162,7 +162,7 @@ func TestInitMotifsAreKMeansCentres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Free()
-	graphs := []*ops.Graph{collate(t, ds, span(0, 32)).Graph(torch.CPU), collate(t, ds, span(32, 64)).Graph(torch.CPU)}
+	graphs := []*graph.Graph{collate(t, ds, span(0, 32)).Graph(torch.CPU), collate(t, ds, span(32, 64)).Graph(torch.CPU)}
 	rows, err := m.InitMotifs(graphs)
 	if err != nil {
 		t.Fatal(err)

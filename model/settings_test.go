@@ -8,9 +8,10 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/feed"
+	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/model/internal/reference"
-	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
 )
 
@@ -73,7 +74,7 @@ func tolFor(dt torch.DType) tolerances {
 // batch statistics (mean, biased variance) it sees on g, so that an
 // evaluation-mode forward pass normalises exactly as the reference's
 // training-mode batch norm does.
-func setRunningStatsToBatch(t *testing.T, m *model.MicroGraph, g *ops.Graph) {
+func setRunningStatsToBatch(t *testing.T, m *model.MicroGraph, g *graph.Graph) {
 	t.Helper()
 	type stat struct{ mean, variance []float64 }
 	stats := map[int]stat{}
@@ -116,7 +117,7 @@ func setRunningStatsToBatch(t *testing.T, m *model.MicroGraph, g *ops.Graph) {
 // With float32 the reference takes the model's motif assignment (its float32
 // Sinkhorn may break a near tie otherwise), and the two assignments must
 // agree on all but 2 % of the nodes.
-func compareWithReference(t *testing.T, m *model.MicroGraph, out model.Output, b *data.Batch, dt torch.DType) reference.Result {
+func compareWithReference(t *testing.T, m *model.MicroGraph, out model.Output, b *feed.Batch, dt torch.DType) reference.Result {
 	t.Helper()
 	tol := tolFor(dt)
 	w, rb, rc := referenceWeights(t, m), referenceBatch(b), referenceConfig(m.Config)

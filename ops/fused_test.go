@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
 )
@@ -20,7 +21,7 @@ func randomRows(r *rand.Rand, n int, rows int64) []int64 {
 
 // unfusedAggregate is GENConv's aggregation composed from tensor ops, the
 // way the model computes it where there is no fused kernel.
-func unfusedAggregate(h, table, bond, t *torch.Tensor, g *ops.Graph, learnT bool) *torch.Tensor {
+func unfusedAggregate(h, table, bond, t *torch.Tensor, g *graph.Graph, learnT bool) *torch.Tensor {
 	m := h.IndexSelect(0, g.Src).Add(table.IndexSelect(0, bond)).Relu().AddScalar(torch.GENMessageEpsilon)
 	var a *torch.Tensor
 	if learnT {
@@ -48,7 +49,7 @@ func aggregationDevices() []torch.Device {
 // table tv (rows×d), each edge's row of it (bond, e) and output weights w
 // (n×d).
 type aggregationCase struct {
-	g             *ops.Graph
+	g             *graph.Graph
 	n, e, d, rows int64
 	hv, tv, w     []float64
 	bond          []int64
@@ -103,7 +104,7 @@ func TestFusedAggregationMatchesUnfused(t *testing.T) {
 	if len(devices) == 0 {
 		t.Skip("no fused aggregation here (a CPU without AVX2/FMA, no CUDA): the model uses the unfused ops, tested elsewhere")
 	}
-	g, h := graph(testMols)
+	g, h := deviceGraph(testMols)
 	r := rand.New(rand.NewPCG(8, 8))
 	n, e, d, rows := int64(len(h.nodeGraph)), int64(len(h.src)), int64(5), int64(4)
 	hv, tv := randomMatrix(r, int(n), int(d)), randomMatrix(r, int(rows), int(d))
@@ -170,7 +171,7 @@ func TestFusedAggregationLargeGraph(t *testing.T) {
 		rowPtr = append(rowPtr, int64(len(src)))
 	}
 	e := int64(len(src))
-	g := &ops.Graph{NumNodes: n, NumEdges: e, Src: torch.FromSlice(src), Dst: torch.FromSlice(dst),
+	g := &graph.Graph{NumNodes: n, NumEdges: e, Src: torch.FromSlice(src), Dst: torch.FromSlice(dst),
 		RowPtr: torch.FromSlice(rowPtr)}
 	for _, dev := range devices {
 		for _, dtype := range []torch.DType{torch.Float64, torch.Float32} {
@@ -240,7 +241,7 @@ func TestPoolKernelMatchesSortedSegments(t *testing.T) {
 	if !torch.FusedKernels(torch.CPU) {
 		t.Skip("this CPU lacks AVX2/FMA: only the sorted pooling runs, tested elsewhere")
 	}
-	g, h := graph(testMols)
+	g, h := deviceGraph(testMols)
 	n := int64(len(h.nodeGraph))
 	torch.ManualSeed(3)
 	motif := torch.FromSlice([]int64{0, 0, 1, 1, 0, 0, 1, 1, 1, 1, 0})
@@ -276,7 +277,7 @@ func TestSinkhornKernelMatchesComposed(t *testing.T) {
 // devices, values and gradients.
 func TestGraphPoolKernelMatchesSegments(t *testing.T) {
 	scope(t)
-	g, h := graph(testMols)
+	g, h := deviceGraph(testMols)
 	r := rand.New(rand.NewPCG(13, 13))
 	x := randomMatrix(r, len(h.nodeGraph), 4)
 	var outs, grads [2][]float64
@@ -301,14 +302,14 @@ func TestMinCutKernelMatchesComposed(t *testing.T) {
 	if !torch.FusedKernels(torch.CPU) {
 		t.Skip("this CPU lacks AVX2/FMA: only the composed MinCut runs, tested elsewhere")
 	}
-	g, h := graph(testMols)
+	g, h := deviceGraph(testMols)
 	n := int64(len(h.nodeGraph))
 	r := rand.New(rand.NewPCG(14, 14))
 	logits := randomMatrix(r, int(n), 3)
 	sel := torch.FromSlice([]float64{1, 0, 1, 0, 0, 0, 1, 1, 1, 0, 1, 0}, 4, 3)
 	for _, selected := range []*torch.Tensor{nil, sel} {
 		var outs, grads [2][]float64
-		for i, f := range []func(*torch.Tensor, *ops.Graph, *torch.Tensor) (*torch.Tensor, *torch.Tensor){ops.MinCut, ops.MinCutComposed} {
+		for i, f := range []func(*torch.Tensor, *graph.Graph, *torch.Tensor) (*torch.Tensor, *torch.Tensor){ops.MinCut, ops.MinCutComposed} {
 			x := torch.FromSlice(logits, n, 3).SetRequiresGrad(true)
 			cut, ortho := f(x.Softmax(1), g, selected)
 			cut.MulScalar(1.3).Add(ortho.MulScalar(-0.7)).Backward()

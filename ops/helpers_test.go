@@ -6,7 +6,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/micrograph/micrograph/ops"
+	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/torch"
 )
 
@@ -70,15 +70,15 @@ func collate(mols []mol) hostGraph {
 	return h
 }
 
-// graph puts a collated batch on the CPU as an ops.Graph (features all 0).
-func graph(mols []mol) (*ops.Graph, hostGraph) {
+// deviceGraph puts a collated batch on the CPU as a graph.Graph (features all 0).
+func deviceGraph(mols []mol) (*graph.Graph, hostGraph) {
 	h := collate(mols)
 	n, e := int64(len(h.nodeGraph)), int64(len(h.src))
 	var most int64
 	for _, m := range mols {
 		most = max(most, int64(m.atoms))
 	}
-	return &ops.Graph{
+	return &graph.Graph{
 		NumGraphs: int64(len(mols)), NumNodes: n, NumEdges: e, MaxNodes: most,
 		Atoms: torch.Zeros([]int64{n, 9}, torch.Options{DType: torch.Int64}),
 		Bonds: torch.Zeros([]int64{e, 3}, torch.Options{DType: torch.Int64}),

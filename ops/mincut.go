@@ -3,6 +3,7 @@ package ops
 import (
 	"math"
 
+	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/torch"
 )
 
@@ -15,7 +16,7 @@ import (
 // It returns the means over molecules of cut_g and ortho_g (0-d each); L_reg
 // is their sum. With selected (B×K, 0/1; nil for all columns) ortho_g uses
 // only the J_g selected columns, as the paper writes it, and is 0 when J_g = 0.
-func MinCut(q *torch.Tensor, g *Graph, selected *torch.Tensor) (cut, ortho *torch.Tensor) {
+func MinCut(q *torch.Tensor, g *graph.Graph, selected *torch.Tensor) (cut, ortho *torch.Tensor) {
 	if torch.FusedKernelsFor(q) {
 		cutG, orthoG := torch.FusedMinCut(q, g.RowPtr, g.Src, g.GraphPtr, selected)
 		return cutG.Mean(), orthoG.Mean()
@@ -28,7 +29,7 @@ func MinCut(q *torch.Tensor, g *Graph, selected *torch.Tensor) (cut, ortho *torc
 const minCutNormFloor = 1e-30
 
 // minCutComposed is MinCut for devices without the kernel.
-func minCutComposed(q *torch.Tensor, g *Graph, selected *torch.Tensor) (cut, ortho *torch.Tensor) {
+func minCutComposed(q *torch.Tensor, g *graph.Graph, selected *torch.Tensor) (cut, ortho *torch.Tensor) {
 	dt := q.DType()
 	k := q.Size(1)
 	edgeDot := q.IndexSelect(0, g.Src).Mul(q.IndexSelect(0, g.Dst)).SumDim(1, true)

@@ -27,7 +27,7 @@ func randomMatrix(r *rand.Rand, rows, cols int) []float64 {
 
 func TestSegmentSoftmax(t *testing.T) {
 	scope(t)
-	g, h := graph(testMols)
+	g, h := deviceGraph(testMols)
 	r := rand.New(rand.NewPCG(1, 1))
 	e := len(h.src)
 	z := randomMatrix(r, e, 2)
@@ -53,7 +53,7 @@ func TestSegmentSoftmax(t *testing.T) {
 
 func TestGraphPool(t *testing.T) {
 	scope(t)
-	g, h := graph(testMols)
+	g, h := deviceGraph(testMols)
 	n := len(h.nodeGraph)
 	x := make([]float64, 2*n)
 	for i := range x {
@@ -179,7 +179,7 @@ func slicesRepeat(v float64, n int) []float64 {
 
 func TestMotifSubgraphs(t *testing.T) {
 	scope(t)
-	g, _ := graph(testMols)
+	g, _ := deviceGraph(testMols)
 	// Ring: motifs 0 0 1 1; triangle: 0 0 1; single atom: 1; path: 1 1 0.
 	motif := torch.FromSlice([]int64{0, 0, 1, 1, 0, 0, 1, 1, 1, 1, 0})
 	const k = 2
@@ -222,7 +222,7 @@ func TestMotifSubgraphs(t *testing.T) {
 
 func TestSubgraphPool(t *testing.T) {
 	scope(t)
-	g, _ := graph(testMols)
+	g, _ := deviceGraph(testMols)
 	motif := torch.FromSlice([]int64{0, 0, 1, 1, 0, 0, 1, 1, 1, 1, 0})
 	s := ops.MotifSubgraphs(g, motif, 2, 2, 0, 1, torch.Float64)
 	x := make([]float64, 11)
@@ -309,7 +309,7 @@ func minCutReference(q []float64, k int, h hostGraph, sel [][]bool) (cut, ortho 
 
 func TestMinCut(t *testing.T) {
 	scope(t)
-	g, h := graph(testMols)
+	g, h := deviceGraph(testMols)
 	r := rand.New(rand.NewPCG(3, 3))
 	const k = 3
 	n := len(h.nodeGraph)
@@ -339,7 +339,7 @@ func TestMinCut(t *testing.T) {
 	// Hand-computed: one motif for every node gives cut −1 on molecules with
 	// bonds; two equal orthogonal columns give ortho 0.
 	one := torch.FromSlice([]float64{1, 0, 1, 0, 1, 0, 1, 0}, 4, 2)
-	pair, _ := graph([]mol{{4, [][2]int{{0, 1}, {2, 3}}}})
+	pair, _ := deviceGraph([]mol{{4, [][2]int{{0, 1}, {2, 3}}}})
 	cut, _ := ops.MinCut(one, pair, nil)
 	near(t, "uniform cut", []float64{cut.Item()}, []float64{-1}, 1e-12)
 	split := torch.FromSlice([]float64{1, 0, 1, 0, 0, 1, 0, 1}, 4, 2)
@@ -349,7 +349,7 @@ func TestMinCut(t *testing.T) {
 
 func TestGraphSubgraphContrast(t *testing.T) {
 	scope(t)
-	g, _ := graph(testMols)
+	g, _ := deviceGraph(testMols)
 	motif := torch.FromSlice([]int64{0, 0, 1, 1, 0, 0, 1, 1, 1, 1, 0})
 	sub := ops.MotifSubgraphs(g, motif, 2, 2, 0, 0, torch.Float64)
 	live := values(sub.Live) // slots 0,1,2,7 live
@@ -451,7 +451,7 @@ func TestAblationSamplers(t *testing.T) {
 	for i := range 11 {
 		path.bonds = append(path.bonds, [2]int{i, i + 1})
 	}
-	g, h := graph(append([]mol{path}, testMols...))
+	g, h := deviceGraph(append([]mol{path}, testMols...))
 	torch.ManualSeed(5)
 	for _, tc := range []struct {
 		name    string

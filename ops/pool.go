@@ -3,6 +3,7 @@ package ops
 import (
 	"fmt"
 
+	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/torch"
 )
 
@@ -32,7 +33,7 @@ func ParsePooling(s string) (Pooling, error) {
 // GraphPool reads out one embedding per molecule from node embeddings h (N×d):
 //
 //	e_g = mean / sum / max of h_l over the nodes l of molecule g   (B×d)
-func GraphPool(h *torch.Tensor, g *Graph, p Pooling) *torch.Tensor {
+func GraphPool(h *torch.Tensor, g *graph.Graph, p Pooling) *torch.Tensor {
 	switch p {
 	case SumPool:
 		return h.SegmentReduce(g.GraphPtr, torch.ReduceSum)
@@ -40,8 +41,13 @@ func GraphPool(h *torch.Tensor, g *Graph, p Pooling) *torch.Tensor {
 		return SegmentMax(h, g.GraphPtr)
 	default:
 		if torch.FusedKernelsFor(h) {
-			return torch.FusedGroupMean(h, g.Nodes, g.NodeGraph, g.ones(h.DType()), g.NumGraphs)
+			return torch.FusedGroupMean(h, g.Nodes, g.NodeGraph, ones(g, h.DType()), g.NumGraphs)
 		}
 		return SegmentMean(h, g.GraphPtr)
 	}
+}
+
+// ones is N ones of dtype dt, on g's device.
+func ones(g *graph.Graph, dt torch.DType) *torch.Tensor {
+	return torch.Ones([]int64{g.NumNodes}, torch.Options{DType: dt, Device: g.NodeGraph.Device()})
 }

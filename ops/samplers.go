@@ -1,10 +1,13 @@
 package ops
 
-import "github.com/micrograph/micrograph/torch"
+import (
+	"github.com/micrograph/micrograph/graph"
+	"github.com/micrograph/micrograph/torch"
+)
 
 // randomNodes draws, for each of perGraph slots of every molecule, a node of
 // that molecule uniformly (B·perGraph, int64).
-func randomNodes(g *Graph, perGraph int64) *torch.Tensor {
+func randomNodes(g *graph.Graph, perGraph int64) *torch.Tensor {
 	dev := g.GraphPtr.Device()
 	slots := g.NumGraphs * perGraph
 	graph := torch.Arange(0, float64(slots), 1, torch.Options{DType: torch.Int64, Device: dev}).FloorDivideScalar(float64(perGraph))
@@ -25,7 +28,7 @@ func uniformInts(n, lo, hi int64, dev torch.Device) *torch.Tensor {
 // uniformly from [minLen, maxLen] steps, each step to a uniformly drawn
 // neighbour (a node without neighbours stays); a subgraph is the set of nodes
 // a walk visits. Weights have dtype dt.
-func RandomWalkSubgraphs(g *Graph, perGraph int64, minLen, maxLen int64, eta int, dt torch.DType) *Subgraphs {
+func RandomWalkSubgraphs(g *graph.Graph, perGraph int64, minLen, maxLen int64, eta int, dt torch.DType) *Subgraphs {
 	var s *Subgraphs
 	torch.NoGrad(func() {
 		dev := g.GraphPtr.Device()
@@ -68,7 +71,7 @@ func firstValid(key, valid *torch.Tensor) *torch.Tensor {
 // KHopSubgraphs is the k-hop ablation sampler of §4: perGraph subgraphs per
 // molecule, each the nodes within k hops of a uniformly drawn seed node, with
 // k drawn from {1, 2} with equal probability. Weights have dtype dt.
-func KHopSubgraphs(g *Graph, perGraph int64, eta int, dt torch.DType) *Subgraphs {
+func KHopSubgraphs(g *graph.Graph, perGraph int64, eta int, dt torch.DType) *Subgraphs {
 	var s *Subgraphs
 	torch.NoGrad(func() {
 		dev := g.GraphPtr.Device()

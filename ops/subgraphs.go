@@ -1,6 +1,9 @@
 package ops
 
-import "github.com/micrograph/micrograph/torch"
+import (
+	"github.com/micrograph/micrograph/graph"
+	"github.com/micrograph/micrograph/torch"
+)
 
 // Subgraphs are node subsets of a batch, PerGraph "slots" for each molecule:
 // slot s belongs to molecule s / PerGraph. Membership is a list of
@@ -43,7 +46,7 @@ func newSubgraphs(node, slot, weight *torch.Tensor, perGraph, numSlots int64, et
 // however many edges connect them. A node may so be in two slots. Slots with
 // at least η members after this are the subgraphs. pDrop = pAdd = 0 gives the
 // unperturbed partition. Weights have dtype dt.
-func MotifSubgraphs(g *Graph, motif *torch.Tensor, k int64, eta int, pDrop, pAdd float64, dt torch.DType) *Subgraphs {
+func MotifSubgraphs(g *graph.Graph, motif *torch.Tensor, k int64, eta int, pDrop, pAdd float64, dt torch.DType) *Subgraphs {
 	var s *Subgraphs
 	torch.NoGrad(func() {
 		opts := torch.Options{DType: dt, Device: motif.Device()}
@@ -74,7 +77,7 @@ func MotifSubgraphs(g *Graph, motif *torch.Tensor, k int64, eta int, pDrop, pAdd
 // any molecule has (at least one); the slots it does not fill stay empty,
 // and every listed subgraph is live, whatever its size (the sampler has
 // applied its own threshold). Weights have dtype dt.
-func ListedSubgraphs(g *Graph, lists [][][]int, dt torch.DType) *Subgraphs {
+func ListedSubgraphs(g *graph.Graph, lists [][][]int, dt torch.DType) *Subgraphs {
 	perGraph := 1
 	for _, l := range lists {
 		perGraph = max(perGraph, len(l))

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/ops"
@@ -35,7 +36,7 @@ func readmeSnippet(t *testing.T) string {
 
 // goEmbeddings are the graph embeddings of a batch from an exported encoder,
 // computed by micrograph's own model in evaluation mode.
-func goEmbeddings(t *testing.T, path string, b *data.Batch) [][]float64 {
+func goEmbeddings(t *testing.T, path string, b *feed.Batch) [][]float64 {
 	t.Helper()
 	s := torch.NewScope()
 	defer s.Close()
@@ -77,8 +78,8 @@ func TestReadmeSnippetMatchesGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b data.Batch
-	if err := data.Collate(ds, []int32{0, 1, 2, 3, 4, 5}, &b); err != nil {
+	var b feed.Batch
+	if err := feed.Collate(ds, []int32{0, 1, 2, 3, 4, 5}, &b); err != nil {
 		t.Fatal(err)
 	}
 	inputs, _ := json.Marshal(map[string]any{

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/corpus"
 )
 
 func runFeaturize(args []string) error {
@@ -28,7 +29,7 @@ func runFeaturize(args []string) error {
 	split := fs.String("split", "scaffold", "split to write: scaffold (OGB's Bemis-Murcko split), random (80/10/10) or none")
 	seed := fs.Uint64("seed", 0, "seed of a random split")
 	workers := fs.Int("workers", 0, "goroutines running RDKit (default: one per CPU)")
-	shardRows := fs.Int("shard-rows", 0, fmt.Sprintf("write a sharded pre-training corpus, this many input rows per shard (e.g. %d)", data.DefaultShardRows))
+	shardRows := fs.Int("shard-rows", 0, fmt.Sprintf("write a sharded pre-training corpus, this many input rows per shard (e.g. %d)", corpus.DefaultShardRows))
 	var limits data.Limits
 	limitFlags(fs, &limits)
 	if err := parseFlags(fs, args, "csv", "out"); err != nil {
@@ -68,7 +69,7 @@ func runFeaturize(args []string) error {
 		if *shardRows < 1 {
 			return usageError{fmt.Errorf("--shard-rows %d: want at least 1", *shardRows)}
 		}
-		return featurizeCorpus(*csvPath, *out, data.CorpusOptions{SMILESColumn: *smilesCol, ShardRows: *shardRows, Workers: *workers, Limits: limits})
+		return featurizeCorpus(*csvPath, *out, corpus.Options{SMILESColumn: *smilesCol, ShardRows: *shardRows, Workers: *workers, Limits: limits})
 	}
 	start := time.Now()
 	table, err := data.ReadTable(*csvPath, *smilesCol, labels)
@@ -102,15 +103,15 @@ func printReport(rep *data.FeaturizeReport, source, out string, took time.Durati
 }
 
 // featurizeCorpus writes or resumes a sharded corpus, a line per shard.
-func featurizeCorpus(src, out string, opt data.CorpusOptions) error {
+func featurizeCorpus(src, out string, opt corpus.Options) error {
 	start := time.Now()
 	molecules := 0
-	opt.Progress = func(s data.ShardInfo) {
+	opt.Progress = func(s corpus.ShardInfo) {
 		molecules += s.Molecules
 		fmt.Fprintf(stdout, "%s: rows %d..%d: %d molecules, %d rejected (%.0f molecules/s so far)\n",
 			s.File, s.FirstRow, s.FirstRow+int64(s.Rows)-1, s.Molecules, s.Rejected, float64(molecules)/time.Since(start).Seconds())
 	}
-	rep, err := data.FeaturizeCorpus(src, out, opt)
+	rep, err := corpus.Featurize(src, out, opt)
 	if err != nil {
 		return err
 	}

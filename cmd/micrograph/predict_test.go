@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/metrics"
@@ -34,8 +35,8 @@ func pygInputs(t *testing.T, dir string, smiles []string) string {
 	if err != nil || len(kept) != len(smiles) {
 		t.Fatalf("featurising %q: %v (kept %v)", smiles, err, kept)
 	}
-	var b data.Batch
-	if err := data.Collate(ds, ds.All(), &b); err != nil {
+	var b feed.Batch
+	if err := feed.Collate(ds, ds.All(), &b); err != nil {
 		t.Fatal(err)
 	}
 	js, _ := json.Marshal(map[string]any{"x": b.X, "src": b.EdgeSrc, "dst": b.EdgeDst, "edge_attr": b.EdgeAttr, "batch": b.NodeGraph})

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/feed"
+	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/ops"
@@ -256,9 +258,9 @@ func Run(opt Options) (_ *Diagnosis, err error) {
 	}
 
 	acc := newDiagAccumulator(dm, len(sample))
-	var b data.Batch
+	var b feed.Batch
 	for lo := 0; lo < len(sample); lo += opt.BatchSize {
-		if err := data.Collate(ds, sample[lo:min(lo+opt.BatchSize, len(sample))], &b); err != nil {
+		if err := feed.Collate(ds, sample[lo:min(lo+opt.BatchSize, len(sample))], &b); err != nil {
 			return nil, err
 		}
 		if dm.full != nil && lo == 0 {
@@ -372,7 +374,7 @@ func fullDiagModel(m *model.MicroGraph, r *Diagnosis) *diagModel {
 // subgraphs; the same random draws for every part), with the contrast also
 // split into its paths through the graph embedding e and through the
 // subgraph embeddings s. Running statistics are left as they were.
-func partGradients(m *model.MicroGraph, g *ops.Graph, seed uint64) []PartGradient {
+func partGradients(m *model.MicroGraph, g *graph.Graph, seed uint64) []PartGradient {
 	c := m.Config
 	var params []*torch.Tensor
 	for _, v := range m.Store.Trainable() {
@@ -473,7 +475,7 @@ func appendFloats(dst []float64, t *torch.Tensor) []float64 {
 }
 
 // batch measures one batch in evaluation mode.
-func (a *diagAccumulator) batch(b *data.Batch, dev torch.Device) error {
+func (a *diagAccumulator) batch(b *feed.Batch, dev torch.Device) error {
 	s := torch.NewScope()
 	defer s.Close()
 	var err error
@@ -481,7 +483,7 @@ func (a *diagAccumulator) batch(b *data.Batch, dev torch.Device) error {
 	return err
 }
 
-func (a *diagAccumulator) measure(b *data.Batch, g *ops.Graph) error {
+func (a *diagAccumulator) measure(b *feed.Batch, g *graph.Graph) error {
 	m, cfg := a.m, a.m.cfg
 	var h, e, z *torch.Tensor
 	var out model.Output
@@ -536,7 +538,7 @@ func (a *diagAccumulator) measure(b *data.Batch, g *ops.Graph) error {
 }
 
 // motifs records the node-to-motif assignment of a batch.
-func (a *diagAccumulator) motifs(b *data.Batch, g *ops.Graph, out model.Output) {
+func (a *diagAccumulator) motifs(b *feed.Batch, g *graph.Graph, out model.Output) {
 	k := a.m.cfg.Motifs
 	sink := torch.ToSlice[int64](out.Motif)
 	raw := torch.ToSlice[int64](out.Q.Argmax(1, false))
@@ -571,7 +573,7 @@ func (a *diagAccumulator) motifs(b *data.Batch, g *ops.Graph, out model.Output) 
 // connectivity, alignment with their molecule and the contrast's softmax.
 // s and logP (subgraph-to-motif, may be nil) have a row per live slot, in
 // order; z (W_e·e) may be nil.
-func (a *diagAccumulator) subgraphs(sampler string, b *data.Batch, sub *ops.Subgraphs, s *torch.Tensor, eHost []float64, z, logP *torch.Tensor) error {
+func (a *diagAccumulator) subgraphs(sampler string, b *feed.Batch, sub *ops.Subgraphs, s *torch.Tensor, eHost []float64, z, logP *torch.Tensor) error {
 	acc := a.subs[sampler]
 	d, per := a.d, int(sub.PerGraph)
 	node := torch.ToSlice[int64](sub.Node)
@@ -788,10 +790,10 @@ func probe(m *diagModel, path string, opt Options, dev torch.Device, recalibrate
 	s := torch.NewScope()
 	defer s.Close()
 	var es, zs []*torch.Tensor
-	var b data.Batch
+	var b feed.Batch
 	all := ds.All()
 	for lo := 0; lo < len(all); lo += opt.BatchSize {
-		if err := data.Collate(ds, all[lo:min(lo+opt.BatchSize, len(all))], &b); err != nil {
+		if err := feed.Collate(ds, all[lo:min(lo+opt.BatchSize, len(all))], &b); err != nil {
 			return nil, err
 		}
 		torch.NoGrad(func() {
@@ -848,9 +850,9 @@ func recalibrateNorms(enc *model.DeeperGCN, ds *data.Dataset, sample []int32, ba
 		means[l], vars[l] = make([]float64, d), make([]float64, d)
 	}
 	batches := 0
-	var b data.Batch
+	var b feed.Batch
 	for lo := 0; lo < len(sample); lo += batchSize {
-		if err := data.Collate(ds, sample[lo:min(lo+batchSize, len(sample))], &b); err != nil {
+		if err := feed.Collate(ds, sample[lo:min(lo+batchSize, len(sample))], &b); err != nil {
 			return nil, err
 		}
 		if b.NumAtoms() < 2 {

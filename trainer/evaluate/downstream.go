@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
@@ -252,9 +253,9 @@ func hasBothClasses(labels []float32, tasks int) bool {
 }
 
 // batchPrepare is the loader's Prepare for dev: pinned staging on a GPU.
-func batchPrepare(dev torch.Device) func(*data.Batch) error {
+func batchPrepare(dev torch.Device) func(*feed.Batch) error {
 	if dev.IsCUDA() {
-		return data.PinMemory
+		return feed.PinMemory
 	}
 	return nil
 }
@@ -262,8 +263,8 @@ func batchPrepare(dev torch.Device) func(*data.Batch) error {
 // forEachBatch calls fn on the molecules idx of ds, in order, evalBatchSize
 // at a time, each call inside its own scope (passed to fn, to Keep what must
 // outlive it) and without autograd.
-func forEachBatch(ds *data.Dataset, idx []int32, workers int, dev torch.Device, fn func(b *data.Batch, s *torch.Scope)) error {
-	loader, err := data.NewLoader(data.LoaderConfig{
+func forEachBatch(ds *data.Dataset, idx []int32, workers int, dev torch.Device, fn func(b *feed.Batch, s *torch.Scope)) error {
+	loader, err := feed.NewLoader(feed.LoaderConfig{
 		Dataset: ds, Indices: idx, BatchSize: evalBatchSize, Epochs: 1, Workers: workers, Prepare: batchPrepare(dev),
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
@@ -372,7 +373,7 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 		standardised.Labels = run.std.Apply(f.ds.Labels)
 		train = &standardised
 	}
-	loader, err := data.NewLoader(data.LoaderConfig{
+	loader, err := feed.NewLoader(feed.LoaderConfig{
 		Dataset: train, Indices: f.split.Train, BatchSize: f.cfg.BatchSize, Shuffle: true, Seed: f.seed,
 		Epochs: f.cfg.Epochs, Workers: f.cfg.Workers, Prepare: batchPrepare(f.dev),
 	})
@@ -459,7 +460,7 @@ func snapshot(clf *model.Classifier) []torch.Named {
 // batches' losses: BCE with logits, or on regression tasks the squared error
 // of the standardised labels, over labelled entries. The losses stay on the
 // device until the epoch ends, so that the steps never wait to read them.
-func trainEpoch(clf *model.Classifier, adam *optim.Adam, loader *data.Loader, dev torch.Device, regression bool) (float64, error) {
+func trainEpoch(clf *model.Classifier, adam *optim.Adam, loader *feed.Loader, dev torch.Device, regression bool) (float64, error) {
 	epoch := torch.NewScope()
 	defer epoch.Close()
 	losses := make([]*torch.Tensor, 0, loader.BatchesPerEpoch())
@@ -502,7 +503,7 @@ type figures struct {
 // labels' units with std.
 func (f *finetuner) evaluate(clf *model.Classifier, std metrics.Standardizer, idx []int32, labels []float32) (figures, error) {
 	scores := make([]float32, 0, len(labels))
-	err := forEachBatch(f.ds, idx, f.cfg.Workers, f.dev, func(b *data.Batch, _ *torch.Scope) {
+	err := forEachBatch(f.ds, idx, f.cfg.Workers, f.dev, func(b *feed.Batch, _ *torch.Scope) {
 		scores = append(scores, torch.ToSlice[float32](clf.Forward(b.Graph(f.dev), false))...)
 	})
 	if err != nil {

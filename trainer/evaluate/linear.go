@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/ops"
@@ -380,7 +381,7 @@ func embedMolecules(ds *data.Dataset, arch model.EncoderConfig, state []torch.Na
 	s := torch.NewScope()
 	defer s.Close()
 	chunks := make([]*torch.Tensor, 0, ds.NumGraphs()/evalBatchSize+1)
-	err := forEachBatch(ds, ds.All(), workers, dev, func(b *data.Batch, batch *torch.Scope) {
+	err := forEachBatch(ds, ds.All(), workers, dev, func(b *feed.Batch, batch *torch.Scope) {
 		g := b.Graph(dev)
 		chunks = append(chunks, batch.Keep(ops.GraphPool(enc.Forward(g, false), g, ops.MeanPool)))
 	})

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/feed"
+	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/internal/matrixfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/ops"
@@ -74,7 +76,7 @@ func Embed(arch model.EncoderConfig, state []torch.Named, opt Options, out strin
 	for j := range names {
 		names[j] = "e_" + strconv.Itoa(j)
 	}
-	return score(opt, out, matrixfile.Columns{Values: names}, func(g *ops.Graph) *torch.Tensor {
+	return score(opt, out, matrixfile.Columns{Values: names}, func(g *graph.Graph) *torch.Tensor {
 		return ops.GraphPool(enc.Forward(g, false), g, ops.MeanPool)
 	}, nil)
 }
@@ -97,7 +99,7 @@ func Predict(dir string, opt Options, out string) (_ *SavedModel, _ *Report, err
 	for i, t := range m.Tasks {
 		names[i] = t.Name
 	}
-	rep, err := score(opt, out, matrixfile.Columns{Values: names, Float64: true}, func(g *ops.Graph) *torch.Tensor {
+	rep, err := score(opt, out, matrixfile.Columns{Values: names, Float64: true}, func(g *graph.Graph) *torch.Tensor {
 		return clf.Forward(g, false)
 	}, m.outputs)
 	return m, rep, err
@@ -106,7 +108,7 @@ func Predict(dir string, opt Options, out string) (_ *SavedModel, _ *Report, err
 // score streams the input through forward (B molecules → B×k outputs,
 // evaluation mode) and writes one row per input row; finish, when not nil,
 // maps each chunk's raw outputs (n×k) in place before they are written.
-func score(opt Options, out string, cols matrixfile.Columns, forward func(*ops.Graph) *torch.Tensor, finish func([]float32)) (*Report, error) {
+func score(opt Options, out string, cols matrixfile.Columns, forward func(*graph.Graph) *torch.Tensor, finish func([]float32)) (*Report, error) {
 	format, err := matrixfile.Format(out)
 	if err != nil {
 		return nil, err
@@ -195,11 +197,11 @@ func score(opt Options, out string, cols matrixfile.Columns, forward func(*ops.G
 
 // runModel is forward's outputs (len(mols)×k row-major, float32) for the
 // molecules mols of ds, batch at a time, without autograd.
-func runModel(ds *data.Dataset, mols []int32, batch int, dev torch.Device, k int, forward func(*ops.Graph) *torch.Tensor) ([]float32, error) {
+func runModel(ds *data.Dataset, mols []int32, batch int, dev torch.Device, k int, forward func(*graph.Graph) *torch.Tensor) ([]float32, error) {
 	outputs := make([]float32, 0, len(mols)*k)
-	var b data.Batch
+	var b feed.Batch
 	for lo := 0; lo < len(mols); lo += batch {
-		if err := data.Collate(ds, mols[lo:min(lo+batch, len(mols))], &b); err != nil {
+		if err := feed.Collate(ds, mols[lo:min(lo+batch, len(mols))], &b); err != nil {
 			return nil, err
 		}
 		err := torch.Catch(func() {

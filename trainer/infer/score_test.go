@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/ops"
@@ -70,8 +71,8 @@ func TestEmbedKeepsRowOrderAcrossChunks(t *testing.T) {
 		if err != nil || len(kept) != 1 {
 			t.Fatalf("%s: %v", smiles, err)
 		}
-		var b data.Batch
-		if err := data.Collate(ds, []int32{0}, &b); err != nil {
+		var b feed.Batch
+		if err := feed.Collate(ds, []int32{0}, &b); err != nil {
 			t.Fatal(err)
 		}
 		torch.NoGrad(func() {

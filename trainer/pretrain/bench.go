@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/runfolder"
@@ -74,7 +75,7 @@ func Bench(cfg BenchConfig, opt data.OpenOptions) (res *BenchResult, err error) 
 	}
 	defer m.Free()
 	defer adam.Free()
-	loader, err := se.newLoader(0, data.Position{})
+	loader, err := se.newLoader(0, feed.Position{})
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +177,7 @@ func peakRSS() (int64, error) {
 // dispatches (step), then those of putting the same batch on the device
 // again (upload) and of collating and preparing its molecules again the way
 // a loader worker does (collate).
-func countStepOps(t *pretrainer, loader *data.Loader, se *session) (step, upload, collate int64, err error) {
+func countStepOps(t *pretrainer, loader *feed.Loader, se *session) (step, upload, collate int64, err error) {
 	b, err := loader.Next()
 	if err != nil {
 		return 0, 0, 0, err
@@ -192,9 +193,9 @@ func countStepOps(t *pretrainer, loader *data.Loader, se *session) (step, upload
 	s := torch.NewScope() // frees what the recounts create
 	defer s.Close()
 	upload = torch.CountOps(func() { b.Graph(t.dev) })
-	var again data.Batch
+	var again feed.Batch
 	collate = torch.CountOps(func() {
-		if err = data.Collate(se.set.Molecules, b.Graphs, &again); err == nil {
+		if err = feed.Collate(se.set.Molecules, b.Graphs, &again); err == nil {
 			err = se.prepare(&again)
 		}
 	})

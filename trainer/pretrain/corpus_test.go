@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/corpus"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
@@ -27,11 +27,11 @@ func TestPretrainOnCorpusMatchesDataset(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	corpus := filepath.Join(dir, "corpus")
-	if _, err := data.FeaturizeCorpus(filepath.Join(cfg.Data, "mapping", "mol.csv.gz"), corpus, data.CorpusOptions{ShardRows: 64, Workers: 2}); err != nil {
+	corpusDir := filepath.Join(dir, "corpus")
+	if _, err := corpus.Featurize(filepath.Join(cfg.Data, "mapping", "mol.csv.gz"), corpusDir, corpus.Options{ShardRows: 64, Workers: 2}); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Data = corpus
+	cfg.Data = corpusDir
 	run := filepath.Join(dir, "on-corpus")
 	if _, err := pretrain.Run(run, cfg, pretrain.Options{}); err != nil {
 		t.Fatal(err)

@@ -10,13 +10,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/micrograph/micrograph/data/corpus"
+	"github.com/micrograph/micrograph/data/feed"
+	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/trainer/metrics"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
-	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/torch/optim"
@@ -126,7 +128,7 @@ func Run(run string, cfg runfolder.Config, opt Options) (res *Result, err error)
 	defer adam.Free()
 	dev := se.dev
 	var step int64
-	var start data.Position
+	var start feed.Position
 	var rngMissing []string
 	if ck != nil {
 		if rngMissing, err = restore(ck, m, adam, dev, jb.Rank()); err != nil {
@@ -274,7 +276,7 @@ type pretrainer struct {
 	adam  *optim.Adam
 	// clipGroups are the model's gradient-clipping groups, listed once.
 	clipGroups [][]*torch.Tensor
-	loader     *data.Loader
+	loader     *feed.Loader
 	log        *runfolder.Log
 	bar        *progress
 
@@ -302,7 +304,7 @@ type pendingStep struct {
 // across ranks, and stop says that this rank was asked to stop; a failed
 // collective is the error (or, within the model's maths, a panic as any
 // failed tensor op).
-func (t *pretrainer) step(b *data.Batch, stop bool) (values *torch.Tensor, skipped bool, err error) {
+func (t *pretrainer) step(b *feed.Batch, stop bool) (values *torch.Tensor, skipped bool, err error) {
 	s := torch.NewScope()
 	defer s.Close()
 	out := t.model.Forward(b.Graph(t.dev), true)
@@ -443,10 +445,10 @@ func (t *pretrainer) checkpoint(step int64) error {
 type session struct {
 	cfg     runfolder.Config
 	dev     torch.Device
-	job     *job              // nil alone
-	set     *data.PretrainSet // the molecules: a dataset in memory, or a mapped corpus
-	indices []int32           // every molecule that can form a subgraph (§4's η filter)
-	filter  data.FilterStats  // what the filter left out
+	job     *job                // nil alone
+	set     *corpus.PretrainSet // the molecules: a dataset in memory, or a mapped corpus
+	indices []int32             // every molecule that can form a subgraph (§4's η filter)
+	filter  data.FilterStats    // what the filter left out
 }
 
 // openSession finds the device and loads and filters the dataset, refusing
@@ -456,7 +458,7 @@ func openSession(cfg runfolder.Config, opt data.OpenOptions) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	set, err := data.OpenPretrainSet(cfg.Data, opt, cfg.Model.Eta)
+	set, err := corpus.OpenPretrainSet(cfg.Data, opt, cfg.Model.Eta)
 	if err != nil {
 		return nil, err
 	}
@@ -504,12 +506,12 @@ func (s *session) initMotifs(m *model.MicroGraph) (subgraphs int, err error) {
 	if n == 0 {
 		return 0, nil
 	}
-	loader, err := s.newLoader(1, data.Position{})
+	loader, err := s.newLoader(1, feed.Position{})
 	if err != nil {
 		return 0, err
 	}
 	defer loader.Close()
-	var graphs []*ops.Graph
+	var graphs []*graph.Graph
 	scope := torch.NewScope()
 	defer scope.Close()
 	for range n {
@@ -529,8 +531,8 @@ func (s *session) initMotifs(m *model.MicroGraph) (subgraphs int, err error) {
 
 // newLoader streams shuffled whole batches of the filtered molecules for
 // epochs epochs (0: without end) from position start.
-func (s *session) newLoader(epochs int, start data.Position) (*data.Loader, error) {
-	return data.NewLoader(data.LoaderConfig{
+func (s *session) newLoader(epochs int, start feed.Position) (*feed.Loader, error) {
+	return feed.NewLoader(feed.LoaderConfig{
 		Dataset: s.set.Molecules, Indices: s.indices, BatchSize: s.cfg.BatchSize, Shuffle: true, Seed: s.cfg.Seed,
 		DropLast: true, Epochs: epochs, Start: start, Workers: s.cfg.Workers, Prepare: s.prepare,
 		Shard: s.job.Rank(), Shards: s.job.Size(),
@@ -539,9 +541,9 @@ func (s *session) newLoader(epochs int, start data.Position) (*data.Loader, erro
 
 // prepare is the loaders' Prepare: staging in page-locked memory for a GPU,
 // nothing otherwise.
-func (s *session) prepare(b *data.Batch) error {
+func (s *session) prepare(b *feed.Batch) error {
 	if s.dev.IsCUDA() {
-		return data.PinMemory(b)
+		return feed.PinMemory(b)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/optim"
@@ -70,7 +71,7 @@ type stepRun struct {
 
 // newStepRun builds the model and optimiser of cfg as Run does (seeded,
 // then initialised); its batches start at start.
-func newStepRun(t *testing.T, cfg runfolder.Config, dev torch.Device, start data.Position) *stepRun {
+func newStepRun(t *testing.T, cfg runfolder.Config, dev torch.Device, start feed.Position) *stepRun {
 	t.Helper()
 	ds := stepDataset(t)
 	torch.ManualSeed(cfg.Seed)
@@ -80,7 +81,7 @@ func newStepRun(t *testing.T, cfg runfolder.Config, dev torch.Device, start data
 	}
 	adam := optim.NewAdam(m.Store.Trainable(), cfg.LR)
 	indices, _ := data.PretrainFilter(ds, ds.All(), cfg.Model.Eta)
-	loader, err := data.NewLoader(data.LoaderConfig{
+	loader, err := feed.NewLoader(feed.LoaderConfig{
 		Dataset: ds, Indices: indices, BatchSize: cfg.BatchSize, Shuffle: true, Seed: cfg.Seed,
 		DropLast: true, Start: start, Workers: 1,
 	})
@@ -213,7 +214,7 @@ func TestCheckpointReplaysEveryRandomDrawOfAStep(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := t.TempDir()
-			r := newStepRun(t, cfg, dev, data.Position{})
+			r := newStepRun(t, cfg, dev, feed.Position{})
 			r.run(t) // Adam's moments and the generators move off their start
 			path, err := runfolder.SaveCheckpoint(dir, 1, r.loader.Position(), cfg, r.model, r.adam, processRNG(t), 1)
 			if err != nil {
@@ -282,7 +283,7 @@ func TestCheckpointReplaysEveryRandomDrawOfAStep(t *testing.T) {
 func TestRestoreToleratesForeignAndMissingGenerators(t *testing.T) {
 	dev := stepDevice(t)
 	cfg := smallStepConfig(dev)
-	r := newStepRun(t, cfg, dev, data.Position{})
+	r := newStepRun(t, cfg, dev, feed.Position{})
 	path, err := runfolder.SaveCheckpoint(t.TempDir(), 0, r.loader.Position(), cfg, r.model, r.adam, processRNG(t), 1)
 	if err != nil {
 		t.Fatal(err)
@@ -344,7 +345,7 @@ func TestRestoreToleratesForeignAndMissingGenerators(t *testing.T) {
 // position).
 var randomSources = map[string]string{
 	// Go packages of math/rand or crypto/rand, by file.
-	"data/loader.go":                 "each epoch's shuffle is a function of --seed and the epoch; the checkpoint's data position replays it",
+	"data/feed/loader.go":            "each epoch's shuffle is a function of --seed and the epoch; the checkpoint's data position replays it",
 	"data/split.go":                  "dataset splits, made once from a seed; not in a pre-training step",
 	"data/synth.go":                  "the synthetic dataset, made once from a seed; not in a pre-training step",
 	"trainer/evaluate/labels.go":     "linear evaluation's label subsets, drawn from the run's seed; not in a pre-training step",

@@ -2,6 +2,7 @@ package report
 
 import (
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 )
@@ -14,9 +15,9 @@ import (
 // -1 for an atom in none.
 func AtomMotifs(m *model.MicroGraph, ds *data.Dataset, graphs []int32, batchSize int, dev torch.Device) ([]int, error) {
 	var motifs []int
-	var b data.Batch
+	var b feed.Batch
 	for lo := 0; lo < len(graphs); lo += batchSize {
-		if err := data.Collate(ds, graphs[lo:min(lo+batchSize, len(graphs))], &b); err != nil {
+		if err := feed.Collate(ds, graphs[lo:min(lo+batchSize, len(graphs))], &b); err != nil {
 			return nil, err
 		}
 		func() {

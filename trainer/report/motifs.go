@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/data/rdkit"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
@@ -281,9 +282,9 @@ func groupNMI(ds *data.Dataset, graphs []int32, atomMotifs []int) float64 {
 // r.Atoms, and returns the motif of every atom analysed, in molecule order.
 func (r *MotifReport) collect(m *model.MicroGraph, ds *data.Dataset, graphs []int32, dev torch.Device) ([]int, error) {
 	var atomMotifs []int
-	var b data.Batch
+	var b feed.Batch
 	for lo := 0; lo < len(graphs); lo += r.BatchSize {
-		if err := data.Collate(ds, graphs[lo:min(lo+r.BatchSize, len(graphs))], &b); err != nil {
+		if err := feed.Collate(ds, graphs[lo:min(lo+r.BatchSize, len(graphs))], &b); err != nil {
 			return nil, err
 		}
 		motifs, err := r.collectBatch(m, ds, &b, dev)
@@ -298,7 +299,7 @@ func (r *MotifReport) collect(m *model.MicroGraph, ds *data.Dataset, graphs []in
 
 // collectBatch analyses one batch: it appends the batch's subgraphs to
 // r.Subgraphs and returns its atoms' motifs.
-func (r *MotifReport) collectBatch(m *model.MicroGraph, ds *data.Dataset, b *data.Batch, dev torch.Device) ([]int, error) {
+func (r *MotifReport) collectBatch(m *model.MicroGraph, ds *data.Dataset, b *feed.Batch, dev torch.Device) ([]int, error) {
 	if m.Config.Released != nil {
 		return r.collectReleasedBatch(m, ds, b, dev)
 	}
@@ -364,7 +365,7 @@ func (r *MotifReport) collectBatch(m *model.MicroGraph, ds *data.Dataset, b *dat
 // (docs/method.md §12.6): the subgraphs are the spectral sampler's, each
 // subgraph's motif is its closest, argmax_k cos(head(s), M_k), and an atom
 // takes the motif of its subgraph (-1 for an atom in none).
-func (r *MotifReport) collectReleasedBatch(m *model.MicroGraph, ds *data.Dataset, b *data.Batch, dev torch.Device) ([]int, error) {
+func (r *MotifReport) collectReleasedBatch(m *model.MicroGraph, ds *data.Dataset, b *feed.Batch, dev torch.Device) ([]int, error) {
 	s := torch.NewScope()
 	defer s.Close()
 	var sub releasedSubgraphs
@@ -407,7 +408,7 @@ type releasedSubgraphs struct {
 	logP, cosine []float32
 }
 
-func releasedBatch(m *model.MicroGraph, b *data.Batch, dev torch.Device) releasedSubgraphs {
+func releasedBatch(m *model.MicroGraph, b *feed.Batch, dev torch.Device) releasedSubgraphs {
 	out := m.Forward(b.Graph(dev), false)
 	k := m.Config.Motifs
 	var r releasedSubgraphs

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 )
@@ -39,7 +39,7 @@ const CheckpointFormat = "micrograph-checkpoint/1"
 type Checkpoint struct {
 	Path     string
 	Step     int64         // optimiser steps done
-	Position data.Position // the next batch of the data sequence
+	Position feed.Position // the next batch of the data sequence
 	Config   Config
 	World    int           // processes of the run that wrote it (1 before data-parallel runs)
 	Model    []torch.Named // model.* without the prefix
@@ -66,7 +66,7 @@ func checkpointPath(run string, step int64) string {
 // newest keep checkpoints.
 // rngs are the generator states of every rank (see pretrain's job.gatherRNG), world the
 // number of ranks.
-func SaveCheckpoint(run string, step int64, pos data.Position, cfg Config, m *model.MicroGraph, opt interface{ State() []torch.Named }, rngs []torch.Named, world int) (string, error) {
+func SaveCheckpoint(run string, step int64, pos feed.Position, cfg Config, m *model.MicroGraph, opt interface{ State() []torch.Named }, rngs []torch.Named, world int) (string, error) {
 	var state []torch.Named
 	for _, n := range m.Store.State() {
 		state = append(state, torch.Named{Name: "model." + n.Name, Tensor: n.Tensor})
@@ -284,7 +284,7 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 	if _, ok := meta["meta.world"]; ok {
 		ck.World = int(number("meta.world"))
 	}
-	ck.Position = data.Position{Epoch: int(number("meta.epoch")), Batch: int(number("meta.batch"))}
+	ck.Position = feed.Position{Epoch: int(number("meta.epoch")), Batch: int(number("meta.batch"))}
 	if len(errs) > 0 {
 		return fail("%v", errs[0])
 	}

@@ -1,7 +1,8 @@
-package data
+package feed
 
 import (
-	"github.com/micrograph/micrograph/ops"
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/torch"
 )
 
@@ -37,8 +38,8 @@ func PinMemory(b *Batch) error {
 	s := &staged{}
 	b.Aux = s
 	return torch.Catch(func() {
-		s.atoms = pinned(b.X, n, NumAtomFeatures)
-		s.bonds = pinned(b.EdgeAttr, e, NumBondFeatures)
+		s.atoms = pinned(b.X, n, data.NumAtomFeatures)
+		s.bonds = pinned(b.EdgeAttr, e, data.NumBondFeatures)
 		s.src, s.dst = pinned(b.EdgeSrc, e), pinned(b.EdgeDst, e)
 		s.rowPtr, s.nodeGraph, s.graphPtr = pinned(b.RowPtr, n+1), pinned(b.NodeGraph, n), pinned(b.GraphPtr, bt+1)
 		s.labels, s.mask = pinned(b.Labels, bt, tasks), pinned(b.LabelMask, bt, tasks)
@@ -57,10 +58,10 @@ func pinned[T torch.Element](data []T, shape ...int64) *torch.Tensor {
 // Graph puts the batch's graph on dev; the tensors join the caller's scope,
 // if one is open. After PinMemory the copies do not block; otherwise the
 // batch is copied from Go memory.
-func (b *Batch) Graph(dev torch.Device) *ops.Graph {
+func (b *Batch) Graph(dev torch.Device) *graph.Graph {
 	n, e := int64(b.NumAtoms()), int64(b.NumEdges())
-	g := &ops.Graph{NumGraphs: int64(b.NumGraphs()), NumNodes: n, NumEdges: e, MaxNodes: int64(b.MaxAtoms),
-		Host: &ops.HostGraph{Src: b.EdgeSrc, RowPtr: b.RowPtr, GraphPtr: b.GraphPtr}}
+	g := &graph.Graph{NumGraphs: int64(b.NumGraphs()), NumNodes: n, NumEdges: e, MaxNodes: int64(b.MaxAtoms),
+		Host: &graph.HostGraph{Src: b.EdgeSrc, RowPtr: b.RowPtr, GraphPtr: b.GraphPtr}}
 	if s, ok := b.Aux.(*staged); ok {
 		g.Atoms, g.Bonds = s.atoms.To(dev, true), s.bonds.To(dev, true)
 		g.Src, g.Dst, g.RowPtr = s.src.To(dev, true), s.dst.To(dev, true), s.rowPtr.To(dev, true)
@@ -69,7 +70,7 @@ func (b *Batch) Graph(dev torch.Device) *ops.Graph {
 		g.PairLater, g.PairEarlier = s.pairLater.To(dev, true), s.pairEarlier.To(dev, true)
 		return g
 	}
-	g.Atoms, g.Bonds = upload(b.X, dev, n, NumAtomFeatures), upload(b.EdgeAttr, dev, e, NumBondFeatures)
+	g.Atoms, g.Bonds = upload(b.X, dev, n, data.NumAtomFeatures), upload(b.EdgeAttr, dev, e, data.NumBondFeatures)
 	g.Src, g.Dst, g.RowPtr = upload(b.EdgeSrc, dev), upload(b.EdgeDst, dev), upload(b.RowPtr, dev)
 	g.NodeGraph, g.GraphPtr = upload(b.NodeGraph, dev), upload(b.GraphPtr, dev)
 	g.Nodes, g.Degree, g.PadIndex = upload(b.Nodes, dev), upload(b.InDegree, dev), upload(b.PadIndex, dev)

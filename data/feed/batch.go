@@ -1,6 +1,10 @@
-package data
+package feed
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/micrograph/micrograph/data"
+)
 
 // Batch is B molecules collated into one disjoint graph (all index slices
 // int64 for libtorch). Its slices are reused from batch to batch, so a Batch
@@ -36,9 +40,9 @@ type Batch struct {
 	// here (for example pinned host tensors); it survives buffer reuse.
 	Aux any
 
-	cursor []int64     // next free slot per destination atom during collation
-	views  []GraphView // the molecules being collated
-	job    *loaderJob  // the loader's work order for this buffer; nil outside a Loader
+	cursor []int64          // next free slot per destination atom during collation
+	views  []data.GraphView // the molecules being collated
+	job    *loaderJob       // the loader's work order for this buffer; nil outside a Loader
 }
 
 // NumGraphs is B, the number of molecules.
@@ -74,7 +78,7 @@ func resize[T any](s []T, n int) []T {
 // are then sorted stably by destination with a counting sort, which also
 // yields the CSR offsets. What else follows from the structure alone (the
 // fields after AtomGroup) is derived here too, so that no step recomputes it.
-func Collate(d Molecules, graphs []int32, b *Batch) error {
+func Collate(d data.Molecules, graphs []int32, b *Batch) error {
 	nt := d.NumTasks()
 	natoms, nbonds, most := 0, 0, 0
 	b.views = resize(b.views, len(graphs))
@@ -94,10 +98,10 @@ func Collate(d Molecules, graphs []int32, b *Batch) error {
 	nedges := 2 * nbonds
 	b.MaxAtoms = most
 	b.Graphs = append(b.Graphs[:0], graphs...)
-	b.X = resize(b.X, natoms*NumAtomFeatures)
+	b.X = resize(b.X, natoms*data.NumAtomFeatures)
 	b.EdgeSrc = resize(b.EdgeSrc, nedges)
 	b.EdgeDst = resize(b.EdgeDst, nedges)
-	b.EdgeAttr = resize(b.EdgeAttr, nedges*NumBondFeatures)
+	b.EdgeAttr = resize(b.EdgeAttr, nedges*data.NumBondFeatures)
 	b.RowPtr = resize(b.RowPtr, natoms+1)
 	b.NodeGraph = resize(b.NodeGraph, natoms)
 	b.GraphPtr = resize(b.GraphPtr, len(graphs)+1)
@@ -121,7 +125,7 @@ func Collate(d Molecules, graphs []int32, b *Batch) error {
 	off := 0
 	for i, v := range b.views {
 		n := v.NumAtoms()
-		x := b.X[off*NumAtomFeatures : (off+n)*NumAtomFeatures]
+		x := b.X[off*data.NumAtomFeatures : (off+n)*data.NumAtomFeatures]
 		for k, f := range v.AtomFeat {
 			x[k] = int64(f)
 		}
@@ -168,7 +172,7 @@ func Collate(d Molecules, graphs []int32, b *Batch) error {
 		o := b.GraphPtr[i]
 		for k := 0; k < len(v.BondAtoms); k += 2 {
 			u, w := o+int64(v.BondAtoms[k]), o+int64(v.BondAtoms[k+1])
-			f := v.BondFeat[k/2*NumBondFeatures : k/2*NumBondFeatures+NumBondFeatures]
+			f := v.BondFeat[k/2*data.NumBondFeatures : k/2*data.NumBondFeatures+data.NumBondFeatures]
 			b.placeEdge(u, w, f)
 			b.placeEdge(w, u, f)
 		}
@@ -196,6 +200,6 @@ func (b *Batch) placeEdge(src, dst int64, f []uint8) {
 	b.cursor[dst] = p + 1
 	b.EdgeSrc[p] = src
 	b.EdgeDst[p] = dst
-	a := b.EdgeAttr[p*NumBondFeatures : p*NumBondFeatures+NumBondFeatures]
+	a := b.EdgeAttr[p*data.NumBondFeatures : p*data.NumBondFeatures+data.NumBondFeatures]
 	a[0], a[1], a[2] = int64(f[0]), int64(f[1]), int64(f[2])
 }

@@ -1,10 +1,8 @@
-// Package ops holds the graph operations of MICRO-Graph as libtorch tensor
-// graphs: segment reductions over destination-sorted edges, pooling, cosine
-// similarities, Sinkhorn assignment, motif-like subgraphs and the losses of
-// docs/method.md §3–§6. One value is read back to the host per batch: how
-// many subgraphs survive (Subgraphs.LiveSlots), so that the losses run over
-// those alone; on CUDA that is the step's one wait for the device.
-package ops
+// Package graph is the device batch: a batch of molecules as one disjoint
+// graph in libtorch tensors (Graph), with its structure also on the host
+// (HostGraph). data produces it (feed.Batch.Graph); ops, model and the
+// trainers consume it.
+package graph
 
 import "github.com/micrograph/micrograph/torch"
 
@@ -56,9 +54,4 @@ func (g *Graph) Padded(x *torch.Tensor) *torch.Tensor {
 	c := x.Size(1)
 	zeros := torch.Zeros([]int64{g.NumGraphs * g.MaxNodes, c}, torch.Options{DType: x.DType(), Device: x.Device()})
 	return zeros.IndexAdd(0, g.PadIndex, x).Reshape(g.NumGraphs, g.MaxNodes, c)
-}
-
-// ones is N ones of dtype dt.
-func (g *Graph) ones(dt torch.DType) *torch.Tensor {
-	return torch.Ones([]int64{g.NumNodes}, torch.Options{DType: dt, Device: g.NodeGraph.Device()})
 }

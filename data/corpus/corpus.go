@@ -1,4 +1,4 @@
-package data
+package corpus
 
 import (
 	"encoding/binary"
@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"unsafe"
+
+	"github.com/micrograph/micrograph/data"
 )
 
 // A corpus is a folder of molecules for pre-training too large to hold in
@@ -19,7 +21,7 @@ import (
 // number of input rows, and OpenCorpus maps the shards into memory without
 // reading them, so that only the molecules a batch touches are paged in.
 //
-// CorpusManifestFile lists the complete shards. Each shard file is
+// data.CorpusManifestFile lists the complete shards. Each shard file is
 //
 //	header (64 bytes): magic | molecules G | atoms N | bonds M | first row | rows | 16 zero bytes
 //	NodePtr   int64[G+1]   atom offsets, from 0 within the shard
@@ -34,21 +36,20 @@ import (
 // mapping is used in place. Molecules keep the order of the source rows;
 // rows RDKit rejects are left out and listed in shard-NNNNN.rejected.csv.
 const (
-	CorpusManifestFile = "corpus.json"
-	corpusFormat       = "micrograph-corpus-1"
-	shardMagic         = "MGSHARD1"
-	shardHeaderBytes   = 64
-	filterKeyAtoms     = 1<<14 - 1 // atoms beyond this count as this many: far above any η
+	corpusFormat     = "micrograph-corpus-1"
+	shardMagic       = "MGSHARD1"
+	shardHeaderBytes = 64
+	filterKeyAtoms   = 1<<14 - 1 // atoms beyond this count as this many: far above any η
 )
 
 // CorpusManifest is a corpus's corpus.json.
-type CorpusManifest struct {
+type Manifest struct {
 	Format       string      `json:"format"`
 	Source       string      `json:"source"`        // base name of the SMILES file
 	SourceSHA256 string      `json:"source_sha256"` // its content, so that a resume reads the same file
 	SMILESColumn string      `json:"smiles_column"` // as the header spells it
 	ShardRows    int         `json:"shard_rows"`    // input rows per shard (the last may hold fewer)
-	Limits       Limits      `json:"limits"`
+	Limits       data.Limits `json:"limits"`
 	Complete     bool        `json:"complete"` // every row is in a shard and rejected.csv is written
 	Shards       []ShardInfo `json:"shards"`
 }
@@ -81,19 +82,19 @@ func layout(g, n, m int64) shardSizes {
 	s.filterKey = s.rows + 8*g
 	s.bondAtoms = s.filterKey + pad8(2*g)
 	s.atomFeat = s.bondAtoms + 8*m
-	s.bondFeat = s.atomFeat + pad8(NumAtomFeatures*n)
-	s.end = s.bondFeat + pad8(NumBondFeatures*m)
+	s.bondFeat = s.atomFeat + pad8(data.NumAtomFeatures*n)
+	s.end = s.bondFeat + pad8(data.NumBondFeatures*m)
 	return s
 }
 
 // ReadCorpusManifest reads dir's corpus.json.
-func ReadCorpusManifest(dir string) (*CorpusManifest, error) {
-	path := filepath.Join(dir, CorpusManifestFile)
+func ReadManifest(dir string) (*Manifest, error) {
+	path := filepath.Join(dir, data.CorpusManifestFile)
 	blob, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var m CorpusManifest
+	var m Manifest
 	if err := json.Unmarshal(blob, &m); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -103,19 +104,13 @@ func ReadCorpusManifest(dir string) (*CorpusManifest, error) {
 	return &m, nil
 }
 
-// IsCorpus tells whether path is a corpus folder, one holding corpus.json.
-func IsCorpus(path string) bool {
-	_, err := os.Stat(filepath.Join(path, CorpusManifestFile))
-	return err == nil
-}
-
 // Corpus is a complete corpus folder opened for reading: its shards mapped
 // into memory, read-only, the pages read dropped from the process every few
 // hundred molecules, so that its memory does not grow with the corpus or
 // with the time it is read. It implements Molecules; Close unmaps it.
 type Corpus struct {
 	Dir      string
-	Manifest *CorpusManifest
+	Manifest *Manifest
 	shards   []*shard
 	first    []int        // global index of each shard's first molecule, and the total last
 	reads    atomic.Int64 // molecules read, for dropPages
@@ -150,7 +145,7 @@ var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(
 // molecule of it is read: the check reads the whole corpus once, through
 // read(2), and drops it from the page cache again (see evict). Collation
 // still checks every molecule's offsets and bond endpoints as it reads them.
-func OpenCorpus(dir string) (*Corpus, error) {
+func Open(dir string) (*Corpus, error) {
 	return openShards(dir, true)
 }
 
@@ -160,7 +155,7 @@ func openShards(dir string, verify bool) (*Corpus, error) {
 	if !littleEndian {
 		return nil, errors.New("corpus: shards are little-endian and used in place; this host is not")
 	}
-	m, err := ReadCorpusManifest(dir)
+	m, err := ReadManifest(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -239,8 +234,8 @@ func (s *shard) view(info ShardInfo) error {
 	s.rows = viewAs[int64](s.mem, lay.rows, g)
 	s.filterKey = viewAs[uint16](s.mem, lay.filterKey, g)
 	s.bondAtoms = viewAs[int32](s.mem, lay.bondAtoms, 2*m)
-	s.atomFeat = s.mem[lay.atomFeat : lay.atomFeat+NumAtomFeatures*n]
-	s.bondFeat = s.mem[lay.bondFeat : lay.bondFeat+NumBondFeatures*m]
+	s.atomFeat = s.mem[lay.atomFeat : lay.atomFeat+data.NumAtomFeatures*n]
+	s.bondFeat = s.mem[lay.bondFeat : lay.bondFeat+data.NumBondFeatures*m]
 	if s.nodePtr[g] != n || s.bondPtr[g] != m {
 		return fmt.Errorf("offsets end at %d atoms and %d bonds, the header says %d and %d", s.nodePtr[g], s.bondPtr[g], n, m)
 	}
@@ -283,9 +278,9 @@ func (c *Corpus) locate(g int) (int, int) {
 
 // Graph returns molecule g as views into its shard's mapping, after
 // checking its offsets.
-func (c *Corpus) Graph(g int) (GraphView, error) {
+func (c *Corpus) Graph(g int) (data.GraphView, error) {
 	if g < 0 || g >= c.NumGraphs() {
-		return GraphView{}, fmt.Errorf("molecule %d outside 0..%d", g, c.NumGraphs()-1)
+		return data.GraphView{}, fmt.Errorf("molecule %d outside 0..%d", g, c.NumGraphs()-1)
 	}
 	if c.reads.Add(1)%dropEvery == 0 {
 		c.dropPages()
@@ -294,13 +289,13 @@ func (c *Corpus) Graph(g int) (GraphView, error) {
 	s := c.shards[k]
 	a0, a1, b0, b1 := s.nodePtr[i], s.nodePtr[i+1], s.bondPtr[i], s.bondPtr[i+1]
 	if a0 < 0 || a1 < a0 || a1 > s.nodePtr[len(s.nodePtr)-1] || b0 < 0 || b1 < b0 || b1 > s.bondPtr[len(s.bondPtr)-1] {
-		return GraphView{}, fmt.Errorf("%s: molecule %d: offsets atoms %d..%d, bonds %d..%d are corrupt",
+		return data.GraphView{}, fmt.Errorf("%s: molecule %d: offsets atoms %d..%d, bonds %d..%d are corrupt",
 			c.Manifest.Shards[k].File, i, a0, a1, b0, b1)
 	}
-	return GraphView{
-		AtomFeat:  s.atomFeat[a0*NumAtomFeatures : a1*NumAtomFeatures],
+	return data.GraphView{
+		AtomFeat:  s.atomFeat[a0*data.NumAtomFeatures : a1*data.NumAtomFeatures],
 		BondAtoms: s.bondAtoms[2*b0 : 2*b1],
-		BondFeat:  s.bondFeat[b0*NumBondFeatures : b1*NumBondFeatures],
+		BondFeat:  s.bondFeat[b0*data.NumBondFeatures : b1*data.NumBondFeatures],
 	}, nil
 }
 
@@ -321,15 +316,15 @@ func (c *Corpus) SourceRow(g int) int64 {
 	return c.shards[k].rows[i]
 }
 
-// PretrainFilter is PretrainFilter over the whole corpus, from the filter
+// PretrainFilter is data.PretrainFilter over the whole corpus, from the filter
 // keys stored at featurisation: it reads two bytes per molecule, not the
 // molecules, and returns the kept molecules in increasing order.
-func (c *Corpus) PretrainFilter(eta int) ([]int32, FilterStats) {
-	var st FilterStats
+func (c *Corpus) PretrainFilter(eta int) ([]int32, data.FilterStats) {
+	var st data.FilterStats
 	var kept []int32
 	for k, s := range c.shards {
 		for i, key := range s.filterKey {
-			if st.count(int(key&filterKeyAtoms), filterClass(key>>14), eta) {
+			if st.Count(int(key&filterKeyAtoms), data.FilterClass(key>>14), eta) {
 				kept = append(kept, int32(c.first[k]+i))
 			}
 		}
@@ -338,36 +333,36 @@ func (c *Corpus) PretrainFilter(eta int) ([]int32, FilterStats) {
 }
 
 // filterKey packs what the filter needs of a molecule into two bytes.
-func filterKey(atoms int, c filterClass) uint16 {
+func filterKey(atoms int, c data.FilterClass) uint16 {
 	return uint16(c)<<14 | uint16(min(atoms, filterKeyAtoms))
 }
 
 // PretrainSet is what pre-training draws from: the molecules of a dataset
 // folder, a CSV file or a corpus, and those the pre-training filter keeps.
 type PretrainSet struct {
-	Molecules Molecules
-	Indices   []int32     // the molecules the filter keeps, in increasing order
-	Filter    FilterStats // what it kept and left out
-	closer    io.Closer   // the corpus, when Molecules is one
+	Molecules data.Molecules
+	Indices   []int32          // the molecules the filter keeps, in increasing order
+	Filter    data.FilterStats // what it kept and left out
+	closer    io.Closer        // the corpus, when data.Molecules is one
 }
 
 // OpenPretrainSet opens path for pre-training with η = eta: a corpus folder
 // through OpenCorpus, with the filter read from its stored keys; anything
 // else through Open, filtered molecule by molecule.
-func OpenPretrainSet(path string, opt OpenOptions, eta int) (*PretrainSet, error) {
-	if IsCorpus(path) {
-		c, err := OpenCorpus(path)
+func OpenPretrainSet(path string, opt data.OpenOptions, eta int) (*PretrainSet, error) {
+	if data.IsCorpus(path) {
+		c, err := Open(path)
 		if err != nil {
 			return nil, err
 		}
 		idx, st := c.PretrainFilter(eta)
 		return &PretrainSet{Molecules: c, Indices: idx, Filter: st, closer: c}, nil
 	}
-	d, err := Open(path, opt)
+	d, err := data.Open(path, opt)
 	if err != nil {
 		return nil, err
 	}
-	idx, st := PretrainFilter(d, d.All(), eta)
+	idx, st := data.PretrainFilter(d, d.All(), eta)
 	return &PretrainSet{Molecules: d, Indices: idx, Filter: st}, nil
 }
 

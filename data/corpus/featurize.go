@@ -1,4 +1,4 @@
-package data
+package corpus
 
 import (
 	"bufio"
@@ -15,17 +15,18 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/internal/failpoint"
 	"golang.org/x/sys/unix"
 )
 
 // CorpusOptions control FeaturizeCorpus.
-type CorpusOptions struct {
-	SMILESColumn string // empty tries "smiles", then "mol"
-	ShardRows    int    // input rows per shard; 0 means DefaultShardRows
-	Workers      int    // goroutines running RDKit; 0 means GOMAXPROCS
-	Limits       Limits // rows beyond them are rejected before RDKit; zero fields take DefaultLimits'
+type Options struct {
+	SMILESColumn string      // empty tries "smiles", then "mol"
+	ShardRows    int         // input rows per shard; 0 means DefaultShardRows
+	Workers      int         // goroutines running RDKit; 0 means GOMAXPROCS
+	Limits       data.Limits // rows beyond them are rejected before RDKit; zero fields take data.DefaultLimits'
 	// Progress, when set, is called after each shard is complete and
 	// recorded in the manifest.
 	Progress func(ShardInfo)
@@ -41,8 +42,8 @@ const DefaultShardRows = 100_000
 const corpusChunkRows = 1024
 
 // CorpusReport summarises a FeaturizeCorpus run.
-type CorpusReport struct {
-	Manifest *CorpusManifest
+type Report struct {
+	Manifest *Manifest
 	Resumed  int // shards found complete and kept
 	Written  int // shards written by this run
 	// Damaged is the first recorded shard found damaged (its size or
@@ -53,7 +54,7 @@ type CorpusReport struct {
 
 // Totals sums the shards: input rows, molecules, atoms, bonds, rejected rows
 // and bytes on disk.
-func (m *CorpusManifest) Totals() (rows, molecules int, atoms, bonds int64, rejected int, bytes int64) {
+func (m *Manifest) Totals() (rows, molecules int, atoms, bonds int64, rejected int, bytes int64) {
 	for _, s := range m.Shards {
 		rows += s.Rows
 		molecules += s.Molecules
@@ -76,7 +77,7 @@ func (m *CorpusManifest) Totals() (rows, molecules int, atoms, bonds int64, reje
 // with a damaged shard is featurised again from that shard (the report
 // names it). The result is byte for byte the same
 // however often the run was interrupted.
-func FeaturizeCorpus(src, out string, opt CorpusOptions) (*CorpusReport, error) {
+func Featurize(src, out string, opt Options) (*Report, error) {
 	if opt.ShardRows == 0 {
 		opt.ShardRows = DefaultShardRows
 	}
@@ -86,20 +87,20 @@ func FeaturizeCorpus(src, out string, opt CorpusOptions) (*CorpusReport, error) 
 	if opt.Workers <= 0 {
 		opt.Workers = runtime.GOMAXPROCS(0)
 	}
-	limits := opt.Limits.orDefault()
+	limits := opt.Limits.OrDefault()
 	if err := limits.Validate(); err != nil {
 		return nil, err
 	}
-	sum, err := fileSHA256(src)
+	sum, err := data.FileSHA256(src)
 	if err != nil {
 		return nil, err
 	}
-	reader, err := OpenSMILES(src, opt.SMILESColumn)
+	reader, err := data.OpenSMILES(src, opt.SMILESColumn)
 	if err != nil {
 		return nil, err
 	}
 	defer reader.Close()
-	want := &CorpusManifest{
+	want := &Manifest{
 		Format: corpusFormat, Source: filepath.Base(src), SourceSHA256: sum,
 		SMILESColumn: reader.Column, ShardRows: opt.ShardRows, Limits: limits,
 	}
@@ -107,7 +108,7 @@ func FeaturizeCorpus(src, out string, opt CorpusOptions) (*CorpusReport, error) 
 	if err != nil {
 		return nil, err
 	}
-	rep := &CorpusReport{Manifest: m, Resumed: len(m.Shards), Damaged: damaged}
+	rep := &Report{Manifest: m, Resumed: len(m.Shards), Damaged: damaged}
 	if m.Complete {
 		return rep, nil
 	}
@@ -158,7 +159,7 @@ func FeaturizeCorpus(src, out string, opt CorpusOptions) (*CorpusReport, error) 
 // too: from the first damaged one (named in damaged, with the reason) the
 // corpus is featurised again, which makes the same bytes, rather than
 // refused, since its source is at hand and unchanged.
-func resumeCorpus(out string, want *CorpusManifest) (m *CorpusManifest, damaged string, err error) {
+func resumeCorpus(out string, want *Manifest) (m *Manifest, damaged string, err error) {
 	st, err := os.Stat(out)
 	if errors.Is(err, os.ErrNotExist) {
 		return want, "", nil
@@ -169,10 +170,10 @@ func resumeCorpus(out string, want *CorpusManifest) (m *CorpusManifest, damaged 
 	if !st.IsDir() {
 		return nil, "", fmt.Errorf("corpus %s is a file", out)
 	}
-	have, err := ReadCorpusManifest(out)
+	have, err := ReadManifest(out)
 	if errors.Is(err, os.ErrNotExist) {
 		if entries, _ := os.ReadDir(out); len(entries) > 0 {
-			return nil, "", fmt.Errorf("%s exists and holds no corpus (no %s): choose a new folder", out, CorpusManifestFile)
+			return nil, "", fmt.Errorf("%s exists and holds no corpus (no %s): choose a new folder", out, data.CorpusManifestFile)
 		}
 		return want, "", nil
 	}
@@ -235,22 +236,22 @@ func removeTemporaries(out string) {
 	}
 }
 
-func writeManifest(out string, m *CorpusManifest) error {
+func writeManifest(out string, m *Manifest) error {
 	blob, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(out, CorpusManifestFile), append(blob, '\n'), 0o644)
+	return atomicfile.WriteFile(filepath.Join(out, data.CorpusManifestFile), append(blob, '\n'), 0o644)
 }
 
 // corpusChunk is a run of consecutive rows, featurised by one worker.
 type corpusChunk struct {
 	seq      int // position in the reading order
 	shard    int
-	rows     []Row
-	d        *Dataset
+	rows     []data.Row
+	d        *data.Dataset
 	kept     []int
-	rejected []Rejection
+	rejected []data.Rejection
 	last     bool // the shard's last chunk
 	err      error
 }
@@ -259,7 +260,7 @@ type corpusChunk struct {
 // shard boundary, featurises the chunks in opt.Workers goroutines, and hands
 // each shard, assembled in row order, to done. At most 2×Workers chunks are
 // in flight, so memory stays bounded by a shard and a few chunks.
-func featurizeShards(reader *SMILESReader, firstShard int, opt CorpusOptions, limits Limits, done func(*shardBuilder) error) error {
+func featurizeShards(reader *data.SMILESReader, firstShard int, opt Options, limits data.Limits, done func(*shardBuilder) error) error {
 	jobs := make(chan *corpusChunk)
 	results := make(chan *corpusChunk)
 	tokens := make(chan struct{}, 2*opt.Workers)
@@ -313,7 +314,7 @@ func featurizeShards(reader *SMILESReader, firstShard int, opt CorpusOptions, li
 		go func() {
 			defer wg.Done()
 			for c := range jobs {
-				c.d, c.kept, c.rejected, c.err = FeaturizeRows(c.rows, 1, limits)
+				c.d, c.kept, c.rejected, c.err = data.FeaturizeRows(c.rows, 1, limits)
 				select {
 				case results <- c:
 				case <-quit:
@@ -377,7 +378,7 @@ type shardBuilder struct {
 	bondAtoms []int32
 	atomFeat  []uint8
 	bondFeat  []uint8
-	rejected  []Rejection
+	rejected  []data.Rejection
 	bonded    []bool
 }
 
@@ -398,8 +399,8 @@ func (b *shardBuilder) add(c *corpusChunk) error {
 		if err != nil {
 			return err
 		}
-		var class filterClass
-		class, b.bonded = classify(v.NumAtoms(), v.BondAtoms, b.bonded)
+		var class data.FilterClass
+		class, b.bonded = data.Classify(v.NumAtoms(), v.BondAtoms, b.bonded)
 		b.nodePtr = append(b.nodePtr, b.nodePtr[len(b.nodePtr)-1]+int64(v.NumAtoms()))
 		b.bondPtr = append(b.bondPtr, b.bondPtr[len(b.bondPtr)-1]+int64(v.NumBonds()))
 		b.rowOf = append(b.rowOf, int64(row))
@@ -415,10 +416,10 @@ func (b *shardBuilder) add(c *corpusChunk) error {
 // atomically, and returns its record for the manifest.
 func (b *shardBuilder) write(out string) (ShardInfo, error) {
 	file := fmt.Sprintf("shard-%05d.bin", b.index)
-	if err := writeRejections(filepath.Join(out, shardRejectFile(file)), b.rejected); err != nil {
+	if err := data.WriteRejections(filepath.Join(out, shardRejectFile(file)), b.rejected); err != nil {
 		return ShardInfo{}, err
 	}
-	g, n, m := int64(len(b.rowOf)), int64(len(b.atomFeat)/NumAtomFeatures), int64(len(b.bondFeat)/NumBondFeatures)
+	g, n, m := int64(len(b.rowOf)), int64(len(b.atomFeat)/data.NumAtomFeatures), int64(len(b.bondFeat)/data.NumBondFeatures)
 	info := ShardInfo{File: file, FirstRow: b.firstRow, Rows: b.rows, Molecules: int(g), Atoms: n, Bonds: m, Rejected: len(b.rejected)}
 	crc := crc32.New(castagnoli)
 	err := atomicfile.Write(filepath.Join(out, info.File), 0o644, func(f io.Writer) error {
@@ -436,9 +437,9 @@ func (b *shardBuilder) write(out string) (ShardInfo, error) {
 		w.Write(make([]byte, pad8(2*g)-2*g))
 		binary.Write(w, binary.LittleEndian, b.bondAtoms)
 		w.Write(b.atomFeat)
-		w.Write(make([]byte, pad8(NumAtomFeatures*n)-NumAtomFeatures*n))
+		w.Write(make([]byte, pad8(data.NumAtomFeatures*n)-data.NumAtomFeatures*n))
 		w.Write(b.bondFeat)
-		w.Write(make([]byte, pad8(NumBondFeatures*m)-NumBondFeatures*m))
+		w.Write(make([]byte, pad8(data.NumBondFeatures*m)-data.NumBondFeatures*m))
 		return w.Flush()
 	})
 	if err != nil {
@@ -470,8 +471,8 @@ func shardRejectFile(shardFile string) string {
 
 // concatRejections writes out/rejected.csv, every shard's rejected rows in
 // order, as a featurised folder has.
-func concatRejections(out string, m *CorpusManifest) error {
-	return atomicfile.Write(filepath.Join(out, RejectFile), 0o644, func(f io.Writer) error {
+func concatRejections(out string, m *Manifest) error {
+	return atomicfile.Write(filepath.Join(out, data.RejectFile), 0o644, func(f io.Writer) error {
 		w := csv.NewWriter(f)
 		w.Write([]string{"row", "line", "smiles", "reason"})
 		for _, s := range m.Shards {
@@ -492,3 +493,5 @@ func concatRejections(out string, m *CorpusManifest) error {
 		return w.Error()
 	})
 }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)

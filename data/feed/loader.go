@@ -1,4 +1,4 @@
-package data
+package feed
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+
+	"github.com/micrograph/micrograph/data"
 )
 
 // Position is a point in a loader's batch sequence: batch Batch (from 0) of
@@ -24,8 +26,8 @@ func (p Position) String() string { return fmt.Sprintf("epoch %d batch %d", p.Ep
 // epoch e depend only on Indices, BatchSize, Shuffle, Seed, DropLast, e and
 // k: never on Workers, Prefetch or timing.
 type LoaderConfig struct {
-	Dataset   Molecules
-	Indices   []int32 // molecules to draw from (a split, after PretrainFilter); nil means all
+	Dataset   data.Molecules
+	Indices   []int32 // molecules to draw from (a split, after data.PretrainFilter); nil means all
 	BatchSize int
 	Shuffle   bool     // a new permutation each epoch, drawn from (Seed, epoch)
 	Seed      uint64   // seed of the shuffles
@@ -270,4 +272,13 @@ func (l *Loader) Close() {
 		}
 		b.Aux = nil
 	}
+}
+
+// allIndices lists 0..n-1.
+func allIndices(n int) []int32 {
+	idx := make([]int32, n)
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	return idx
 }

@@ -1,4 +1,4 @@
-package data
+package corpus
 
 import (
 	"os"
@@ -25,7 +25,7 @@ func TestOpenCorpusCost(t *testing.T) {
 		c.Close()
 		return took
 	}
-	m, err := ReadCorpusManifest(dir)
+	m, err := ReadManifest(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

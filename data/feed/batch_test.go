@@ -1,4 +1,4 @@
-package data
+package feed
 
 import (
 	"math"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/testenv"
 )
 
@@ -14,9 +15,9 @@ import (
 // (1,2) [1,0,1]; molecule 1 has two atoms and the bond (1,0) [2,0,0];
 // molecule 2 is one atom without bonds. Atom k's first feature is 10+k so
 // that every row can be traced.
-func threeMolecules() *Dataset {
+func threeMolecules() *data.Dataset {
 	nan := float32(math.NaN())
-	d := &Dataset{
+	d := &data.Dataset{
 		NodePtr:   []int64{0, 3, 5, 6},
 		BondPtr:   []int64{0, 2, 3, 3},
 		BondAtoms: []int32{0, 1, 1, 2, 1, 0},
@@ -47,7 +48,7 @@ func atomRows(ids ...int) []int64 {
 // atoms pad from row 3i.
 func TestCollateHandComputed(t *testing.T) {
 	d := threeMolecules()
-	if err := d.validate(); err != nil {
+	if err := d.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	var b Batch
@@ -118,7 +119,7 @@ func checkBatch(t *testing.T, got, want *Batch) {
 
 // referenceCollate is the obvious, allocating construction: list the
 // directed edges in OGB's order, then sort them stably by destination.
-func referenceCollate(d *Dataset, graphs []int32) *Batch {
+func referenceCollate(d *data.Dataset, graphs []int32) *Batch {
 	type edge struct {
 		src, dst int64
 		attr     []int64
@@ -233,7 +234,7 @@ func TestCollateSteadyStateAllocatesNothing(t *testing.T) {
 // goroutine (run with -cpu 1 for one core) and reports molecules per second;
 // -benchmem shows the allocations, which are zero after the first epoch.
 func BenchmarkCollate(b *testing.B) {
-	d, _, err := Load(testenv.SharedData(b, "ogb/ogbg_molhiv"), LoadOptions{CacheDir: b.TempDir()})
+	d, _, err := data.Load(testenv.SharedData(b, "ogb/ogbg_molhiv"), data.LoadOptions{CacheDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package data
+package corpus
 
 import (
 	"bytes"
@@ -9,11 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/internal/failpoint"
 )
 
@@ -29,7 +32,7 @@ func corpusRows(n int) []string {
 		"not_smiles",             // rejected
 		"C",                      // one atom, no bonds
 	}
-	table := SynthesizeTable(SynthOptions{Molecules: n, Seed: 5})
+	table := data.SynthesizeTable(data.SynthOptions{Molecules: n, Seed: 5})
 	rows := []string{}
 	for i, s := range table.SMILES {
 		rows = append(rows, s)
@@ -56,22 +59,22 @@ func writeSMILES(t *testing.T, dir string, rows []string) string {
 
 // referenceDataset featurises rows all at once, in memory, as the old path
 // does: the molecules a corpus must hold, in order, with their source rows.
-func referenceDataset(t *testing.T, rows []string) (*Dataset, []int, []Rejection) {
+func referenceDataset(t *testing.T, rows []string) (*data.Dataset, []int, []data.Rejection) {
 	t.Helper()
-	in := make([]Row, len(rows))
+	in := make([]data.Row, len(rows))
 	for i, s := range rows {
-		in[i] = Row{Index: i, Line: i + 2, SMILES: s}
+		in[i] = data.Row{Index: i, Line: i + 2, SMILES: s}
 	}
-	d, kept, rejected, err := FeaturizeRows(in, 2, Limits{})
+	d, kept, rejected, err := data.FeaturizeRows(in, 2, data.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d, kept, rejected
 }
 
-func featurizeCorpus(t *testing.T, src, out string, opt CorpusOptions) *CorpusReport {
+func featurizeCorpus(t *testing.T, src, out string, opt Options) *Report {
 	t.Helper()
-	rep, err := FeaturizeCorpus(src, out, opt)
+	rep, err := Featurize(src, out, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +83,7 @@ func featurizeCorpus(t *testing.T, src, out string, opt CorpusOptions) *CorpusRe
 
 func openCorpus(t *testing.T, dir string) *Corpus {
 	t.Helper()
-	c, err := OpenCorpus(dir)
+	c, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +134,7 @@ func TestCorpusRoundTrip(t *testing.T) {
 	src := writeSMILES(t, dir, rows)
 	ref, kept, rejected := referenceDataset(t, rows)
 	out := filepath.Join(dir, "corpus")
-	rep := featurizeCorpus(t, src, out, CorpusOptions{ShardRows: 300, Workers: 2})
+	rep := featurizeCorpus(t, src, out, Options{ShardRows: 300, Workers: 2})
 
 	m := rep.Manifest
 	nrows, molecules, atoms, bonds, nrej, _ := m.Totals()
@@ -177,15 +180,15 @@ func TestCorpusRoundTrip(t *testing.T) {
 		w.Write([]string{fmt.Sprint(r.Row), fmt.Sprint(r.Line), r.SMILES, r.Reason})
 	}
 	w.Flush()
-	if got, _ := os.ReadFile(filepath.Join(out, RejectFile)); string(got) != list.String() {
+	if got, _ := os.ReadFile(filepath.Join(out, data.RejectFile)); string(got) != list.String() {
 		t.Errorf("rejected.csv:\n%s\nwant:\n%s", got, list.String())
 	}
-	if n, err := CountRejections(out); n != 4 || err != nil {
+	if n, err := data.CountRejections(out); n != 4 || err != nil {
 		t.Errorf("CountRejections: %d, %v; want 4", n, err)
 	}
 
 	for _, eta := range []int{1, 3, 4, 20, 60} {
-		want, wantStats := PretrainFilter(ref, ref.All(), eta)
+		want, wantStats := data.PretrainFilter(ref, ref.All(), eta)
 		got, stats := c.PretrainFilter(eta)
 		if !slices.Equal(got, want) || stats != wantStats {
 			t.Errorf("η=%d: kept %d %+v, want %d %+v", eta, len(got), stats, len(want), wantStats)
@@ -202,11 +205,11 @@ func TestCorpusIndependentOfWorkers(t *testing.T) {
 	dir := t.TempDir()
 	src := writeSMILES(t, dir, corpusRows(600))
 	one, three := filepath.Join(dir, "one"), filepath.Join(dir, "three")
-	featurizeCorpus(t, src, one, CorpusOptions{ShardRows: 250, Workers: 1})
-	featurizeCorpus(t, src, three, CorpusOptions{ShardRows: 250, Workers: 3})
+	featurizeCorpus(t, src, one, Options{ShardRows: 250, Workers: 1})
+	featurizeCorpus(t, src, three, Options{ShardRows: 250, Workers: 3})
 	sameFolder(t, "3 workers against 1", three, one)
 
-	again := featurizeCorpus(t, src, three, CorpusOptions{ShardRows: 250, Workers: 2})
+	again := featurizeCorpus(t, src, three, Options{ShardRows: 250, Workers: 2})
 	if again.Written != 0 || again.Resumed != 3 {
 		t.Errorf("featurising a complete corpus again wrote %d shards and kept %d; want 0 and 3", again.Written, again.Resumed)
 	}
@@ -231,7 +234,7 @@ func TestCorpusChild(t *testing.T) {
 	if err := json.Unmarshal([]byte(job), &j); err != nil {
 		t.Fatal(err)
 	}
-	featurizeCorpus(t, j.Src, j.Out, CorpusOptions{ShardRows: j.ShardRows, Workers: 2})
+	featurizeCorpus(t, j.Src, j.Out, Options{ShardRows: j.ShardRows, Workers: 2})
 }
 
 // killedCorpus featurises src into out in a child process killed by SIGKILL
@@ -256,11 +259,11 @@ func interruptedCopy(t *testing.T, ref, out string, k int) {
 	t.Helper()
 	os.MkdirAll(out, 0o755)
 	for name, b := range folderBytes(t, ref) {
-		if name != RejectFile && name != CorpusManifestFile {
+		if name != data.RejectFile && name != data.CorpusManifestFile {
 			os.WriteFile(filepath.Join(out, name), b, 0o644)
 		}
 	}
-	m, err := ReadCorpusManifest(ref)
+	m, err := ReadManifest(ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,11 +282,11 @@ func TestCorpusResumesAfterKill(t *testing.T) {
 	dir := t.TempDir()
 	src := writeSMILES(t, dir, corpusRows(400))
 	ref := filepath.Join(dir, "uninterrupted")
-	featurizeCorpus(t, src, ref, CorpusOptions{ShardRows: 100, Workers: 2})
+	featurizeCorpus(t, src, ref, Options{ShardRows: 100, Workers: 2})
 
 	killed := filepath.Join(dir, "killed")
 	killedCorpus(t, src, killed, 100, "before rename shard-00002.bin")
-	m, err := ReadCorpusManifest(killed)
+	m, err := ReadManifest(killed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +296,7 @@ func TestCorpusResumesAfterKill(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(killed, ".shard-00002.bin.tmp-*")); len(left) != 1 {
 		t.Fatalf("the kill left %v, want the temporary file of shard 2", left)
 	}
-	if _, err := OpenCorpus(killed); err == nil || !strings.Contains(err.Error(), "incomplete") {
+	if _, err := Open(killed); err == nil || !strings.Contains(err.Error(), "incomplete") {
 		t.Errorf("opening the interrupted corpus: %v", err)
 	}
 
@@ -315,7 +318,7 @@ func TestCorpusResumesAfterKill(t *testing.T) {
 		{"recorded shard 1 damaged", damaged, 1},
 	}
 	for _, tc := range tests {
-		rep := featurizeCorpus(t, src, tc.out, CorpusOptions{ShardRows: 100, Workers: 1})
+		rep := featurizeCorpus(t, src, tc.out, Options{ShardRows: 100, Workers: 1})
 		if rep.Resumed != tc.kept || rep.Written != 5-tc.kept {
 			t.Errorf("%s: the rerun kept %d shards and wrote %d; want %d and %d", tc.name, rep.Resumed, rep.Written, tc.kept, 5-tc.kept)
 		}
@@ -331,7 +334,7 @@ func TestCorpusRefusals(t *testing.T) {
 	rows := corpusRows(100)
 	src := writeSMILES(t, dir, rows)
 	out := filepath.Join(dir, "corpus")
-	featurizeCorpus(t, src, out, CorpusOptions{ShardRows: 50})
+	featurizeCorpus(t, src, out, Options{ShardRows: 50})
 	other := filepath.Join(dir, "other.csv")
 	os.WriteFile(other, []byte("smiles\nCCO\n"), 0o644)
 	busy := filepath.Join(dir, "busy")
@@ -340,18 +343,18 @@ func TestCorpusRefusals(t *testing.T) {
 
 	tests := []struct {
 		name, src, out string
-		opt            CorpusOptions
+		opt            Options
 		want           string
 	}{
-		{"other shard size", src, out, CorpusOptions{ShardRows: 60}, "60 rows per shard"},
-		{"other file", other, out, CorpusOptions{ShardRows: 50}, "holds a corpus of corpus.csv"},
-		{"other limits", src, out, CorpusOptions{ShardRows: 50, Limits: Limits{MaxAtoms: 30}}, "choose a new folder"},
-		{"not a corpus", src, busy, CorpusOptions{ShardRows: 50}, "holds no corpus"},
-		{"negative shard size", src, filepath.Join(dir, "new"), CorpusOptions{ShardRows: -1}, "shard size -1 rows"},
-		{"no such column", src, filepath.Join(dir, "new"), CorpusOptions{SMILESColumn: "formula"}, `no SMILES column "formula"`},
+		{"other shard size", src, out, Options{ShardRows: 60}, "60 rows per shard"},
+		{"other file", other, out, Options{ShardRows: 50}, "holds a corpus of corpus.csv"},
+		{"other limits", src, out, Options{ShardRows: 50, Limits: data.Limits{MaxAtoms: 30}}, "choose a new folder"},
+		{"not a corpus", src, busy, Options{ShardRows: 50}, "holds no corpus"},
+		{"negative shard size", src, filepath.Join(dir, "new"), Options{ShardRows: -1}, "shard size -1 rows"},
+		{"no such column", src, filepath.Join(dir, "new"), Options{SMILESColumn: "formula"}, `no SMILES column "formula"`},
 	}
 	for _, tc := range tests {
-		if _, err := FeaturizeCorpus(tc.src, tc.out, tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := Featurize(tc.src, tc.out, tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
 		}
 	}
@@ -359,7 +362,7 @@ func TestCorpusRefusals(t *testing.T) {
 		t.Error("a refused featurisation made its folder")
 	}
 
-	if _, err := Open(out, OpenOptions{CacheDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "only pretrain reads it") {
+	if _, err := data.Open(out, data.OpenOptions{CacheDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "only pretrain reads it") {
 		t.Errorf("Open on a corpus: %v", err)
 	}
 
@@ -369,7 +372,7 @@ func TestCorpusRefusals(t *testing.T) {
 // returns the shard's name and its bytes before.
 func damageShard(t *testing.T, dir string, k int, damage func(blob []byte, lay shardSizes) []byte) (string, []byte) {
 	t.Helper()
-	m, err := ReadCorpusManifest(dir)
+	m, err := ReadManifest(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +397,7 @@ func TestOpenCorpusRefusesDamagedShard(t *testing.T) {
 	dir := t.TempDir()
 	src := writeSMILES(t, dir, corpusRows(100))
 	out := filepath.Join(dir, "corpus")
-	featurizeCorpus(t, src, out, CorpusOptions{ShardRows: 50})
+	featurizeCorpus(t, src, out, Options{ShardRows: 50})
 	tests := []struct {
 		name   string
 		damage func([]byte, shardSizes) []byte
@@ -411,7 +414,7 @@ func TestOpenCorpusRefusesDamagedShard(t *testing.T) {
 	for _, tc := range tests {
 		file, blob := damageShard(t, out, 1, tc.damage)
 		want := "corpus " + out + ": " + tc.want
-		_, err := OpenCorpus(out)
+		_, err := Open(out)
 		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want one line starting %q", tc.name, err, want)
 		}
@@ -430,7 +433,7 @@ func TestCorpusRedoesDamagedShard(t *testing.T) {
 	dir := t.TempDir()
 	src := writeSMILES(t, dir, corpusRows(400))
 	ref := filepath.Join(dir, "ref")
-	featurizeCorpus(t, src, ref, CorpusOptions{ShardRows: 100})
+	featurizeCorpus(t, src, ref, Options{ShardRows: 100})
 	tests := []struct {
 		name    string
 		damage  func([]byte, shardSizes) []byte
@@ -450,7 +453,7 @@ func TestCorpusRedoesDamagedShard(t *testing.T) {
 		if tc.damage != nil {
 			damageShard(t, out, 2, tc.damage)
 		}
-		rep := featurizeCorpus(t, src, out, CorpusOptions{ShardRows: 100})
+		rep := featurizeCorpus(t, src, out, Options{ShardRows: 100})
 		if rep.Written != tc.written || rep.Resumed != 5-tc.written || !strings.HasPrefix(rep.Damaged, tc.damaged) || (tc.damaged == "") != (rep.Damaged == "") {
 			t.Errorf("%s: the rerun kept %d shards, wrote %d, damaged %q; want %d, %d, %q", tc.name, rep.Resumed, rep.Written, rep.Damaged, 5-tc.written, tc.written, tc.damaged)
 		}
@@ -469,13 +472,13 @@ func TestCorpusLoaderMatchesDataset(t *testing.T) {
 	src := writeSMILES(t, dir, rows)
 	ref, _, _ := referenceDataset(t, rows)
 	out := filepath.Join(dir, "corpus")
-	featurizeCorpus(t, src, out, CorpusOptions{ShardRows: 128, Workers: 2})
+	featurizeCorpus(t, src, out, Options{ShardRows: 128, Workers: 2})
 	c := openCorpus(t, out)
-	refIdx, _ := PretrainFilter(ref, ref.All(), 4)
+	refIdx, _ := data.PretrainFilter(ref, ref.All(), 4)
 	idx, _ := c.PretrainFilter(4)
 
-	for _, start := range []Position{{}, {Epoch: 1, Batch: 7}} {
-		cfg := LoaderConfig{BatchSize: 32, Shuffle: true, Seed: 11, DropLast: true, Epochs: 3, Start: start, Workers: 2}
+	for _, start := range []feed.Position{{}, {Epoch: 1, Batch: 7}} {
+		cfg := feed.LoaderConfig{BatchSize: 32, Shuffle: true, Seed: 11, DropLast: true, Epochs: 3, Start: start, Workers: 2}
 		cfg.Dataset, cfg.Indices = ref, refIdx
 		want := newLoader(t, cfg)
 		cfg.Dataset, cfg.Indices = c, idx
@@ -499,6 +502,39 @@ func TestCorpusLoaderMatchesDataset(t *testing.T) {
 		}
 		if wantN := 3*(len(refIdx)/32) - (start.Epoch*(len(refIdx)/32) + start.Batch); n != wantN {
 			t.Errorf("from %v: %d batches, want %d", start, n, wantN)
+		}
+	}
+}
+
+// newLoader is a loader closed when the test ends.
+func newLoader(t *testing.T, cfg feed.LoaderConfig) *feed.Loader {
+	t.Helper()
+	l, err := feed.NewLoader(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l
+}
+
+// checkBatch compares two batches field by field (as data/feed's tests do).
+func checkBatch(t *testing.T, got, want *feed.Batch) {
+	t.Helper()
+	fields := []struct {
+		name     string
+		got, wnt any
+	}{
+		{"Graphs", got.Graphs, want.Graphs}, {"X", got.X, want.X}, {"EdgeSrc", got.EdgeSrc, want.EdgeSrc},
+		{"EdgeDst", got.EdgeDst, want.EdgeDst}, {"RowPtr", got.RowPtr, want.RowPtr}, {"EdgeAttr", got.EdgeAttr, want.EdgeAttr},
+		{"NodeGraph", got.NodeGraph, want.NodeGraph}, {"GraphPtr", got.GraphPtr, want.GraphPtr},
+		{"Labels", got.Labels, want.Labels}, {"LabelMask", got.LabelMask, want.LabelMask}, {"AtomGroup", got.AtomGroup, want.AtomGroup},
+		{"MaxAtoms", got.MaxAtoms, want.MaxAtoms}, {"Nodes", got.Nodes, want.Nodes}, {"InDegree", got.InDegree, want.InDegree},
+		{"PadIndex", got.PadIndex, want.PadIndex}, {"PairLater", got.PairLater, want.PairLater},
+		{"PairEarlier", got.PairEarlier, want.PairEarlier},
+	}
+	for _, f := range fields {
+		if !reflect.DeepEqual(f.got, f.wnt) {
+			t.Errorf("%s = %v, want %v", f.name, f.got, f.wnt)
 		}
 	}
 }
