@@ -15,10 +15,8 @@ import (
 	"github.com/micrograph/micrograph/torch/internal/ptfile"
 )
 
-var fileDTypes = map[DType]ptfile.DType{
-	Float32: ptfile.Float32, Float64: ptfile.Float64, Float16: ptfile.Float16, BFloat16: ptfile.BFloat16,
-	Int64: ptfile.Int64, Int32: ptfile.Int32, Int16: ptfile.Int16, Int8: ptfile.Int8, Uint8: ptfile.Uint8, Bool: ptfile.Bool,
-}
+// ptfile.DType has DType's values in DType's order (TestFileDTypes), so the
+// two convert as plain conversions.
 
 // Save writes tensors, in order, and optional metadata strings to path in the
 // format of Python's torch.save of a state dict: a zip with an OrderedDict
@@ -86,8 +84,8 @@ func Load(path string, dev Device) (state []Named, meta map[string]string, err e
 
 func fileTensor(t *Tensor) (*ptfile.Tensor, error) {
 	dt := t.DType()
-	fdt, ok := fileDTypes[dt]
-	if !ok {
+	fdt := ptfile.DType(dt)
+	if fdt.Size() == 0 {
 		return nil, fmt.Errorf("dtype %s cannot be saved", dt)
 	}
 	data := make([]byte, int(t.Numel())*dt.Size())
@@ -102,13 +100,8 @@ func fileTensor(t *Tensor) (*ptfile.Tensor, error) {
 }
 
 func tensorFromFile(f *ptfile.Tensor, dev Device) (*Tensor, error) {
-	dt := DType(-1)
-	for d, fd := range fileDTypes {
-		if fd == f.DType {
-			dt = d
-		}
-	}
-	if dt < 0 {
+	dt := DType(f.DType)
+	if f.DType.Size() == 0 {
 		return nil, fmt.Errorf("dtype %s is not supported", f.DType)
 	}
 	var p unsafe.Pointer

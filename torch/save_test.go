@@ -13,6 +13,7 @@ import (
 
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/torch/internal/libtorchread"
+	"github.com/micrograph/micrograph/torch/internal/ptfile"
 )
 
 // rawBytes is a tensor's contiguous host bytes, to compare bit for bit.
@@ -229,5 +230,19 @@ func TestSaveLoadErrors(t *testing.T) {
 	}
 	if got := ToSlice[float32](Ones([]int64{2}, Options{})); got[1] != 1 {
 		t.Error("libtorch broken after the errors")
+	}
+}
+
+// ptfile.DType holds DType's values in DType's order, so that Save and Load
+// convert between them as plain conversions: the same name for every value,
+// and nothing past Bool in either.
+func TestFileDTypes(t *testing.T) {
+	for d := Float32; d <= Bool; d++ {
+		if got := ptfile.DType(d).String(); got != d.String() {
+			t.Errorf("DType %d: ptfile names it %s, torch %s", d, got, d)
+		}
+	}
+	if ptfile.DType(Bool+1).Size() != 0 || len(dtypes) != int(Bool)+1 {
+		t.Errorf("a DType past Bool: ptfile size %d, torch has %d dtypes", ptfile.DType(Bool+1).Size(), len(dtypes))
 	}
 }

@@ -2,15 +2,15 @@ package ptfile
 
 import "fmt"
 
-// DType is the element type of a Tensor. The zero value is not a valid type,
-// so a Tensor whose DType was never set is rejected rather than written as
-// bytes of a guessed type.
+// DType is the element type of a Tensor: the same values, in the same order,
+// as torch.DType's (the zero value is Float32), so that package torch
+// converts one to the other as a plain conversion.
 type DType uint8
 
 // The element types that torch.save state dicts commonly hold. Each is stored
 // little-endian; Bool is one byte per element, 0 or 1.
 const (
-	Float32 DType = iota + 1
+	Float32 DType = iota
 	Float64
 	Float16
 	BFloat16
@@ -43,7 +43,7 @@ var dtypes = [...]dtypeInfo{
 	Bool:     {"bool", 1, "BoolStorage"},
 }
 
-func (d DType) valid() bool { return d >= Float32 && d <= Bool }
+func (d DType) valid() bool { return d <= Bool }
 
 // Size is the number of bytes of one element, or 0 for an invalid DType.
 func (d DType) Size() int {

@@ -244,7 +244,7 @@ func TestWriteErrors(t *testing.T) {
 		{"duplicate", []Entry{{"a", good}, {"b", int64(1)}, {"a", int64(2)}}, `name "a" is used twice`},
 		{"short data", []Entry{{"a", &Tensor{DType: Float32, Shape: []int64{3}, Data: make([]byte, 8)}}}, "Data has 8 bytes"},
 		{"long data", []Entry{{"a", &Tensor{DType: Int64, Data: make([]byte, 9)}}}, "Data has 9 bytes"},
-		{"no dtype", []Entry{{"a", &Tensor{Shape: []int64{2}, Data: make([]byte, 8)}}}, "invalid dtype"},
+		{"unknown dtype", []Entry{{"a", &Tensor{DType: 99, Shape: []int64{2}, Data: make([]byte, 8)}}}, "invalid dtype"},
 		{"negative size", []Entry{{"a", &Tensor{DType: Uint8, Shape: []int64{-1}}}}, "negative size"},
 		{"overflow", []Entry{{"a", &Tensor{DType: Uint8, Shape: []int64{1 << 40, 1 << 40}}}}, "too many elements"},
 		{"nil tensor", []Entry{{"a", (*Tensor)(nil)}}, "nil *Tensor"},
