@@ -1,8 +1,6 @@
 package ops
 
 import (
-	"fmt"
-
 	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/torch"
 )
@@ -16,19 +14,6 @@ const (
 	SumPool
 	MaxPool
 )
-
-// ParsePooling reads "mean", "sum" or "max".
-func ParsePooling(s string) (Pooling, error) {
-	switch s {
-	case "mean":
-		return MeanPool, nil
-	case "sum":
-		return SumPool, nil
-	case "max":
-		return MaxPool, nil
-	}
-	return MeanPool, fmt.Errorf("unknown pooling %q (want mean, sum or max)", s)
-}
 
 // GraphPool reads out one embedding per molecule from node embeddings h (N×d):
 //

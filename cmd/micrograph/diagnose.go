@@ -59,15 +59,6 @@ func runDiagnose(args []string) error {
 	if err := parseFlags(fs, args, "data", "out"); err != nil {
 		return err
 	}
-	sources := 0
-	for _, set := range []bool{opt.Checkpoint != "", opt.Encoder != "", isRandom} {
-		if set {
-			sources++
-		}
-	}
-	if sources != 1 {
-		return usageError{errors.New("want exactly one of --checkpoint, --encoder and --random")}
-	}
 	if isRandom {
 		opt.Random = &random
 	} else {
@@ -77,7 +68,9 @@ func runDiagnose(args []string) error {
 			}
 		}
 	}
-	if err := opt.Validate(); err != nil {
+	if err := opt.Validate(); errors.Is(err, diagnose.ErrSource) {
+		return usageError{errors.New("want exactly one of --checkpoint, --encoder and --random")}
+	} else if err != nil {
 		return flagError(fs, &opt, err)
 	}
 	dataset, err := datasetOptions(fs, cache, limits)

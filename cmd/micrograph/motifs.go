@@ -36,15 +36,11 @@ func runMotifs(args []string) error {
 	if err := parseFlags(fs, args, "run", "out"); err != nil {
 		return err
 	}
-	switch {
-	case !strings.HasSuffix(out, ".html"):
+	if !strings.HasSuffix(out, ".html") {
 		return usageError{fmt.Errorf("--out %s: want an .html file", out)}
-	case opt.PerMotif < 0:
-		return usageError{fmt.Errorf("--per-motif %d: want 0 or more", opt.PerMotif)}
-	case opt.Molecules < 0:
-		return usageError{fmt.Errorf("--molecules %d: want 0 (all) or more", opt.Molecules)}
-	case opt.BatchSize < 0:
-		return usageError{fmt.Errorf("--batch-size %d: want 0 (the run's) or more", opt.BatchSize)}
+	}
+	if err := opt.Validate(); err != nil {
+		return flagError(fs, &opt, err)
 	}
 	if err := checkOutput("--out", out); err != nil {
 		return err

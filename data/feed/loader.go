@@ -150,13 +150,6 @@ func (l *Loader) BatchesPerEpoch() int { return l.perEpoch }
 // Next returned. Save it in checkpoints and pass it back as Start.
 func (l *Loader) Position() Position { return l.next }
 
-// Graphs returns the molecules of the batch at p (this shard's part): a pure
-// function of the configuration and p.
-func (l *Loader) Graphs(p Position) []int32 {
-	perm := l.permutation(p.Epoch)
-	return append([]int32(nil), l.slice(perm, p.Batch)...)
-}
-
 // permutation is the order of the molecules in epoch e.
 func (l *Loader) permutation(epoch int) []int32 {
 	perm := append([]int32(nil), l.indices...)

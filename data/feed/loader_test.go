@@ -308,3 +308,10 @@ func TestLoaderShardsSplitTheGlobalBatch(t *testing.T) {
 		t.Fatalf("batch 96 in 5 shards: %v", err)
 	}
 }
+
+// Graphs returns the molecules of the batch at p (this shard's part): a pure
+// function of the configuration and p. Only tests ask for it.
+func (l *Loader) Graphs(p Position) []int32 {
+	perm := l.permutation(p.Epoch)
+	return append([]int32(nil), l.slice(perm, p.Batch)...)
+}

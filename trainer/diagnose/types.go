@@ -33,6 +33,10 @@ type Options struct {
 	Progress io.Writer `json:"-"` // one line per stage; nil is silent
 }
 
+// ErrSource is Validate's error when not exactly one of Checkpoint, Encoder
+// and Random is set.
+var ErrSource = errors.New("want exactly one of a checkpoint, an exported encoder and a random model")
+
 // Validate reports the first setting that cannot work, naming its field
 // (a random model's by its own names, inside "random").
 func (o Options) Validate() error {
@@ -43,7 +47,7 @@ func (o Options) Validate() error {
 		}
 	}
 	if sources != 1 {
-		return errors.New("want exactly one of a checkpoint, an exported encoder and a random model")
+		return ErrSource
 	}
 	if o.Random != nil {
 		if err := o.Random.Validate(); err != nil {

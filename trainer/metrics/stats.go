@@ -22,19 +22,6 @@ type PairedTest struct {
 	Hi95  float64 `json:"hi_95"`
 }
 
-// PairedTTest tests whether the mean of a_i − b_i is zero. It needs at least
-// two pairs and no NaN.
-func PairedTTest(a, b []float64) (PairedTest, error) {
-	if len(a) != len(b) {
-		return PairedTest{}, errors.New("paired t-test: the two samples differ in length")
-	}
-	d := make([]float64, len(a))
-	for i := range a {
-		d[i] = a[i] - b[i]
-	}
-	return OneSampleTTest(d)
-}
-
 // OneSampleTTest tests whether the mean of d is zero (two-sided), and gives
 // the 95 % t interval of that mean. It needs at least two values and no NaN.
 func OneSampleTTest(d []float64) (PairedTest, error) {

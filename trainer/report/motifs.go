@@ -29,6 +29,19 @@ type MotifReportOptions struct {
 	Device    string           // cpu, cuda, cuda:N or auto; "" means auto
 }
 
+// Validate reports the first setting that cannot work, naming its field.
+func (o MotifReportOptions) Validate() error {
+	switch {
+	case o.Molecules < 0:
+		return field.Errorf("molecules", o.Molecules, "must not be negative")
+	case o.PerMotif < 0:
+		return field.Errorf("per_motif", o.PerMotif, "must not be negative")
+	case o.BatchSize < 0:
+		return field.Errorf("batch_size", o.BatchSize, "must not be negative")
+	}
+	return field.Check("device", o.Device, torch.CheckDeviceName(cmp.Or(o.Device, "auto")))
+}
+
 // MotifReport is what a pre-trained model makes of a dataset's molecules
 // (docs/method.md §3–§4): every atom's motif, the motif-like subgraphs, and how
 // close each subgraph's embedding lies to its motif. The numbers live here;
@@ -158,15 +171,7 @@ func (r *MotifReport) countFragments() error {
 // the subgraphs are exactly the (molecule, motif) groups of at least η atoms.
 func BuildMotifReport(opt MotifReportOptions) (_ *MotifReport, err error) {
 	defer torch.Recover(&err)
-	switch {
-	case opt.Molecules < 0:
-		return nil, field.Errorf("molecules", opt.Molecules, "must not be negative")
-	case opt.PerMotif < 0:
-		return nil, field.Errorf("per_motif", opt.PerMotif, "must not be negative")
-	case opt.BatchSize < 0:
-		return nil, field.Errorf("batch_size", opt.BatchSize, "must not be negative")
-	}
-	if err := field.Check("device", opt.Device, torch.CheckDeviceName(cmp.Or(opt.Device, "auto"))); err != nil {
+	if err := opt.Validate(); err != nil {
 		return nil, err
 	}
 	// libtorch keeps grad mode and scopes per OS thread: drive it from one.

@@ -51,16 +51,6 @@ type Tensor struct {
 	Data []byte
 }
 
-// Write writes entries, in order, as a torch.save file. It fails on a name
-// used twice, a value of another type, or a tensor whose Data does not match
-// its DType and Shape.
-func Write(w io.Writer, entries []Entry) error {
-	if err := write(w, entries); err != nil {
-		return fmt.Errorf("ptfile: %w", err)
-	}
-	return nil
-}
-
 // WriteFile writes entries to path as Write does, replacing the file
 // atomically: a reader sees the old file or the complete new one.
 func WriteFile(path string, entries []Entry) error {
@@ -71,20 +61,6 @@ func WriteFile(path string, entries []Entry) error {
 		return fmt.Errorf("ptfile: write %s: %w", path, err)
 	}
 	return nil
-}
-
-// Read reads a torch.save file of size bytes holding a state dict and
-// returns its entries in the file's order. Tensors come back contiguous,
-// whatever view of a storage the file describes, and share no memory with
-// each other. Because a view can be larger than its storage (torch's expand),
-// Read refuses a file whose tensors would take more than 1 GiB plus 8 times
-// the file's size.
-func Read(r io.ReaderAt, size int64) ([]Entry, error) {
-	entries, err := read(r, size)
-	if err != nil {
-		return nil, fmt.Errorf("ptfile: %w", err)
-	}
-	return entries, nil
 }
 
 // ReadFile reads the torch.save file at path as Read does.
