@@ -64,7 +64,7 @@ func runFinetune(args []string) error {
 		return err
 	}
 	selection := fmt.Sprintf("best valid %.4f ± %.4f", res.Valid.Mean, res.Valid.Std)
-	if res.Folds > 0 {
+	if res.Protocol.CrossValidated() {
 		selection = optimisticSelection
 	}
 	figure := fmt.Sprintf("test ROC-AUC %.4f ± %.4f", res.Test.Mean, res.Test.Std)
@@ -99,7 +99,7 @@ func (e *evaluationFlags) register(fs *pflag.FlagSet, c *evaluate.Common, none, 
 	fs.IntVar(&c.Seeds, "seeds", c.Seeds, "runs per split, seeded --seed, --seed+1, …"+seedsAlso)
 	fs.StringVar(&e.taskTypes, "task-types", "", "NAME=TYPE,…: the type (classification or regression) of the tasks named, instead of\n"+
 		"the one their labels imply (classification when every label is 0, 1 or missing, else regression)")
-	fs.StringVar(&c.Protocol, "protocol", c.Protocol, "scaffold: OGB's scaffold split, "+selected+" chosen on valid; cv10: the paper's 10-fold cross-validation over the whole dataset (folds drawn per seed), reporting the "+selected+" with the best test ROC-AUC averaged over the folds, which is optimistic (cvK: K folds)")
+	fs.StringVar((*string)(&c.Protocol), "protocol", string(c.Protocol), "scaffold: OGB's scaffold split, "+selected+" chosen on valid; cv10: the paper's 10-fold cross-validation over the whole dataset (folds drawn per seed), reporting the "+selected+" with the best test ROC-AUC averaged over the folds, which is optimistic (cvK: K folds)")
 }
 
 // registerRuntime adds, after the command's own flags, the shared flags of

@@ -59,7 +59,7 @@ func runLinearEval(args []string) error {
 		return err
 	}
 	selection := fmt.Sprintf("valid %.4f ± %.4f", res.Valid.Mean, res.Valid.Std)
-	if res.Folds > 0 {
+	if res.Protocol.CrossValidated() {
 		selection = optimisticSelection
 	}
 	var byFraction string

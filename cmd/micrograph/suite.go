@@ -15,7 +15,7 @@ import (
 func runSuite(args []string) error {
 	cfg := evaluate.SuiteConfig{Finetune: evaluate.DefaultFinetuneConfig(), Linear: evaluate.DefaultLinearEvalConfig()}
 	cfg.Evaluations = []string{evaluate.EvaluationFinetune, evaluate.EvaluationLinear}
-	cfg.Protocols = []string{evaluate.ProtocolScaffold, evaluate.ProtocolCV10}
+	protocols := []string{string(evaluate.ProtocolScaffold), string(evaluate.ProtocolCV10)}
 	ft, lin := &cfg.Finetune, &cfg.Linear
 	var out, cache string
 	fs := newFlags("suite", "--encoder a.pt[,b.pt,…] --datasets PATH... --out DIR [flags]",
@@ -40,7 +40,7 @@ func runSuite(args []string) error {
 	fs.StringVar(&cfg.RandomFrom, "random-from", "", "an earlier suite's --out folder (or suite.json) whose runs without pre-training are\n"+
 		"taken instead of made again; its datasets, settings, seeds and architecture must be these")
 	fs.StringSliceVar(&cfg.Evaluations, "evaluations", cfg.Evaluations, "evaluations to run: finetune, linear (feature extraction)")
-	fs.StringSliceVar(&cfg.Protocols, "protocols", cfg.Protocols, "protocols to run: scaffold, cv10 (cvK: K folds)")
+	fs.StringSliceVar(&protocols, "protocols", protocols, "protocols to run: scaffold, cv10 (cvK: K folds)")
 	fs.IntVar(&ft.Seeds, "seeds", ft.Seeds, "runs per encoder, split and evaluation, seeded --seed, --seed+1, …")
 	fs.IntVar(&ft.Epochs, "epochs", ft.Epochs, "fine-tuning epochs per run")
 	fs.IntVar(&ft.BatchSize, "batch-size", ft.BatchSize, "fine-tuning batch size")
@@ -60,6 +60,9 @@ func runSuite(args []string) error {
 		if err := checkEncoderFile("--encoder", path); err != nil {
 			return err
 		}
+	}
+	for _, p := range protocols {
+		cfg.Protocols = append(cfg.Protocols, evaluate.Protocol(p))
 	}
 	lin.Seeds = ft.Seeds
 	lin.Device, lin.Threads, lin.Workers, lin.Seed = ft.Device, ft.Threads, ft.Workers, ft.Seed

@@ -33,7 +33,7 @@ type ArmComparison struct {
 // ArmTable is one evaluation under one protocol.
 type ArmTable struct {
 	Evaluation string   `json:"evaluation"`
-	Protocol   string   `json:"protocol"`
+	Protocol   Protocol `json:"protocol"`
 	Random     ArmRow   `json:"random"` // the first arm's random encoders
 	Arms       []ArmRow `json:"arms"`
 }
@@ -67,8 +67,8 @@ func CompareArms(arms []Arm) (*ArmComparison, error) {
 		}
 		if !slices.Equal(a.Result.Config.Evaluations, first.Config.Evaluations) || !slices.Equal(a.Result.Config.Protocols, first.Config.Protocols) {
 			return nil, fmt.Errorf("%s ran %s under %s, %s ran %s under %s: compare suites of the same evaluations and protocols",
-				a.Name, strings.Join(a.Result.Config.Evaluations, ", "), strings.Join(a.Result.Config.Protocols, ", "),
-				arms[0].Name, strings.Join(first.Config.Evaluations, ", "), strings.Join(first.Config.Protocols, ", "))
+				a.Name, strings.Join(a.Result.Config.Evaluations, ", "), joinProtocols(a.Result.Config.Protocols),
+				arms[0].Name, strings.Join(first.Config.Evaluations, ", "), joinProtocols(first.Config.Protocols))
 		}
 	}
 	c := &ArmComparison{Benchmarks: ran}
@@ -109,7 +109,7 @@ func benchmarksRun(r *SuiteResult) []string {
 }
 
 // armRow summarises one side of a suite on the benchmarks given.
-func armRow(name string, r *SuiteResult, evaluation, protocol string, benchmarks []string, pretrained bool) ArmRow {
+func armRow(name string, r *SuiteResult, evaluation string, protocol Protocol, benchmarks []string, pretrained bool) ArmRow {
 	row := ArmRow{Name: name}
 	var means []float64
 	for _, b := range benchmarks {
@@ -129,7 +129,7 @@ func armRow(name string, r *SuiteResult, evaluation, protocol string, benchmarks
 // replicateAverages is, per replicate, the mean over the benchmarks of the
 // pre-trained encoder's mean test ROC-AUC; a replicate missing from a
 // benchmark is left out.
-func replicateAverages(r *SuiteResult, evaluation, protocol string, benchmarks []string) map[int]float64 {
+func replicateAverages(r *SuiteResult, evaluation string, protocol Protocol, benchmarks []string) map[int]float64 {
 	sums, counts := map[int]float64{}, map[int]int{}
 	for _, b := range benchmarks {
 		pre, _ := r.sides(b, evaluation, protocol)
@@ -184,7 +184,7 @@ func (c *ArmComparison) Markdown() string {
 		if i > 0 {
 			sb.WriteString("\n")
 		}
-		name := map[string]string{EvaluationFinetune: "Fine-tune", EvaluationLinear: "Feature extraction"}[t.Evaluation]
+		name := headingOf(t.Evaluation)
 		fmt.Fprintf(&sb, "%s, %s:\n\n", name, t.Protocol)
 		first := t.Arms[0].Name
 		row(slices.Concat([]string{"encoder"}, c.Benchmarks, []string{"average", "Δ vs random [95 %]", first + " − this"})...)

@@ -11,7 +11,7 @@ import (
 // per side on bace and bbbp.
 func armSuite(bace, bbbp, randomBace, randomBBBP [3]float64) *evaluate.SuiteResult {
 	r := &evaluate.SuiteResult{Config: evaluate.SuiteConfig{
-		Evaluations: []string{evaluate.EvaluationLinear}, Protocols: []string{evaluate.ProtocolScaffold}}}
+		Evaluations: []string{evaluate.EvaluationLinear}, Protocols: []evaluate.Protocol{evaluate.ProtocolScaffold}}}
 	add := func(benchmark string, pretrained bool, runs [3]float64) {
 		for k, v := range runs {
 			e := fakeEntry(benchmark, evaluate.EvaluationLinear, pretrained, v)
@@ -69,7 +69,7 @@ func TestCompareArms(t *testing.T) {
 			Entries: full.Entries[:3],
 		}}}, "bace only ran bace, full ran bace, bbbp: compare suites of the same benchmarks"},
 		{"other protocols", []evaluate.Arm{{Name: "full", Result: full}, {Name: "cv10", Result: &evaluate.SuiteResult{
-			Config:  evaluate.SuiteConfig{Evaluations: full.Config.Evaluations, Protocols: []string{evaluate.ProtocolCV10}},
+			Config:  evaluate.SuiteConfig{Evaluations: full.Config.Evaluations, Protocols: []evaluate.Protocol{evaluate.ProtocolCV10}},
 			Entries: full.Entries,
 		}}}, "cv10 ran linear under cv10, full ran linear under scaffold"},
 	} {

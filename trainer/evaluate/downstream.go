@@ -13,8 +13,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
@@ -56,36 +54,6 @@ func MaskedMSE(outputs, targets, mask *torch.Tensor) *torch.Tensor {
 // targets y.
 func bceWithLogits(x, y *torch.Tensor) *torch.Tensor {
 	return x.Relu().Sub(x.Mul(y)).Add(x.Abs().Neg().Exp().AddScalar(1).Log())
-}
-
-// The evaluation protocols: how a dataset is split and how the reported
-// epoch (fine-tuning) or λ (linear evaluation) is chosen.
-const (
-	// ProtocolScaffold is OGB's: the dataset's scaffold split, the epoch or
-	// λ chosen on the valid part, the test ROC-AUC reported.
-	ProtocolScaffold = "scaffold"
-	// ProtocolCV10 is the paper's: 10-fold cross-validation over the whole
-	// dataset, reporting the epoch or λ with the best test ROC-AUC averaged
-	// over the folds. Choosing on test is optimistic: the figure is the
-	// best of a curve measured on the data it reports, not a held-out one.
-	ProtocolCV10 = "cv10"
-)
-
-// protocolWant says what a protocol may be, after its name.
-var protocolWant = fmt.Sprintf("must be %s or %s (cvK: K-fold cross-validation, K ≥ 2)", ProtocolScaffold, ProtocolCV10)
-
-// ProtocolFolds is the number of cross-validation folds of a protocol:
-// 0 for ProtocolScaffold, K for "cvK" (K ≥ 2; ProtocolCV10 is the paper's).
-func ProtocolFolds(protocol string) (int, error) {
-	if protocol == ProtocolScaffold {
-		return 0, nil
-	}
-	if k, ok := strings.CutPrefix(protocol, "cv"); ok {
-		if n, err := strconv.Atoi(k); err == nil && n >= 2 && strconv.Itoa(n) == k {
-			return n, nil
-		}
-	}
-	return 0, field.Errorf("protocol", protocol, "%s", protocolWant)
 }
 
 // CrossValidationSplits is K-fold cross-validation over n molecules (the
@@ -166,60 +134,6 @@ func SelectOnFoldMean[V ~float64](curves [][]V) (int, float64) {
 		}
 	}
 	return best, bestMean
-}
-
-// needSplit is the error of a dataset without a split (featurize --split
-// none) under the scaffold protocol, which evaluates on the dataset's split;
-// cross-validation (cvFolds > 0) draws its own folds and needs none.
-func needSplit(name string, ds *data.Dataset, cvFolds int) error {
-	if cvFolds == 0 && ds.Split == nil {
-		return field.Errorf("protocol", ProtocolScaffold, "needs a split, and dataset %s has none (split/ is missing): use %s (cross-validation), or featurize it with --split scaffold", name, ProtocolCV10)
-	}
-	return nil
-}
-
-// evaluationSplits are the splits a protocol runs on: the dataset's own
-// (scaffold) split, or K-fold cross-validation when cvFolds > 0, its folds
-// drawn from seed. Each must leave molecules to train on and, in its valid
-// (when it has one) and test parts, a task with both classes (classification:
-// otherwise ROC-AUC, and with it model selection, is undefined) or with a
-// label (regression). name is the dataset's in messages.
-func evaluationSplits(name string, ds *data.Dataset, regression bool, cvFolds int, seed uint64) ([]*data.Split, error) {
-	var splits []*data.Split
-	if cvFolds > 0 {
-		var err error
-		if splits, err = CrossValidationSplits(ds.NumGraphs(), cvFolds, seed); err != nil {
-			return nil, err
-		}
-	} else {
-		if err := needSplit(name, ds, cvFolds); err != nil {
-			return nil, err
-		}
-		splits = []*data.Split{ds.Split}
-	}
-	for _, s := range splits {
-		if len(s.Train) == 0 {
-			return nil, fmt.Errorf("%s split of %s: no molecule to train on", s.Name, name)
-		}
-		for _, part := range []struct {
-			name string
-			idx  []int32
-		}{{"valid", s.Valid}, {"test", s.Test}} {
-			if part.name == "valid" && cvFolds > 0 {
-				continue
-			}
-			labels := splitLabels(ds, part.idx)
-			switch {
-			case regression && !slices.ContainsFunc(labels, func(y float32) bool { return y == y }):
-				return nil, fmt.Errorf("%s split of %s: the %s part (%d molecules) has no label, so RMSE is undefined",
-					s.Name, name, part.name, len(part.idx))
-			case !regression && !hasBothClasses(labels, ds.NumTasks()):
-				return nil, fmt.Errorf("%s split of %s: the %s part (%d molecules) has no task with both classes, so ROC-AUC is undefined",
-					s.Name, name, part.name, len(part.idx))
-			}
-		}
-	}
-	return splits, nil
 }
 
 // splitLabels is the label matrix (len(idx)×T, NaN where missing) of the
@@ -312,12 +226,8 @@ type DatasetSummary struct {
 	Split     string   `json:"split"` // "scaffold" or "cvK"
 }
 
-func summarizeDataset(path string, ds *data.Dataset, cvFolds int) DatasetSummary {
-	split := fmt.Sprintf("cv%d", cvFolds)
-	if cvFolds == 0 {
-		split = ds.Split.Name
-	}
-	return DatasetSummary{Name: filepath.Base(path), Path: path, Molecules: ds.NumGraphs(), Tasks: ds.Tasks, Split: split}
+func summarizeDataset(path string, ds *data.Dataset, p Protocol) DatasetSummary {
+	return DatasetSummary{Name: filepath.Base(path), Path: path, Molecules: ds.NumGraphs(), Tasks: ds.Tasks, Split: p.splitName(ds)}
 }
 
 // TaskStat is one task's test ROC-AUC over runs.
@@ -391,9 +301,9 @@ type Common struct {
 
 	// Seeds runs per split; run i is seeded with Seed+i, which fixes the
 	// model's initialisation and draws its cross-validation folds.
-	Seeds    int    `json:"seeds"`
-	Seed     uint64 `json:"seed"`
-	Protocol string `json:"protocol"` // ProtocolScaffold or ProtocolCV10 (any "cvK")
+	Seeds    int      `json:"seeds"`
+	Seed     uint64   `json:"seed"`
+	Protocol Protocol `json:"protocol"` // ProtocolScaffold or ProtocolCV10 (any "cvK")
 
 	// TaskTypes overrides, by task name, the type inferred from the labels
 	// (classification when all are 0, 1 or missing, regression otherwise).
@@ -425,7 +335,7 @@ func (c Common) validate() error {
 	case c.Workers < 1:
 		return field.Errorf("workers", c.Workers, "must be positive")
 	}
-	if _, err := ProtocolFolds(c.Protocol); err != nil {
+	if err := c.Protocol.Validate(); err != nil {
 		return err
 	}
 	return field.Check("device", c.Device, torch.CheckDeviceName(c.Device))
@@ -433,7 +343,7 @@ func (c Common) validate() error {
 
 // session is what an evaluation opens before its runs: the encoder's
 // architecture and weights (nil without EncoderPath), the device, the
-// dataset and the number of cross-validation folds (0: scaffold split).
+// and the dataset.
 type session struct {
 	arch       model.EncoderConfig
 	state      []torch.Named
@@ -441,7 +351,6 @@ type session struct {
 	ds         *data.Dataset
 	types      []data.TaskType // one per task, all alike
 	regression bool            // the tasks are regression tasks: RMSE selects, not ROC-AUC
-	folds      int
 }
 
 // open validates the whole configuration (whose Common c is), locks the
@@ -464,8 +373,7 @@ func (c Common) open(whole interface{ Validate() error }) (*session, error) {
 		return nil, err
 	}
 	s.regression = s.types[0] == data.Regression
-	s.folds, _ = ProtocolFolds(c.Protocol) // checked by validate
-	if err := needSplit(filepath.Base(c.Data), s.ds, s.folds); err != nil {
+	if err := c.Protocol.checkDataset(filepath.Base(c.Data), s.ds); err != nil {
 		s.close()
 		return nil, err
 	}

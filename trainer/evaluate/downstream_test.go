@@ -131,14 +131,14 @@ func TestCrossValidationSplits(t *testing.T) {
 }
 
 // The protocol names: scaffold, and cvK for K ≥ 2 written plainly.
-func TestProtocolFolds(t *testing.T) {
-	for name, want := range map[string]int{"scaffold": 0, "cv10": 10, "cv2": 2, "cv5": 5} {
-		if got, err := evaluate.ProtocolFolds(name); err != nil || got != want {
-			t.Errorf("%q: %d, %v; want %d", name, got, err, want)
+func TestProtocols(t *testing.T) {
+	for name, want := range map[evaluate.Protocol]int{"scaffold": 0, "cv10": 10, "cv2": 2, "cv5": 5} {
+		if err := name.Validate(); err != nil || name.Folds() != want || name.CrossValidated() != (want > 0) {
+			t.Errorf("%q: %d folds, %v; want %d", name, name.Folds(), err, want)
 		}
 	}
-	for _, bad := range []string{"", "cv", "cv1", "cv0", "cv-3", "cv010", "cv 10", "CV10", "random", "scaffold "} {
-		if _, err := evaluate.ProtocolFolds(bad); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("protocol %q must be scaffold or cv10", bad)) {
+	for _, bad := range []evaluate.Protocol{"", "cv", "cv1", "cv0", "cv-3", "cv010", "cv 10", "CV10", "random", "scaffold "} {
+		if err := bad.Validate(); err == nil || bad.Folds() != 0 || !strings.Contains(err.Error(), fmt.Sprintf("protocol %q must be scaffold or cv10", bad)) {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}

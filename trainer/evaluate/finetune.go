@@ -68,7 +68,7 @@ func (c FinetuneConfig) Validate() error {
 		return field.Errorf("batch_size", c.BatchSize, "must be positive")
 	case !(c.LR > 0):
 		return field.Errorf("lr", c.LR, "must be positive")
-	case c.Save != "" && c.Protocol != ProtocolScaffold:
+	case c.Save != "" && c.Protocol.CrossValidated():
 		return field.Errorf("save", c.Save, "needs protocol %s: cross-validation has no valid part to choose the saved model on", ProtocolScaffold)
 	case c.EncoderPath == "":
 		arch := c.Encoder
@@ -85,7 +85,7 @@ func (c FinetuneConfig) Validate() error {
 type FinetuneResult struct {
 	Evaluation string         `json:"evaluation"` // "finetune"
 	Metric     string         `json:"metric"`     // MetricROCAUC or MetricRMSE: what Test, Valid and the selection use
-	Protocol   string         `json:"protocol"`   // as Config.Protocol
+	Protocol   Protocol       `json:"protocol"`   // as Config.Protocol
 	Folds      int            `json:"folds"`      // cross-validation folds; 0 on the scaffold split
 	Config     FinetuneConfig `json:"config"`     // as run: Encoder is the architecture trained, dropout included
 	Device     string         `json:"device"`
@@ -205,12 +205,12 @@ func Finetune(cfg FinetuneConfig) (_ *FinetuneResult, err error) {
 			return nil, fmt.Errorf("save %s: already exists", cfg.Save)
 		}
 	}
-	arch, state, dev, ds, folds := se.arch, se.state, se.dev, se.ds, se.folds
+	arch, state, dev, ds := se.arch, se.state, se.dev, se.ds
 	arch.Dropout = cfg.Dropout
 	name := filepath.Base(cfg.Data)
 
-	res := &FinetuneResult{Evaluation: "finetune", Metric: MetricROCAUC, Protocol: cfg.Protocol, Folds: folds, Config: cfg, Device: dev.String(),
-		Dataset: summarizeDataset(cfg.Data, ds, folds), Pretrained: state != nil}
+	res := &FinetuneResult{Evaluation: "finetune", Metric: MetricROCAUC, Protocol: cfg.Protocol, Folds: cfg.Protocol.Folds(), Config: cfg, Device: dev.String(),
+		Dataset: summarizeDataset(cfg.Data, ds, cfg.Protocol), Pretrained: state != nil}
 	if se.regression {
 		res.Metric = MetricRMSE
 	}
@@ -224,7 +224,7 @@ func Finetune(cfg FinetuneConfig) (_ *FinetuneResult, err error) {
 	}()
 	for i := range cfg.Seeds {
 		seed := cfg.Seed + uint64(i)
-		splits, err := evaluationSplits(name, ds, se.regression, folds, seed)
+		splits, err := cfg.Protocol.splits(name, ds, se.regression, seed)
 		if err != nil {
 			return nil, err
 		}
@@ -251,7 +251,7 @@ func Finetune(cfg FinetuneConfig) (_ *FinetuneResult, err error) {
 			}
 			seedRuns = append(seedRuns, run)
 		}
-		if folds > 0 {
+		if cfg.Protocol.CrossValidated() {
 			res.Selected = append(res.Selected, selectEpochOnFolds(seed, seedRuns, se.regression))
 		}
 		res.Runs = append(res.Runs, seedRuns...)

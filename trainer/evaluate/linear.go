@@ -107,7 +107,7 @@ func (c LinearEvalConfig) Validate() error {
 type LinearEvalResult struct {
 	Evaluation   string           `json:"evaluation"` // "linear"
 	Metric       string           `json:"metric"`     // MetricROCAUC or MetricRMSE: what Test, Valid and the selection use
-	Protocol     string           `json:"protocol"`   // as Config.Protocol
+	Protocol     Protocol         `json:"protocol"`   // as Config.Protocol
 	Folds        int              `json:"folds"`      // cross-validation folds; 0 on the scaffold split
 	Config       LinearEvalConfig `json:"config"`     // as run: Encoder is the architecture used
 	Device       string           `json:"device"`
@@ -209,9 +209,9 @@ func LinearEval(cfg LinearEvalConfig) (_ *LinearEvalResult, err error) {
 		return nil, err
 	}
 	defer se.close()
-	arch, state, dev, ds, folds := se.arch, se.state, se.dev, se.ds, se.folds
-	res := &LinearEvalResult{Evaluation: "linear", Metric: MetricROCAUC, Protocol: cfg.Protocol, Folds: folds, Config: cfg, Device: dev.String(),
-		Dataset: summarizeDataset(cfg.Data, ds, folds), Pretrained: state != nil, EmbeddingDim: arch.Hidden}
+	arch, state, dev, ds := se.arch, se.state, se.dev, se.ds
+	res := &LinearEvalResult{Evaluation: "linear", Metric: MetricROCAUC, Protocol: cfg.Protocol, Folds: cfg.Protocol.Folds(), Config: cfg, Device: dev.String(),
+		Dataset: summarizeDataset(cfg.Data, ds, cfg.Protocol), Pretrained: state != nil, EmbeddingDim: arch.Hidden}
 	res.Config.Encoder = arch
 	fit, metric := FitLinear, "ROC-AUC"
 	if se.regression {
@@ -231,7 +231,7 @@ func LinearEval(cfg LinearEvalConfig) (_ *LinearEvalResult, err error) {
 	defer func() { embeddings.Free() }()
 	for i := range cfg.Seeds {
 		seed := cfg.Seed + uint64(i)
-		splits, err := evaluationSplits(filepath.Base(cfg.Data), ds, se.regression, folds, seed)
+		splits, err := cfg.Protocol.splits(filepath.Base(cfg.Data), ds, se.regression, seed)
 		if err != nil {
 			return nil, err
 		}
@@ -266,7 +266,7 @@ func LinearEval(cfg LinearEvalConfig) (_ *LinearEvalResult, err error) {
 				seedRuns = append(seedRuns, run)
 			}
 		}
-		if folds > 0 {
+		if cfg.Protocol.CrossValidated() {
 			// The paper's selection, made for each label fraction on its own folds.
 			for _, fraction := range fractions {
 				var idx []int
@@ -288,7 +288,7 @@ func LinearEval(cfg LinearEvalConfig) (_ *LinearEvalResult, err error) {
 			for _, run := range seedRuns {
 				validFigure, testFigure := run.figures(se.regression)
 				valid := fmt.Sprintf("valid %s %.4f", metric, validFigure)
-				if folds > 0 {
+				if cfg.Protocol.CrossValidated() {
 					valid = fmt.Sprintf("λ %g chosen on the fold-averaged test", run.L2[0])
 				}
 				share := ""

@@ -30,22 +30,50 @@ const (
 	EvaluationLinear   = "linear"
 )
 
+// evaluationKind describes one of the suite's evaluations, once: its name
+// (SuiteConfig.Evaluations, SuiteEntry.Evaluation), its heading in tables,
+// the paper's figures, and its settings in a SuiteConfig. Everything the
+// suite does per evaluation goes through evaluationKinds.
+type evaluationKind struct {
+	name    string
+	heading string
+	paper   [2]paperRow // pre-trained, then without pre-training
+	of      func(SuiteConfig) Evaluation
+}
+
+// evaluationKinds are the evaluations of docs/method.md §7, in the order the
+// suite's tables list them.
+var evaluationKinds = []evaluationKind{
+	{EvaluationFinetune, "Fine-tune", [2]paperRow{
+		{[]float64{77.22, 84.38, 77.02, 75.07, 56.67, 77.04, 65.23}, 73.23},
+		{[]float64{72.80, 82.13, 74.98, 73.38, 55.65, 76.10, 63.34}, 71.19},
+	}, func(c SuiteConfig) Evaluation { return c.Finetune }},
+	// The paper reports no Non-Pretrain row for feature extraction.
+	{EvaluationLinear, "Feature extraction", [2]paperRow{{[]float64{70.83, 82.97, 73.49, 73.34, 57.32, 71.82, 59.46}, 69.73}, {}},
+		func(c SuiteConfig) Evaluation { return c.Linear }},
+}
+
+// kindOf is the evaluation named name; ok is false for none.
+func kindOf(name string) (k evaluationKind, ok bool) {
+	i := slices.IndexFunc(evaluationKinds, func(k evaluationKind) bool { return k.name == name })
+	if i < 0 {
+		return evaluationKind{}, false
+	}
+	return evaluationKinds[i], true
+}
+
+// headingOf is the heading of the evaluation named name in tables.
+func headingOf(name string) string {
+	k, _ := kindOf(name)
+	return k.heading
+}
+
 // paperRow is a row of the paper's Tables 1 and 2 as docs/method.md §7 quotes
 // it: ROC-AUC (%) per benchmark in Benchmarks order, and the average the
 // paper states. A row the paper does not report has no figures.
 type paperRow struct {
 	figures []float64
 	average float64
-}
-
-// paperFigures holds the paper's rows by evaluation, pre-trained first.
-var paperFigures = map[string][2]paperRow{
-	EvaluationFinetune: {
-		{[]float64{77.22, 84.38, 77.02, 75.07, 56.67, 77.04, 65.23}, 73.23},
-		{[]float64{72.80, 82.13, 74.98, 73.38, 55.65, 76.10, 63.34}, 71.19},
-	},
-	// The paper reports no Non-Pretrain row for feature extraction.
-	EvaluationLinear: {{[]float64{70.83, 82.97, 73.49, 73.34, 57.32, 71.82, 59.46}, 69.73}, {}},
 }
 
 // BenchmarkOf is the benchmark a dataset holds, told by its folder or file
@@ -76,10 +104,10 @@ func BenchmarkOf(path string) (string, error) {
 // (encoder, seed) runs, and each pre-trained run is paired with the random
 // run of the same seed (same folds, same classifier initialisation).
 type SuiteConfig struct {
-	EncoderPaths []string `json:"encoder_paths"` // one or more exported encoders of the same architecture
-	Datasets     []string `json:"datasets"`      // one OGB folder or CSV per benchmark
-	Evaluations  []string `json:"evaluations"`   // EvaluationFinetune and/or EvaluationLinear
-	Protocols    []string `json:"protocols"`     // ProtocolScaffold and/or ProtocolCV10 (any "cvK")
+	EncoderPaths []string   `json:"encoder_paths"` // one or more exported encoders of the same architecture
+	Datasets     []string   `json:"datasets"`      // one OGB folder or CSV per benchmark
+	Evaluations  []string   `json:"evaluations"`   // EvaluationFinetune and/or EvaluationLinear
+	Protocols    []Protocol `json:"protocols"`     // ProtocolScaffold and/or ProtocolCV10 (any "cvK")
 	// The settings of each evaluation; Data, EncoderPath, Encoder, Protocol,
 	// Seed and Progress are set for each run.
 	Finetune FinetuneConfig   `json:"finetune"`
@@ -107,10 +135,10 @@ type SuiteResult struct {
 // SuiteEntry is one evaluation under one protocol on one benchmark with one
 // encoder.
 type SuiteEntry struct {
-	Benchmark  string `json:"benchmark"`
-	Evaluation string `json:"evaluation"`
-	Protocol   string `json:"protocol"`
-	Pretrained bool   `json:"pretrained"`
+	Benchmark  string   `json:"benchmark"`
+	Evaluation string   `json:"evaluation"`
+	Protocol   Protocol `json:"protocol"`
+	Pretrained bool     `json:"pretrained"`
 	// Replicate i is encoder i, or the random encoders drawn from its seeds.
 	Replicate int `json:"replicate"`
 	Outcome
@@ -126,7 +154,7 @@ type SuiteEntry struct {
 type Gain struct {
 	Benchmark   string              `json:"benchmark"`
 	Evaluation  string              `json:"evaluation"`
-	Protocol    string              `json:"protocol"`
+	Protocol    Protocol            `json:"protocol"`
 	PairedBy    string              `json:"paired_by"` // "encoder", "seed" or "seed×fold"
 	Delta       metrics.Value       `json:"delta"`     // mean Δ over pairs
 	Deltas      []metrics.Value     `json:"deltas"`    // Δ of each pair
@@ -158,17 +186,22 @@ func (c SuiteConfig) Validate() error {
 		}
 		seen[b] = path
 	}
-	evaluations := c.evaluations()
-	isEvaluation := func(e string) bool { _, ok := evaluations[e]; return ok }
-	if err := checkNames("evaluations", c.Evaluations, isEvaluation, fmt.Sprintf("must be %s or %s", EvaluationFinetune, EvaluationLinear)); err != nil {
+	var names []string
+	for _, k := range evaluationKinds {
+		names = append(names, k.name)
+	}
+	isEvaluation := func(e string) bool { _, ok := kindOf(e); return ok }
+	want := "must be " + strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	if err := checkNames("evaluations", c.Evaluations, isEvaluation, want); err != nil {
 		return err
 	}
-	isProtocol := func(p string) bool { _, err := ProtocolFolds(p); return err == nil }
+	isProtocol := func(p Protocol) bool { return p.Validate() == nil }
 	if err := checkNames("protocols", c.Protocols, isProtocol, protocolWant); err != nil {
 		return err
 	}
 	for _, name := range c.Evaluations {
-		ev := evaluations[name]
+		k, _ := kindOf(name)
+		ev := k.of(c)
 		first := ev.Settings()
 		first.Data, first.EncoderPath, first.Protocol = c.Datasets[0], c.EncoderPaths[0], c.Protocols[0]
 		if err := ev.Check(first); err != nil {
@@ -180,24 +213,19 @@ func (c SuiteConfig) Validate() error {
 
 // checkNames checks the list field name: not empty, each entry valid
 // (else the error says what it must be, as want does), none twice.
-func checkNames(name string, entries []string, valid func(string) bool, want string) error {
+func checkNames[T ~string](name string, entries []T, valid func(T) bool, want string) error {
 	if len(entries) == 0 {
 		return field.Errorf(name, "", "must not be empty")
 	}
 	for i, e := range entries {
 		if !valid(e) {
-			return field.Errorf(name, e, "%s", want)
+			return field.Errorf(name, string(e), "%s", want)
 		}
 		if slices.Contains(entries[:i], e) {
-			return field.Errorf(name, e, "is given twice")
+			return field.Errorf(name, string(e), "is given twice")
 		}
 	}
 	return nil
-}
-
-// evaluations are the suite's evaluations by name, with their settings.
-func (c SuiteConfig) evaluations() map[string]Evaluation {
-	return map[string]Evaluation{EvaluationFinetune: c.Finetune, EvaluationLinear: c.Linear}
 }
 
 // Suite runs every evaluation under every protocol on every dataset, for
@@ -245,7 +273,6 @@ func Suite(cfg SuiteConfig) (*SuiteResult, error) {
 		return nil, err
 	}
 	res := &SuiteResult{Config: cfg}
-	evaluations := cfg.evaluations()
 	// A later failure must not throw away hours of finished evaluations.
 	finish := func(err error) (*SuiteResult, error) {
 		res.Gains, res.Average = res.ComputeGains()
@@ -271,7 +298,8 @@ func Suite(cfg SuiteConfig) (*SuiteResult, error) {
 							res.Entries = append(res.Entries, earlier)
 							continue
 						}
-						ev := evaluations[evaluation]
+						k, _ := kindOf(evaluation)
+						ev := k.of(cfg)
 						c := ev.Settings()
 						c.Data, c.EncoderPath, c.Encoder, c.Protocol, c.Progress = path, encoder, arch, protocol, cfg.Progress
 						c.Seed += uint64(replicate * c.Seeds)
@@ -321,7 +349,11 @@ func randomRuns(cfg SuiteConfig, arch model.EncoderConfig) (map[string]SuiteEntr
 		return field.Errorf("random_from", cfg.RandomFrom, "was run with other %s; its random encoders are not this suite's", what)
 	}
 	settings := func(c SuiteConfig) string {
-		j, _ := json.Marshal([]any{c.Finetune, c.Linear})
+		var all []any
+		for _, k := range evaluationKinds {
+			all = append(all, k.of(c))
+		}
+		j, _ := json.Marshal(all)
 		return string(j)
 	}
 	switch {
@@ -372,7 +404,7 @@ type side struct {
 }
 
 // sides gathers the entries of one benchmark, evaluation and protocol.
-func (r *SuiteResult) sides(benchmark, evaluation, protocol string) (pre, random side) {
+func (r *SuiteResult) sides(benchmark, evaluation string, protocol Protocol) (pre, random side) {
 	pre, random = side{map[int][]metrics.Value{}}, side{map[int][]metrics.Value{}}
 	for _, e := range r.Entries {
 		if e.Benchmark != benchmark || e.Evaluation != evaluation || e.Protocol != protocol {
@@ -416,7 +448,7 @@ func (r *SuiteResult) ComputeGains() (gains, averages []Gain) {
 			var group []Gain
 			for _, b := range Benchmarks {
 				pre, random := r.sides(b, evaluation, protocol)
-				g, ok := pairGain(pre, random, protocol != ProtocolScaffold)
+				g, ok := pairGain(pre, random, protocol)
 				if !ok {
 					continue
 				}
@@ -455,7 +487,7 @@ func (r *SuiteResult) ComputeGains() (gains, averages []Gain) {
 }
 
 // pairGain pairs the two sides of one benchmark, evaluation and protocol.
-func pairGain(pre, random side, crossValidated bool) (Gain, bool) {
+func pairGain(pre, random side, protocol Protocol) (Gain, bool) {
 	var both []int
 	for k := range pre.replicates {
 		if _, ok := random.replicates[k]; ok {
@@ -474,10 +506,7 @@ func pairGain(pre, random side, crossValidated bool) (Gain, bool) {
 			g.Deltas = append(g.Deltas, metrics.Value(meanOfValues(pre.replicates[k])-meanOfValues(random.replicates[k])))
 		}
 	default:
-		g.PairedBy = "seed"
-		if crossValidated {
-			g.PairedBy = "seed×fold"
-		}
+		g.PairedBy = protocol.PairedBy()
 		a, b := pre.replicates[both[0]], random.replicates[both[0]]
 		if len(a) != len(b) {
 			return Gain{}, false
@@ -548,15 +577,15 @@ func (r *SuiteResult) Markdown() string {
 
 	runs := map[int]bool{}
 	pairedBy := map[string]bool{}
-	for _, evaluation := range []string{EvaluationFinetune, EvaluationLinear} {
+	for _, kind := range evaluationKinds {
+		evaluation, name := kind.name, kind.heading
 		if !slices.Contains(r.Config.Evaluations, evaluation) {
 			continue
 		}
-		name := map[string]string{EvaluationFinetune: "Fine-tune", EvaluationLinear: "Feature extraction"}[evaluation]
 		for _, protocol := range r.Config.Protocols {
 			for _, pretrained := range []bool{true, false} {
 				label := map[bool]string{true: "micrograph pre-trained", false: "no pre-training"}[pretrained]
-				cells := []string{name, protocol, label}
+				cells := []string{name, string(protocol), label}
 				var means []float64
 				var perRun [][]metrics.Value
 				for _, b := range Benchmarks {
@@ -578,7 +607,7 @@ func (r *SuiteResult) Markdown() string {
 				cells = append(cells, averageCell(means, perRun)+star)
 				row(cells...)
 			}
-			cells := []string{name, protocol, "Δ (p)"}
+			cells := []string{name, string(protocol), "Δ (p)"}
 			for _, b := range Benchmarks {
 				i := slices.IndexFunc(gains, func(g Gain) bool {
 					return g.Benchmark == b && g.Evaluation == evaluation && g.Protocol == protocol
@@ -599,7 +628,7 @@ func (r *SuiteResult) Markdown() string {
 			row(cells...)
 		}
 		for variant, label := range []string{"paper MICRO-Graph", "paper Non-Pretrain"} {
-			paper := paperFigures[evaluation][variant]
+			paper := kind.paper[variant]
 			cells := []string{name, "paper's", label}
 			var shown []float64
 			for i, b := range Benchmarks {

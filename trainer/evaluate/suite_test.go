@@ -39,7 +39,7 @@ func fakeEntry(benchmark, evaluation string, pretrained bool, runs ...float64) e
 func TestSuiteMarkdown(t *testing.T) {
 	const ft, lin = evaluate.EvaluationFinetune, evaluate.EvaluationLinear
 	res := &evaluate.SuiteResult{
-		Config: evaluate.SuiteConfig{Evaluations: []string{lin, ft}, Protocols: []string{evaluate.ProtocolScaffold}},
+		Config: evaluate.SuiteConfig{Evaluations: []string{lin, ft}, Protocols: []evaluate.Protocol{evaluate.ProtocolScaffold}},
 		Entries: []evaluate.SuiteEntry{
 			fakeEntry("clintox", ft, true, 0.60, 0.70),
 			fakeEntry("bace", ft, true, 0.70, 0.80),
@@ -81,7 +81,7 @@ Paper rows: the paper's Tables 1 and 2; it reports no Non-Pretrain feature extra
 
 	// All seven benchmarks, fine-tuning only: no stars, the paper's stated
 	// averages, no feature-extraction rows.
-	res = &evaluate.SuiteResult{Config: evaluate.SuiteConfig{Evaluations: []string{ft}, Protocols: []string{evaluate.ProtocolScaffold}}}
+	res = &evaluate.SuiteResult{Config: evaluate.SuiteConfig{Evaluations: []string{ft}, Protocols: []evaluate.Protocol{evaluate.ProtocolScaffold}}}
 	for _, b := range evaluate.Benchmarks {
 		res.Entries = append(res.Entries, fakeEntry(b, ft, true, 0.7, 0.7), fakeEntry(b, ft, false, 0.6, 0.6))
 	}
@@ -111,7 +111,7 @@ Paper rows: the paper's Tables 1 and 2; it reports no Non-Pretrain feature extra
 func TestSuiteGains(t *testing.T) {
 	const lin = evaluate.EvaluationLinear
 	res := &evaluate.SuiteResult{
-		Config: evaluate.SuiteConfig{Evaluations: []string{lin}, Protocols: []string{evaluate.ProtocolScaffold}},
+		Config: evaluate.SuiteConfig{Evaluations: []string{lin}, Protocols: []evaluate.Protocol{evaluate.ProtocolScaffold}},
 		Entries: []evaluate.SuiteEntry{
 			fakeEntry("bace", lin, true, 0.8, 0.7, 0.9, 0.6),
 			fakeEntry("bace", lin, false, 0.7, 0.7, 0.6, 0.5),
@@ -156,7 +156,7 @@ func TestSuiteGains(t *testing.T) {
 	cv := fakeEntry("bace", lin, true, 0.8, 0.7, 0.9)
 	cvRandom := fakeEntry("bace", lin, false, 0.7, 0.7, 0.6)
 	cv.Protocol, cvRandom.Protocol = "cv3", "cv3"
-	res = &evaluate.SuiteResult{Config: evaluate.SuiteConfig{Evaluations: []string{lin}, Protocols: []string{"cv3"}},
+	res = &evaluate.SuiteResult{Config: evaluate.SuiteConfig{Evaluations: []string{lin}, Protocols: []evaluate.Protocol{"cv3"}},
 		Entries: []evaluate.SuiteEntry{cv, cvRandom}}
 	if gains, _ := res.ComputeGains(); len(gains) != 1 || gains[0].PairedBy != "seed×fold" || len(gains[0].Deltas) != 3 {
 		t.Errorf("cv3: %+v", gains)
@@ -164,7 +164,7 @@ func TestSuiteGains(t *testing.T) {
 
 	// Three encoders, two seeds each: Δ per encoder of the runs' means,
 	// 0.75−0.65 = 0.10, 0.85−0.60 = 0.25, 0.70−0.70 = 0.
-	res = &evaluate.SuiteResult{Config: evaluate.SuiteConfig{Evaluations: []string{lin}, Protocols: []string{evaluate.ProtocolScaffold}}}
+	res = &evaluate.SuiteResult{Config: evaluate.SuiteConfig{Evaluations: []string{lin}, Protocols: []evaluate.Protocol{evaluate.ProtocolScaffold}}}
 	for i, runs := range [][4]float64{{0.7, 0.8, 0.6, 0.7}, {0.9, 0.8, 0.6, 0.6}, {0.7, 0.7, 0.8, 0.6}} {
 		pre, random := fakeEntry("bace", lin, true, runs[0], runs[1]), fakeEntry("bace", lin, false, runs[2], runs[3])
 		pre.Replicate, random.Replicate = i, i
@@ -214,7 +214,7 @@ func TestSuiteOnBace(t *testing.T) {
 		EncoderPaths: []string{writeSeededEncoder(t, smallEncoder, 42), writeSeededEncoder(t, smallEncoder, 7)},
 		Datasets:     []string{bace},
 		Evaluations:  []string{evaluate.EvaluationLinear},
-		Protocols:    []string{evaluate.ProtocolScaffold, "cv3"},
+		Protocols:    []evaluate.Protocol{evaluate.ProtocolScaffold, "cv3"},
 		Linear:       smallLinear(t, ""),
 	}
 	cfg.Linear.Seeds, cfg.Linear.Steps = 1, 50
@@ -228,7 +228,7 @@ func TestSuiteOnBace(t *testing.T) {
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `evaluations "probe" must be finetune or linear`) {
 		t.Errorf("unknown evaluation: %v", err)
 	}
-	bad.Evaluations, bad.Protocols = cfg.Evaluations, []string{"scaffold", "cv1"}
+	bad.Evaluations, bad.Protocols = cfg.Evaluations, []evaluate.Protocol{"scaffold", "cv1"}
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `protocols "cv1" must be scaffold or cv10`) {
 		t.Errorf("unknown protocol: %v", err)
 	}
@@ -251,7 +251,7 @@ func TestSuiteOnBace(t *testing.T) {
 				for _, pretrained := range []bool{true, false} {
 					e := res.Entries[i]
 					i++
-					runs := map[string]int{"scaffold": 1, "cv3": 3}[protocol]
+					runs := map[evaluate.Protocol]int{"scaffold": 1, "cv3": 3}[protocol]
 					seed := 42 + uint64(replicate)
 					r := e.Linear
 					ok := r != nil && r.Pretrained == pretrained && r.Config.Encoder.Hidden == 16 && r.Protocol == protocol && r.Runs[0].Seed == seed
@@ -287,7 +287,7 @@ func TestSuiteOnBace(t *testing.T) {
 	if err := os.WriteFile(broken, []byte("no smiles column here\n1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Datasets, cfg.Protocols = []string{bace, broken}, []string{evaluate.ProtocolScaffold}
+	cfg.Datasets, cfg.Protocols = []string{bace, broken}, []evaluate.Protocol{evaluate.ProtocolScaffold}
 	cfg.EncoderPaths = cfg.EncoderPaths[:1]
 	res, err = evaluate.Suite(cfg)
 	if err == nil || !strings.Contains(err.Error(), "BBBP.csv") {
@@ -307,7 +307,7 @@ func TestSuiteRandomFrom(t *testing.T) {
 		EncoderPaths: []string{writeSeededEncoder(t, smallEncoder, 3), writeSeededEncoder(t, smallEncoder, 4)},
 		Datasets:     []string{bace},
 		Evaluations:  []string{evaluate.EvaluationLinear},
-		Protocols:    []string{evaluate.ProtocolScaffold, "cv3"},
+		Protocols:    []evaluate.Protocol{evaluate.ProtocolScaffold, "cv3"},
 		Linear:       smallLinear(t, ""),
 	}
 	cfg.Linear.Seeds, cfg.Linear.Steps = 1, 30
@@ -371,7 +371,7 @@ func TestSuiteChecksEveryDatasetFirst(t *testing.T) {
 		EncoderPaths: []string{writeSeededEncoder(t, smallEncoder, 3)},
 		Datasets:     []string{bace, missing},
 		Evaluations:  []string{evaluate.EvaluationLinear},
-		Protocols:    []string{evaluate.ProtocolScaffold},
+		Protocols:    []evaluate.Protocol{evaluate.ProtocolScaffold},
 		Linear:       smallLinear(t, ""),
 	}
 	var progress strings.Builder
