@@ -456,6 +456,9 @@ func openSession(cfg Config, opt data.OpenOptions) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.Precision.Check(dev); err != nil {
+		return nil, err
+	}
 	set, err := data.OpenPretrainSet(cfg.Data, opt, cfg.Model.Eta)
 	if err != nil {
 		return nil, err
@@ -485,6 +488,10 @@ func (s *session) newModel() (*model.MicroGraph, *optim.Adam, error) {
 	torch.ManualSeed(s.cfg.Seed)
 	m, err := model.New(s.cfg.Model, s.dev, torch.Float32)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.cfg.Precision.Apply(m.Store); err != nil {
+		m.Free()
 		return nil, nil, err
 	}
 	if r := s.job.Rank(); r > 0 {
