@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/internal/matrixfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
@@ -16,6 +17,7 @@ import (
 // and how the model runs.
 type scoreFlags struct {
 	data, out, smilesCol, cache, device string
+	precision                           model.Precision
 	skipInvalid                         bool
 	batchSize, threads, workers         int
 	limits                              data.Limits
@@ -31,6 +33,8 @@ func (s *scoreFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.device, "device", "auto", "cpu, cuda, cuda:N, or auto (CUDA when available)")
 	fs.IntVar(&s.threads, "threads", 0, "libtorch intra-op threads (0: libtorch's default, one per core)")
 	fs.IntVar(&s.workers, "workers", 0, "parallel RDKit calls (0: one per core)")
+	s.precision = model.FP32
+	precisionFlag(fs, &s.precision)
 	fs.StringVar(&s.cache, "cache", "", cacheFlagHelp)
 	limitFlags(fs, &s.limits)
 }
@@ -64,12 +68,15 @@ func (s *scoreFlags) options(fs *pflag.FlagSet, inputs ...input) (infer.Options,
 	if err != nil {
 		return infer.Options{}, usageError{fmt.Errorf("--device %q: %v", s.device, err)}
 	}
+	if err := field.First(s.precision.Validate(), s.precision.Check(dev)); err != nil {
+		return infer.Options{}, flagError(fs, s, err)
+	}
 	if s.threads > 0 {
 		torch.SetNumThreads(s.threads)
 	}
 	return infer.Options{
 		Data: s.data, SmilesCol: s.smilesCol, CacheDir: s.cache, Limits: s.limits, SkipInvalid: s.skipInvalid,
-		BatchSize: s.batchSize, Workers: s.workers, Device: dev,
+		BatchSize: s.batchSize, Workers: s.workers, Device: dev, Precision: s.precision,
 	}, nil
 }
 

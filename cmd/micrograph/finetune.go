@@ -106,6 +106,7 @@ func (e *evaluationFlags) register(fs *pflag.FlagSet, c *evaluate.Common, none, 
 // the encoder's architecture, the place of the run and the dataset cache.
 func (e *evaluationFlags) registerRuntime(fs *pflag.FlagSet, c *evaluate.Common) {
 	encoderFlags(fs, &c.Encoder)
+	precisionFlag(fs, &c.Precision)
 	runtimeFlags(fs, &c.Device, &c.Threads, &c.Workers, &c.Seed)
 	fs.StringVar(&e.cache, "cache", "", cacheFlagHelp)
 	limitFlags(fs, &e.limits)

@@ -55,6 +55,11 @@ func runtimeFlags(fs *pflag.FlagSet, device *string, threads, workers *int, seed
 	fs.Uint64Var(seed, "seed", *seed, "seed of initialisation, shuffling and sampling")
 }
 
+// precisionFlag registers --precision into p.
+func precisionFlag(fs *pflag.FlagSet, p *model.Precision) {
+	fs.StringVar((*string)(p), "precision", string(*p), model.PrecisionHelp)
+}
+
 // cublasDeterminism makes cuBLAS deterministic, as --deterministic needs; it
 // reads the setting at its first call, so this must come before any GPU work.
 func cublasDeterminism() {

@@ -49,6 +49,7 @@ func runSuite(args []string) error {
 	l2GridFlag(fs, &lin.L2Grid, "l2-grid", "linear evaluation's L2 strengths λ (mean BCE + λ/2·‖w‖² per task)")
 	fs.IntVar(&lin.Steps, "linear-steps", lin.Steps, "linear evaluation's full-batch Adam steps per fit")
 	fs.Float64Var(&lin.LR, "linear-lr", lin.LR, "linear evaluation's Adam learning rate")
+	precisionFlag(fs, &ft.Precision)
 	runtimeFlags(fs, &ft.Device, &ft.Threads, &ft.Workers, &ft.Seed)
 	fs.StringVar(&cache, "cache", "", cacheFlagHelp)
 	var limits data.Limits
@@ -65,7 +66,7 @@ func runSuite(args []string) error {
 		cfg.Protocols = append(cfg.Protocols, evaluate.Protocol(p))
 	}
 	lin.Seeds = ft.Seeds
-	lin.Device, lin.Threads, lin.Workers, lin.Seed = ft.Device, ft.Threads, ft.Workers, ft.Seed
+	lin.Precision, lin.Device, lin.Threads, lin.Workers, lin.Seed = ft.Precision, ft.Device, ft.Threads, ft.Workers, ft.Seed
 	dataset, err := datasetOptions(fs, cache, limits)
 	if err != nil {
 		return err

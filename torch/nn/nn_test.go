@@ -2,6 +2,7 @@ package nn_test
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -223,4 +224,75 @@ func TestStoreSaveLoad(t *testing.T) {
 	if err := c.Load(path + ".absent"); err == nil {
 		t.Error("loading a missing file succeeded")
 	}
+}
+
+// In bfloat16 compute a Linear layer's output and gradients stay within the
+// bound of rounding its inputs, its weights and its result to bfloat16
+// (unit roundoff u = 2⁻⁹) with float32 accumulation, against float64
+// products of the unrounded float32 values:
+//
+//	|ŷ − y| ≤ 2.2u·Σₖ|aₖ||bₖ| + 1.1u|y| + u|bias|
+//
+// for y = xWᵀ + bias and the same form for ∂L/∂x, ∂L/∂W (a sum over the
+// rows) and ∂L/∂bias; the layer's parameters and their gradients stay
+// float32. Some values must differ from float64's by more than float32
+// rounding could: the products really are bfloat16.
+func TestLinearBFloat16Products(t *testing.T) {
+	const rows, in, out = 64, 300, 40
+	const u = 1.0 / 512
+	store := nn.NewStore(torch.CPU, torch.Float32)
+	defer store.Free()
+	lin := nn.NewLinear(store.Root(), in, out, true)
+	store.SetCompute(torch.BFloat16)
+	rng := rand.New(rand.NewPCG(1, 2))
+	normal := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	x := torch.FromSlice(normal(rows*in), rows, in).Unscope()
+	g := torch.FromSlice(normal(rows*out), rows, out).Unscope() // ∂L/∂y
+	x.SetRequiresGrad(true)
+	y := lin.Forward(x)
+	y.Mul(g).Sum().Backward()
+	for _, p := range []*torch.Tensor{y, lin.Weight, lin.Bias, lin.Weight.Grad(), lin.Bias.Grad(), x.Grad()} {
+		if p.DType() != torch.Float32 {
+			t.Fatalf("an output, parameter or gradient is %v, want float32", p.DType())
+		}
+	}
+	X, G, W, B := values(x), values(g), values(lin.Weight), values(lin.Bias)
+	// check compares got (n×k) with Σ_l term(i, j, l) + bias(j).
+	check := func(what string, got []float64, n, k, terms int, term func(i, j, l int) float64, bias func(j int) float64) {
+		t.Helper()
+		beyondFloat32 := 0
+		for i := range n {
+			for j := range k {
+				var want, abs float64
+				for l := range terms {
+					p := term(i, j, l)
+					want += p
+					abs += math.Abs(p)
+				}
+				want += bias(j)
+				bound := 2.2*u*abs + 1.1*u*math.Abs(want) + u*math.Abs(bias(j))
+				d := math.Abs(got[i*k+j] - want)
+				if d > bound {
+					t.Fatalf("%s[%d,%d] = %v, float64 %v: off by %.3g, bound %.3g", what, i, j, got[i*k+j], want, d, bound)
+				}
+				if d > 1e-5*(abs+math.Abs(bias(j))) {
+					beyondFloat32++
+				}
+			}
+		}
+		if beyondFloat32 == 0 {
+			t.Errorf("%s: every value is within float32 rounding of float64's: not a bfloat16 product", what)
+		}
+	}
+	none := func(int) float64 { return 0 }
+	check("y", values(y), rows, out, in, func(i, j, l int) float64 { return X[i*in+l] * W[j*in+l] }, func(j int) float64 { return B[j] })
+	check("∂L/∂x", values(x.Grad()), rows, in, out, func(i, j, l int) float64 { return G[i*out+l] * W[l*in+j] }, none)
+	check("∂L/∂W", values(lin.Weight.Grad()), out, in, rows, func(i, j, l int) float64 { return G[l*out+i] * X[l*in+j] }, none)
+	check("∂L/∂bias", values(lin.Bias.Grad()), 1, out, rows, func(_, j, l int) float64 { return G[l*out+j] }, none)
 }

@@ -22,16 +22,28 @@ type Var struct {
 
 // Store owns the parameters and buffers of a model, on one device and dtype.
 type Store struct {
-	opts  torch.Options
-	vars  []Var
-	index map[string]int
+	opts    torch.Options
+	compute torch.DType // of the Linear modules' products
+	vars    []Var
+	index   map[string]int
 }
 
 // NewStore makes an empty store whose tensors live on dev with floating-point
-// dtype dt (Float32 normally; Float64 for reference checks).
+// dtype dt (Float32 normally; Float64 for reference checks). Its Linear
+// modules compute in dt until SetCompute says otherwise.
 func NewStore(dev torch.Device, dt torch.DType) *Store {
-	return &Store{opts: torch.Options{DType: dt, Device: dev}, index: map[string]int{}}
+	return &Store{opts: torch.Options{DType: dt, Device: dev}, compute: dt, index: map[string]int{}}
 }
+
+// SetCompute makes the store's Linear modules multiply in dt (BFloat16 for
+// mixed precision): their input, weight and bias are cast to dt for the
+// product and the result cast back to the input's dtype, so that the
+// parameters, their gradients and everything around the products keep the
+// store's dtype.
+func (s *Store) SetCompute(dt torch.DType) { s.compute = dt }
+
+// Compute is the dtype the store's Linear modules multiply in.
+func (s *Store) Compute() torch.DType { return s.compute }
 
 // Root is the path of the top-level module (no prefix).
 func (s *Store) Root() Path { return Path{store: s} }

@@ -68,6 +68,11 @@ mg_error mg_set_num_threads(int n);
 int mg_get_num_threads(void);
 /* Deterministic algorithms only (PyTorch's use_deterministic_algorithms). */
 mg_error mg_set_deterministic(int on);
+/* The compute capability of a GPU (8.0 is Ampere, the first with bfloat16
+ * and TF32 tensor cores). Fails when the shim was built without CUDA. */
+mg_error mg_cuda_capability(int device_index, int *major, int *minor);
+/* Lets cuBLAS and cuDNN compute float32 products in TF32 (on: 1). */
+mg_error mg_set_allow_tf32(int on);
 /* Peak bytes allocated on a GPU since the last reset; reset restarts the count.
  * Fails when the shim was built without CUDA. */
 mg_error mg_cuda_peak_memory(int device_index, int reset, int64_t *peak);

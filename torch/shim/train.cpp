@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #ifdef MG_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
@@ -57,6 +58,25 @@ mg_error mg_set_num_threads(int n) {
 int mg_get_num_threads(void) { return at::get_num_threads(); }
 
 mg_error mg_set_deterministic(int on) { MG_TRY(at::globalContext().setDeterministicAlgorithms(on != 0, false)) }
+
+mg_error mg_cuda_capability(int device_index, int *major, int *minor) {
+	MG_TRY({
+#ifdef MG_WITH_CUDA
+		auto props = at::cuda::getDeviceProperties(device_index);
+		*major = props->major;
+		*minor = props->minor;
+#else
+		TORCH_CHECK(false, "the shim was built without CUDA");
+#endif
+	})
+}
+
+mg_error mg_set_allow_tf32(int on) {
+	MG_TRY({
+		at::globalContext().setAllowTF32CuBLAS(on != 0);
+		at::globalContext().setAllowTF32CuDNN(on != 0);
+	})
+}
 
 mg_error mg_cuda_peak_memory(int device_index, int reset, int64_t *peak) {
 	MG_TRY({

@@ -42,13 +42,15 @@ type ArmTable struct {
 // every replicate) and their mean. Gain is Δ against the random encoders of
 // the same suite (the average over benchmarks, as SuiteResult.ComputeGains
 // has it); FromFirst is the first arm minus this one, paired by replicate
-// on the average over benchmarks. Both are nil where they do not apply.
+// on the average over benchmarks, and FromFirstByBenchmark the same on each
+// benchmark. They are nil where they do not apply.
 type ArmRow struct {
-	Name      string         `json:"name"`
-	Figures   []metrics.Stat `json:"figures"` // in ArmComparison.Benchmarks order
-	Average   metrics.Value  `json:"average"`
-	Gain      *Gain          `json:"gain,omitempty"`
-	FromFirst *Gain          `json:"from_first,omitempty"`
+	Name                 string         `json:"name"`
+	Figures              []metrics.Stat `json:"figures"` // in ArmComparison.Benchmarks order
+	Average              metrics.Value  `json:"average"`
+	Gain                 *Gain          `json:"gain,omitempty"`
+	FromFirst            *Gain          `json:"from_first,omitempty"`
+	FromFirstByBenchmark []*Gain        `json:"from_first_by_benchmark,omitempty"` // in Benchmarks order
 }
 
 // CompareArms builds the comparison. The arms must have run the same
@@ -88,6 +90,14 @@ func CompareArms(arms []Arm) (*ArmComparison, error) {
 				}
 				if i > 0 {
 					row.FromFirst = pairedDifference(reference, replicateAverages(a.Result, evaluation, protocol, ran))
+					for _, b := range ran {
+						one := []string{b}
+						g := pairedDifference(replicateAverages(first, evaluation, protocol, one), replicateAverages(a.Result, evaluation, protocol, one))
+						if g != nil {
+							g.Benchmark = b
+						}
+						row.FromFirstByBenchmark = append(row.FromFirstByBenchmark, g)
+					}
 				}
 				t.Arms = append(t.Arms, row)
 			}
@@ -203,9 +213,24 @@ func (c *ArmComparison) Markdown() string {
 			}
 			row(cells...)
 		}
+		fmt.Fprintf(&sb, "\n%s − this, per benchmark [95 %% t interval over the replicates]:\n\n", first)
+		row(slices.Concat([]string{"encoder"}, c.Benchmarks, []string{"average"})...)
+		row(slices.Concat([]string{":--"}, slices.Repeat([]string{"--:"}, len(c.Benchmarks)+1))...)
+		for _, r := range t.Arms[1:] {
+			cells := []string{r.Name}
+			for _, g := range append(r.FromFirstByBenchmark, r.FromFirst) {
+				cell := "—"
+				if g != nil {
+					cell = averageGainCell(*g)
+				}
+				cells = append(cells, cell)
+			}
+			row(cells...)
+		}
 	}
 	sb.WriteString("\nTest ROC-AUC (%), mean ± std over each cell's runs; average: the mean over the benchmarks. " +
 		"Δ vs random: the arm's pre-trained − random encoders of its own suite, mean over the benchmarks [95 % t interval over the pairs]. " +
-		"The last column: the first arm − this one on the average, paired by replicate (pre-training seed), two-sided t-test; † p < 0.05.\n")
+		"The last column: the first arm − this one on the average, paired by replicate (pre-training seed), two-sided t-test; † p < 0.05. " +
+		"Per benchmark: the same difference on each benchmark, with its 95 % t interval over the replicates.\n")
 	return sb.String()
 }

@@ -33,7 +33,9 @@ func armSuite(bace, bbbp, randomBace, randomBBBP [3]float64) *evaluate.SuiteResu
 // 4 ± 4.3027·0.866 = [0.27, 7.73], p = 1 − t/√(t²+2) = 0.044; ablation (4+1)/2,
 // (4+0)/2, (4+5)/2 = 2.5, 2, 4.5: mean 3, interval [−0.29, 6.29], p = 0.059.
 // Full − ablation on the replicates' averages: 65 − 65, 67 − 65, 69 − 68 =
-// 0, 2, 1: mean 1, sd 1, t = √3, p = 1 − √3/√5 = 0.225.
+// 0, 2, 1: mean 1, sd 1, t = √3, p = 1 − √3/√5 = 0.225, interval
+// 1 ± 4.3027/√3 = [−1.48, 3.48]. Per benchmark: bace 1, 2, 3 (mean 2,
+// interval [−0.48, 4.48]), bbbp −1, 2, −1 (mean 0, sd √3, interval ±4.30).
 func TestCompareArms(t *testing.T) {
 	random := [2][3]float64{{0.65, 0.66, 0.67}, {0.60, 0.60, 0.60}}
 	full := armSuite([3]float64{0.70, 0.72, 0.74}, [3]float64{0.60, 0.62, 0.64}, random[0], random[1])
@@ -49,6 +51,12 @@ func TestCompareArms(t *testing.T) {
 | random encoder | 66.00 ± 0.82 | 60.00 ± 0.00 | 63.00 | — | — |
 | full | 72.00 ± 1.63 | 62.00 ± 1.63 | 67.00 | +4.00 [+0.27, +7.73]† | — |
 | random walk | 70.00 ± 0.82 | 62.00 ± 2.16 | 66.00 | +3.00 [-0.29, +6.29] | +1.00 (p=0.225) |
+
+full − this, per benchmark [95 % t interval over the replicates]:
+
+| encoder | bace | bbbp | average |
+| :-- | --: | --: | --: |
+| random walk | +2.00 [-0.48, +4.48] | +0.00 [-4.30, +4.30] | +1.00 [-1.48, +3.48] |
 `
 	got := c.Markdown()
 	if !strings.HasPrefix(got, want) {

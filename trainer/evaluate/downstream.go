@@ -309,6 +309,10 @@ type Common struct {
 	// (classification when all are 0, 1 or missing, regression otherwise).
 	TaskTypes map[string]data.TaskType `json:"task_types,omitempty"`
 
+	// Precision of the encoder's and head's matrix products (docs/method.md
+	// §13); results recorded before it was a setting are FP32.
+	Precision model.Precision `json:"precision"`
+
 	Device  string `json:"device"`  // cpu, cuda, cuda:N or auto
 	Threads int    `json:"threads"` // libtorch intra-op threads; 0: libtorch's default
 	Workers int    `json:"workers"` // goroutines collating batches
@@ -320,7 +324,7 @@ type Common struct {
 // defaultCommon is docs/method.md §7's protocol: 10 seeds on the scaffold
 // split, with §1's encoder architecture for runs without a pre-trained one.
 func defaultCommon() Common {
-	return Common{Encoder: model.DefaultEncoderConfig(), Seeds: 10, Protocol: ProtocolScaffold, Device: "auto", Workers: 2}
+	return Common{Encoder: model.DefaultEncoderConfig(), Seeds: 10, Protocol: ProtocolScaffold, Precision: model.FP32, Device: "auto", Workers: 2}
 }
 
 // validate checks the shared settings, naming their fields.
@@ -338,7 +342,7 @@ func (c Common) validate() error {
 	if err := c.Protocol.Validate(); err != nil {
 		return err
 	}
-	return field.Check("device", c.Device, torch.CheckDeviceName(c.Device))
+	return field.First(c.Precision.Validate(), field.Check("device", c.Device, torch.CheckDeviceName(c.Device)))
 }
 
 // session is what an evaluation opens before its runs: the encoder's
@@ -369,6 +373,10 @@ func (c Common) open(whole interface{ Validate() error }) (*session, error) {
 	}
 	s := &session{arch: arch, state: state}
 	if s.dev, s.ds, s.types, err = downstreamSetup(c.Device, c.Threads, c.Data, c.Dataset, c.TaskTypes); err != nil {
+		s.close()
+		return nil, err
+	}
+	if err := c.Precision.Check(s.dev); err != nil {
 		s.close()
 		return nil, err
 	}

@@ -356,6 +356,9 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 		return run, err
 	}
 	defer clf.Free()
+	if err := f.cfg.Precision.Apply(clf.Store); err != nil {
+		return run, err
+	}
 	if state != nil {
 		if err := torch.LoadState(clf.EncoderState(), state); err != nil {
 			return run, fmt.Errorf("encoder %s: %w", f.cfg.EncoderPath, err)

@@ -239,7 +239,7 @@ func LinearEval(cfg LinearEvalConfig) (_ *LinearEvalResult, err error) {
 			embeddings.Free()
 			embedStart := time.Now()
 			var embedErr error
-			if err := torch.Catch(func() { embeddings, embedErr = embedMolecules(ds, arch, state, seed, dev, cfg.Workers) }); err != nil || embedErr != nil {
+			if err := torch.Catch(func() { embeddings, embedErr = embedMolecules(ds, arch, state, seed, dev, cfg.Precision, cfg.Workers) }); err != nil || embedErr != nil {
 				return nil, fmt.Errorf("encoder %s on %s: %w", encoderName(cfg.EncoderPath), cfg.Data, errors.Join(err, embedErr))
 			}
 			res.EmbedSeconds += time.Since(embedStart).Seconds()
@@ -365,11 +365,15 @@ func summarizeLinearRuns(runs []LinearEvalRun, fraction float64, tasks []string,
 
 // embedMolecules is the mean-pooled embedding (n×d, on dev, owned by the
 // caller) of every molecule of ds by the encoder arch in evaluation mode,
-// with the weights of state, or randomly initialised from seed without them.
-func embedMolecules(ds *data.Dataset, arch model.EncoderConfig, state []torch.Named, seed uint64, dev torch.Device, workers int) (*torch.Tensor, error) {
+// with the weights of state, or randomly initialised from seed without them;
+// its products in precision p.
+func embedMolecules(ds *data.Dataset, arch model.EncoderConfig, state []torch.Named, seed uint64, dev torch.Device, p model.Precision, workers int) (*torch.Tensor, error) {
 	torch.ManualSeed(seed)
 	store := nn.NewStore(dev, torch.Float32)
 	defer store.Free()
+	if err := p.Apply(store); err != nil {
+		return nil, err
+	}
 	// At the store's root the tensors are named as in an exported encoder.
 	enc := model.NewDeeperGCN(store.Root(), arch)
 	defer enc.Free()

@@ -255,6 +255,21 @@ func Suite(cfg SuiteConfig) (*SuiteResult, error) {
 		}
 	}
 	// Refused now rather than after hours of the other evaluations.
+	for _, c := range []struct {
+		evaluation string
+		common     Common
+	}{{EvaluationFinetune, cfg.Finetune.Common}, {EvaluationLinear, cfg.Linear.Common}} {
+		if !slices.Contains(cfg.Evaluations, c.evaluation) {
+			continue
+		}
+		dev, err := torch.ParseDevice(c.common.Device)
+		if err != nil {
+			return nil, field.Check("device", c.common.Device, err)
+		}
+		if err := c.common.Precision.Check(dev); err != nil {
+			return nil, err
+		}
+	}
 	for _, path := range cfg.Datasets {
 		if _, err := os.Stat(path); err != nil {
 			return nil, field.Errorf("datasets", path, "cannot be read: %v", errors.Unwrap(err))
@@ -349,6 +364,11 @@ func randomRuns(cfg SuiteConfig, arch model.EncoderConfig) (map[string]SuiteEntr
 		return field.Errorf("random_from", cfg.RandomFrom, "was run with other %s; its random encoders are not this suite's", what)
 	}
 	settings := func(c SuiteConfig) string {
+		for _, common := range []*Common{&c.Finetune.Common, &c.Linear.Common} {
+			if common.Precision == "" {
+				common.Precision = model.FP32 // suites run before precision was a setting
+			}
+		}
 		var all []any
 		for _, k := range evaluationKinds {
 			all = append(all, k.of(c))

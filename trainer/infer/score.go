@@ -37,6 +37,9 @@ type Options struct {
 	BatchSize   int          // molecules per forward pass; 0: 256
 	Workers     int          // parallel RDKit calls; 0: GOMAXPROCS
 	Device      torch.Device // where the model runs
+	// Precision of the model's matrix products (docs/method.md §13),
+	// checked against Device by the caller; "" is FP32.
+	Precision model.Precision
 }
 
 // Report is what a scoring pass did.
@@ -66,6 +69,9 @@ func Embed(arch model.EncoderConfig, state []torch.Named, opt Options, out strin
 	defer runtime.UnlockOSThread()
 	store := nn.NewStore(opt.Device, torch.Float32)
 	defer store.Free()
+	if err := opt.Precision.Apply(store); err != nil {
+		return nil, err
+	}
 	// At the store's root the tensors are named as in an exported encoder.
 	enc := model.NewDeeperGCN(store.Root(), arch)
 	defer enc.Free()
@@ -91,6 +97,11 @@ func Predict(dir string, opt Options, out string) (_ *SavedModel, _ *Report, err
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	m, clf, err := LoadModel(dir, opt.Device)
+	if err == nil {
+		if err = opt.Precision.Apply(clf.Store); err != nil {
+			clf.Free()
+		}
+	}
 	if err != nil {
 		return nil, nil, err
 	}

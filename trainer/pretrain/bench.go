@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/internal/field"
+	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
@@ -36,6 +38,11 @@ type BenchResult struct {
 	BatchSize        int     `json:"batch_size"`
 	StepsPerEpoch    int     `json:"steps_per_epoch"`
 	Threads          int     `json:"threads"`
+	// Precision of the matrix products, and the speed of the step's typical
+	// product at it: a batch's atoms (N×d) by a d×d weight, as a GENConv's
+	// one-layer MLP multiplies, in GFLOP/s (2·N·d² per product).
+	Precision     model.Precision `json:"precision"`
+	ProductGFLOPS float64         `json:"product_gflops"`
 	// Operators libtorch dispatched for one step (torch.CountOps), counted
 	// on an untimed step after the timed ones: the whole step (the batch put
 	// on the device, forward, backward, the optimiser), of which the
@@ -154,8 +161,36 @@ func Bench(cfg BenchConfig, opt data.OpenOptions) (res *BenchResult, err error) 
 	if err != nil {
 		return nil, err
 	}
-	res.OpsPerStep, res.OpsUpload, res.OpsCollate, err = countStepOps(t, loader, se)
-	return res, err
+	var atoms int
+	res.OpsPerStep, res.OpsUpload, res.OpsCollate, atoms, err = countStepOps(t, loader, se)
+	if err != nil {
+		return nil, err
+	}
+	res.Precision = pc.Precision
+	res.ProductGFLOPS = productGFLOPS(dev, m.Store.Compute(), atoms, int64(pc.Model.Encoder.Hidden))
+	return res, nil
+}
+
+// productGFLOPS times the product of rows×d by d×d matrices in dtype dt on
+// dev, the inputs already in dt, as the median of 9 after 2 untimed.
+func productGFLOPS(dev torch.Device, dt torch.DType, rows int, d int64) float64 {
+	s := torch.NewScope()
+	defer s.Close()
+	opts := torch.Options{DType: torch.Float32, Device: dev}
+	x := torch.Rand([]int64{int64(rows), d}, opts).ToDType(dt)
+	w := torch.Rand([]int64{d, d}, opts).ToDType(dt)
+	times := make([]float64, 0, 9)
+	for i := range 11 {
+		began := time.Now()
+		y := torch.Linear(x, w, nil)
+		torch.Synchronize(dev)
+		if i >= 2 {
+			times = append(times, time.Since(began).Seconds())
+		}
+		y.Free()
+	}
+	slices.Sort(times)
+	return 2 * float64(rows) * float64(d*d) / times[len(times)/2] / 1e9
 }
 
 // peakRSS is the process's peak resident set size (VmHWM).
@@ -176,17 +211,17 @@ func peakRSS() (int64, error) {
 // countStepOps runs one more step, untimed, counting the operators it
 // dispatches (step), then those of putting the same batch on the device
 // again (upload) and of collating and preparing its molecules again the way
-// a loader worker does (collate).
-func countStepOps(t *pretrainer, loader *feed.Loader, se *session) (step, upload, collate int64, err error) {
+// a loader worker does (collate). atoms is the batch's.
+func countStepOps(t *pretrainer, loader *feed.Loader, se *session) (step, upload, collate int64, atoms int, err error) {
 	b, err := loader.Next()
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	defer loader.Release(b)
 	var values *torch.Tensor
 	step = torch.CountOps(func() { values, _, err = t.step(b, false) })
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	torch.ToSlice[float64](values)
 	values.Free()
@@ -199,5 +234,5 @@ func countStepOps(t *pretrainer, loader *feed.Loader, se *session) (step, upload
 			err = se.prepare(&again)
 		}
 	})
-	return step, upload, collate, err
+	return step, upload, collate, len(b.Nodes), err
 }

@@ -458,6 +458,9 @@ func openSession(cfg runfolder.Config, opt data.OpenOptions) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.Precision.Check(dev); err != nil {
+		return nil, err
+	}
 	set, err := corpus.OpenPretrainSet(cfg.Data, opt, cfg.Model.Eta)
 	if err != nil {
 		return nil, err
@@ -487,6 +490,10 @@ func (s *session) newModel() (*model.MicroGraph, *optim.Adam, error) {
 	torch.ManualSeed(s.cfg.Seed)
 	m, err := model.New(s.cfg.Model, s.dev, torch.Float32)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.cfg.Precision.Apply(m.Store); err != nil {
+		m.Free()
 		return nil, nil, err
 	}
 	if r := s.job.Rank(); r > 0 {

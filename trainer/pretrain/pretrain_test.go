@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -19,6 +20,7 @@ import (
 	"github.com/micrograph/micrograph/internal/failpoint"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/micrograph/micrograph/trainer/runfolder"
@@ -359,5 +361,45 @@ func TestReleasedResumeAfterKillMatchesUninterruptedRun(t *testing.T) {
 			got, _ := runfolder.ReadLog(killed)
 			sameLosses(t, "killed mid-epoch", got, want)
 		})
+	}
+}
+
+// A bf16 run killed mid-epoch resumes to log exactly the uninterrupted bf16
+// run's losses; those are not the float32 run's (the products really are
+// bfloat16) but near them; and the precision cannot change on resume.
+func TestBF16ResumeAfterKillMatchesUninterruptedRun(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.Precision = model.BF16
+	if err := cfg.Precision.Check(torch.CPU); err != nil {
+		t.Skipf("no bfloat16 products here: %v", err)
+	}
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "uninterrupted")
+	finish(t, ref, cfg, false)
+	want, err := runfolder.ReadLog(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp32 := filepath.Join(dir, "fp32")
+	cfg32 := cfg
+	cfg32.Precision = model.FP32
+	finish(t, fp32, cfg32, false)
+	other, _ := runfolder.ReadLog(fp32)
+	first, first32 := float64(want[0].Loss), float64(other[0].Loss)
+	if first == first32 || math.Abs(first-first32) > 0.01*math.Abs(first32) {
+		t.Errorf("first loss in bf16 %v, in fp32 %v: want different but within 1%%", first, first32)
+	}
+
+	killed := filepath.Join(dir, "killed")
+	cmd := child(t, killed, cfg, false)
+	waitForSteps(t, killed, 6, cmd)
+	cmd.Process.Kill()
+	cmd.Wait()
+	finish(t, killed, cfg, true)
+	got, _ := runfolder.ReadLog(killed)
+	sameLosses(t, "bf16 killed mid-epoch", got, want)
+
+	if err := runfolder.CheckResume(cfg, cfg32); err == nil || !strings.Contains(err.Error(), "precision") {
+		t.Errorf("resuming a bf16 run in fp32: %v, want a refusal naming precision", err)
 	}
 }

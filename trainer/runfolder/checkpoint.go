@@ -271,6 +271,7 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 	if err := json.Unmarshal([]byte(meta["meta.config"]), &ck.Config); err != nil {
 		return fail("config: %v", err)
 	}
+	ck.Config = ck.Config.upgraded()
 	var errs []error
 	number := func(key string) int64 {
 		n, err := strconv.ParseInt(meta[key], 10, 64)

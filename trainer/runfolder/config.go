@@ -34,6 +34,9 @@ type Config struct {
 	Epochs      int     `json:"epochs"`
 	MaxSteps    int     `json:"max_steps"` // 0: no limit beyond Epochs
 	Seed        uint64  `json:"seed"`
+	// Precision of the matrix products (docs/method.md §13); runs made
+	// before it was a setting are FP32.
+	Precision model.Precision `json:"precision"`
 
 	Device          string `json:"device"`
 	Threads         int    `json:"threads"` // 0: libtorch's default
@@ -56,6 +59,7 @@ func DefaultConfig() Config {
 		BatchSize:       512,
 		LR:              1e-3,
 		Epochs:          100,
+		Precision:       model.FP32,
 		Device:          "auto",
 		Workers:         2,
 		CheckpointEvery: 500,
@@ -79,7 +83,8 @@ func (c Config) Validate() error {
 	if err := c.Model.Validate(); err != nil {
 		return field.Within("model", err)
 	}
-	if err := field.First(field.Finite("lr", c.LR), field.Finite("clip_grad_norm", c.ClipGradNorm), field.Finite("weight_decay", c.WeightDecay), field.Check("device", c.Device, torch.CheckDeviceName(c.Device))); err != nil {
+	if err := field.First(field.Finite("lr", c.LR), field.Finite("clip_grad_norm", c.ClipGradNorm), field.Finite("weight_decay", c.WeightDecay),
+		field.Check("device", c.Device, torch.CheckDeviceName(c.Device)), c.Precision.Validate()); err != nil {
 		return err
 	}
 	switch {
@@ -218,5 +223,14 @@ func ReadConfig(run string) (Config, error) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return c, fmt.Errorf("%s: %w", ConfigPath(run), err)
 	}
-	return c, nil
+	return c.upgraded(), nil
+}
+
+// upgraded fills in the settings a run saved before they existed with what
+// such runs did.
+func (c Config) upgraded() Config {
+	if c.Precision == "" {
+		c.Precision = model.FP32
+	}
+	return c
 }
