@@ -46,6 +46,10 @@ func (d Device) IsCUDA() bool { return d.Type == CUDAType }
 // DeviceNames says which device names ParseDevice reads.
 const DeviceNames = "cpu, cuda, cuda:N or auto"
 
+// ErrDeviceName is wrapped by ParseDevice's error for a name it cannot read
+// (as against a device that is not there); it says what the name must be.
+var ErrDeviceName = errors.New("must be " + DeviceNames)
+
 // deviceIndex reads the form of a device name without asking CUDA, so that a
 // typo can be refused before any work: the GPU index (0 for "cuda"), or -1
 // for "cpu" and "auto".
@@ -55,30 +59,21 @@ func deviceIndex(s string) (int, error) {
 	}
 	rest, ok := strings.CutPrefix(s, "cuda")
 	if !ok {
-		return 0, fmt.Errorf("unknown device %q (want %s)", s, DeviceNames)
+		return 0, fmt.Errorf("device %q %w", s, ErrDeviceName)
 	}
 	if rest == "" {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(strings.TrimPrefix(rest, ":"))
 	if err != nil || !strings.HasPrefix(rest, ":") || n < 0 {
-		return 0, fmt.Errorf("unknown device %q (want %s)", s, DeviceNames)
+		return 0, fmt.Errorf("device %q %w", s, ErrDeviceName)
 	}
 	return n, nil
 }
 
-// CheckDeviceName checks that s is a device name ParseDevice reads, without
-// asking whether that device exists; its error is the reason alone ("must be
-// cpu, cuda, cuda:N or auto"), for the caller to name where s came from.
-func CheckDeviceName(s string) error {
-	if _, err := deviceIndex(s); err != nil {
-		return errors.New("must be " + DeviceNames)
-	}
-	return nil
-}
-
 // ParseDevice reads "cpu", "cuda" (GPU 0), "cuda:N", or "auto" (GPU 0 when
-// CUDA works, else the CPU). A GPU that is not there is an error.
+// CUDA works, else the CPU). A GPU that is not there is an error; a name
+// of none of these forms is an error wrapping ErrDeviceName.
 func ParseDevice(s string) (Device, error) {
 	index, err := deviceIndex(s)
 	switch {

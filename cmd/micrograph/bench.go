@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 
-	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
@@ -28,24 +27,23 @@ func runBench(args []string) error {
 	fs.BoolVar(&cfg.Epoch, "epoch", false, "time one whole epoch instead of --steps")
 	fs.BoolVar(&pc.Deterministic, "deterministic", false, "deterministic algorithms only (bit-identical repeated runs)")
 	precisionFlag(fs, &pc.Precision)
-	runtimeFlags(fs, &pc.Device, &pc.Threads, &pc.Workers, &pc.Seed)
-	cache := fs.String("cache", "", cacheFlagHelp)
-	var limits data.Limits
-	limitFlags(fs, &limits)
+	seedFlag(fs, &pc.Seed)
+	var rt runtimeFlags
+	rt.register(fs, true)
 	if err := parseFlags(fs, args, "data"); err != nil {
 		return err
 	}
-	if err := pc.Validate(); err != nil {
-		return flagError(fs, pc, err)
+	if err := cfg.Validate(); err != nil {
+		return flagError(fs, &cfg, err)
 	}
-	dataset, err := datasetOptions(fs, *cache, limits)
+	env, err := rt.parse(fs, nil)
 	if err != nil {
 		return err
 	}
 	if pc.Deterministic {
 		cublasDeterminism()
 	}
-	res, err := pretrain.Bench(cfg, dataset)
+	res, err := pretrain.Bench(cfg, env)
 	if err != nil {
 		return flagError(fs, pc, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/diagnose"
@@ -17,11 +16,10 @@ import (
 )
 
 func runDiagnose(args []string) error {
-	opt := diagnose.Options{Molecules: 4096, BatchSize: 512, ProbeSeeds: 3, Seed: 1, Device: "auto"}
+	opt := diagnose.Options{Molecules: 4096, BatchSize: 512, ProbeSeeds: 3, Seed: 1}
 	random := model.DefaultConfig()
 	var isRandom bool
-	var out, cache string
-	workers := 1
+	var out string
 	fs := newFlags("diagnose", "--checkpoint C.pt|--encoder E.pt|--random [architecture flags] --data DIR --out diag.json [flags]",
 		"Measures what an encoder makes of a seeded sample of molecules, in evaluation mode and\n"+
 			"batches of --batch-size: effective rank, alignment and uniformity of the graph embeddings e\n"+
@@ -49,13 +47,9 @@ func runDiagnose(args []string) error {
 	fs.StringArrayVar(&opt.Probes, "probe", nil, "labelled dataset (OGB folder with a split) for linear probes on e and W_e·e; repeatable")
 	fs.IntVar(&opt.ProbeSeeds, "probe-seeds", opt.ProbeSeeds, "classifier seeds per probe (--seed, --seed+1, …)")
 	fs.StringVar(&out, "out", "", "result file (JSON), written atomically; its folder must exist")
-	fs.StringVar(&cache, "cache", "", cacheFlagHelp)
-	var limits data.Limits
-	limitFlags(fs, &limits)
-	runtimeFlags(fs, &opt.Device, &opt.Threads, &workers, &opt.Seed)
-	if err := fs.MarkHidden("workers"); err != nil {
-		return err
-	}
+	seedFlag(fs, &opt.Seed)
+	var rt runtimeFlags
+	rt.register(fs, false)
 	if err := parseFlags(fs, args, "data", "out"); err != nil {
 		return err
 	}
@@ -73,7 +67,7 @@ func runDiagnose(args []string) error {
 	} else if err != nil {
 		return flagError(fs, &opt, err)
 	}
-	dataset, err := datasetOptions(fs, cache, limits)
+	env, err := rt.parse(fs, nil)
 	if err != nil {
 		return err
 	}
@@ -83,9 +77,7 @@ func runDiagnose(args []string) error {
 	if err := checkOutput("--out", out, input{"--data", opt.Data, true}, input{"--encoder", opt.Encoder, false}); err != nil {
 		return err
 	}
-	opt.Dataset, opt.Progress = dataset, os.Stderr
-
-	r, err := diagnose.Run(opt)
+	r, err := diagnose.Run(opt, env)
 	if err != nil {
 		return err
 	}

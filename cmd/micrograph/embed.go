@@ -4,23 +4,23 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/internal/matrixfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/infer"
+	"github.com/micrograph/micrograph/trainer/runenv"
 	"github.com/spf13/pflag"
 )
 
 // scoreFlags are the flags embed and predict share: the input, the output
 // and how the model runs.
 type scoreFlags struct {
-	data, out, smilesCol, cache, device string
-	precision                           model.Precision
-	skipInvalid                         bool
-	batchSize, threads, workers         int
-	limits                              data.Limits
+	data, out, smilesCol    string
+	precision               model.Precision
+	skipInvalid             bool
+	batchSize, rdkitWorkers int
+	rt                      runtimeFlags
 }
 
 func (s *scoreFlags) register(fs *pflag.FlagSet) {
@@ -30,54 +30,43 @@ func (s *scoreFlags) register(fs *pflag.FlagSet) {
 		"instead of writing them as NaN rows")
 	fs.StringVar(&s.smilesCol, "smiles-col", "", `SMILES column of the CSV (case ignored; default: "smiles", else "mol")`)
 	fs.IntVar(&s.batchSize, "batch-size", 256, "molecules per forward pass (the outputs do not depend on it)")
-	fs.StringVar(&s.device, "device", "auto", "cpu, cuda, cuda:N, or auto (CUDA when available)")
-	fs.IntVar(&s.threads, "threads", 0, "libtorch intra-op threads (0: libtorch's default, one per core)")
-	fs.IntVar(&s.workers, "workers", 0, "parallel RDKit calls (0: one per core)")
+	fs.IntVar(&s.rdkitWorkers, "rdkit-workers", 0, "goroutines featurising CSV rows with RDKit (0: one per core)")
 	s.precision = model.FP32
 	precisionFlag(fs, &s.precision)
-	fs.StringVar(&s.cache, "cache", "", cacheFlagHelp)
-	limitFlags(fs, &s.limits)
+	s.rt.register(fs, false)
 }
 
 // options checks the flags that need no file and turns them into
-// infer.Options; misuse is a usage error (exit 2).
+// infer.Options and the runtime's Env; misuse is a usage error (exit 2).
 // inputs are the files the command reads besides --data, which --out must not be.
-func (s *scoreFlags) options(fs *pflag.FlagSet, inputs ...input) (infer.Options, error) {
+func (s *scoreFlags) options(fs *pflag.FlagSet, inputs ...input) (infer.Options, runenv.Env, error) {
 	format, err := matrixfile.Format(s.out)
 	if err != nil {
-		return infer.Options{}, usageError{fmt.Errorf("--out %s: want a .npy or .csv file", s.out)}
+		return infer.Options{}, runenv.Env{}, usageError{fmt.Errorf("--out %s: want a .npy or .csv file", s.out)}
 	}
 	if s.skipInvalid && format == ".npy" {
-		return infer.Options{}, usageError{fmt.Errorf("--skip-invalid needs a .csv --out (a .npy file has no row column to say which rows were kept)")}
+		return infer.Options{}, runenv.Env{}, usageError{fmt.Errorf("--skip-invalid needs a .csv --out (a .npy file has no row column to say which rows were kept)")}
 	}
 	switch {
 	case s.batchSize < 1:
-		return infer.Options{}, usageError{fmt.Errorf("--batch-size %d must be positive", s.batchSize)}
-	case s.threads < 0:
-		return infer.Options{}, usageError{fmt.Errorf("--threads %d must not be negative", s.threads)}
-	case s.workers < 0:
-		return infer.Options{}, usageError{fmt.Errorf("--workers %d must not be negative", s.workers)}
+		return infer.Options{}, runenv.Env{}, usageError{fmt.Errorf("--batch-size %d must be positive", s.batchSize)}
+	case s.rdkitWorkers < 0:
+		return infer.Options{}, runenv.Env{}, usageError{fmt.Errorf("--rdkit-workers %d must not be negative", s.rdkitWorkers)}
 	}
-	if err := s.limits.Validate(); err != nil {
-		return infer.Options{}, flagError(fs, &s.limits, err)
+	env, err := s.rt.parse(fs, nil)
+	if err != nil {
+		return infer.Options{}, runenv.Env{}, err
 	}
 	if err := checkOutput("--out", s.out, append(inputs, input{"--data", s.data, true})...); err != nil {
-		return infer.Options{}, err
+		return infer.Options{}, runenv.Env{}, err
 	}
-	dev, err := torch.ParseDevice(s.device)
-	if err != nil {
-		return infer.Options{}, usageError{fmt.Errorf("--device %q: %v", s.device, err)}
-	}
-	if err := field.First(s.precision.Validate(), s.precision.Check(dev)); err != nil {
-		return infer.Options{}, flagError(fs, s, err)
-	}
-	if s.threads > 0 {
-		torch.SetNumThreads(s.threads)
+	if err := field.First(s.precision.Validate(), s.precision.Check(env.Device)); err != nil {
+		return infer.Options{}, runenv.Env{}, flagError(fs, s, err)
 	}
 	return infer.Options{
-		Data: s.data, SmilesCol: s.smilesCol, CacheDir: s.cache, Limits: s.limits, SkipInvalid: s.skipInvalid,
-		BatchSize: s.batchSize, Workers: s.workers, Device: dev, Precision: s.precision,
-	}, nil
+		Data: s.data, SmilesCol: s.smilesCol, SkipInvalid: s.skipInvalid,
+		BatchSize: s.batchSize, RDKitWorkers: s.rdkitWorkers, Precision: s.precision,
+	}, env, nil
 }
 
 // report prints what a scoring pass did: the invalid rows on stderr, by
@@ -116,7 +105,7 @@ func runEmbed(args []string) error {
 	if err := checkEncoderFile("--encoder", *encoder); err != nil {
 		return err
 	}
-	opt, err := s.options(fs, input{"--encoder", *encoder, false}, input{"--encoder", model.EncoderInfoPath(*encoder), false})
+	opt, env, err := s.options(fs, input{"--encoder", *encoder, false}, input{"--encoder", model.EncoderInfoPath(*encoder), false})
 	if err != nil {
 		return err
 	}
@@ -125,7 +114,7 @@ func runEmbed(args []string) error {
 		return err
 	}
 	defer torch.FreeNamed(state)
-	rep, err := infer.Embed(info.Encoder, state, opt, s.out)
+	rep, err := infer.Embed(info.Encoder, state, opt, env, s.out)
 	if err != nil {
 		return err
 	}
@@ -146,11 +135,11 @@ func runPredict(args []string) error {
 	if err := parseFlags(fs, args, "model", "data", "out"); err != nil {
 		return err
 	}
-	opt, err := s.options(fs, input{"--model", *dir, false})
+	opt, env, err := s.options(fs, input{"--model", *dir, false})
 	if err != nil {
 		return err
 	}
-	m, rep, err := infer.Predict(*dir, opt, s.out)
+	m, rep, err := infer.Predict(*dir, opt, env, s.out)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func runFeaturize(args []string) error {
 	labelCols := fs.String("label-cols", "", "label columns, comma-separated, CSV quoting for names with commas\n(default: all but the SMILES and mol_id columns)")
 	split := fs.String("split", "scaffold", "split to write: scaffold (OGB's Bemis-Murcko split), random (80/10/10) or none")
 	seed := fs.Uint64("seed", 0, "seed of a random split")
-	workers := fs.Int("workers", 0, "goroutines running RDKit (default: one per CPU)")
+	workers := fs.Int("rdkit-workers", 0, "goroutines featurising rows with RDKit (default: one per CPU)")
 	shardRows := fs.Int("shard-rows", 0, fmt.Sprintf("write a sharded pre-training corpus, this many input rows per shard (e.g. %d)", corpus.DefaultShardRows))
 	var limits data.Limits
 	limitFlags(fs, &limits)
@@ -58,7 +58,7 @@ func runFeaturize(args []string) error {
 		return usageError{fmt.Errorf("--split %q: want scaffold, random or none", *split)}
 	}
 	if *workers < 0 {
-		return usageError{fmt.Errorf("--workers %d: want 0 (one per CPU) or more", *workers)}
+		return usageError{fmt.Errorf("--rdkit-workers %d: want 0 (one per CPU) or more", *workers)}
 	}
 	if fs.Changed("shard-rows") {
 		for _, name := range []string{"label-cols", "split", "seed"} {

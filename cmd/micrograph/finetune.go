@@ -13,6 +13,7 @@ import (
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/evaluate"
+	"github.com/micrograph/micrograph/trainer/runenv"
 	"github.com/spf13/pflag"
 )
 
@@ -56,7 +57,7 @@ func runFinetune(args []string) error {
 		}
 	}
 
-	res, err := evaluate.Finetune(cfg)
+	res, err := evaluate.Finetune(cfg, ev.env)
 	if err != nil {
 		return flagError(fs, &cfg, err)
 	}
@@ -85,8 +86,9 @@ func runFinetune(args []string) error {
 // of evaluate.Common, the encoder's architecture and the run's place, the
 // result file and the dataset cache.
 type evaluationFlags struct {
-	out, cache, taskTypes string
-	limits                data.Limits
+	out, taskTypes string
+	rt             runtimeFlags
+	env            runenv.Env // parsed by check
 }
 
 // register adds the shared flags that say what is measured; none says what runs without
@@ -107,13 +109,13 @@ func (e *evaluationFlags) register(fs *pflag.FlagSet, c *evaluate.Common, none, 
 func (e *evaluationFlags) registerRuntime(fs *pflag.FlagSet, c *evaluate.Common) {
 	encoderFlags(fs, &c.Encoder)
 	precisionFlag(fs, &c.Precision)
-	runtimeFlags(fs, &c.Device, &c.Threads, &c.Workers, &c.Seed)
-	fs.StringVar(&e.cache, "cache", "", cacheFlagHelp)
-	limitFlags(fs, &e.limits)
+	seedFlag(fs, &c.Seed)
+	e.rt.register(fs, true)
 }
 
 // check refuses, after parsing, what cannot run (cfg is the whole
-// configuration, validated and named in errors by flag) and completes c.
+// configuration, validated and named in errors by flag), completes c and
+// parses the runtime flags into e.env.
 func (e *evaluationFlags) check(fs *pflag.FlagSet, c *evaluate.Common, cfg interface{ Validate() error }) error {
 	if err := checkEncoderFile("--encoder", c.EncoderPath); err != nil {
 		return err
@@ -129,15 +131,10 @@ func (e *evaluationFlags) check(fs *pflag.FlagSet, c *evaluate.Common, cfg inter
 	if err := cfg.Validate(); err != nil {
 		return flagError(fs, cfg, err)
 	}
-	dataset, err := datasetOptions(fs, e.cache, e.limits)
-	if err != nil {
+	if e.env, err = e.rt.parse(fs, nil); err != nil {
 		return err
 	}
-	if err := checkOutput("--out", e.out, input{"--data", c.Data, true}, input{"--encoder", c.EncoderPath, false}); err != nil {
-		return err
-	}
-	c.Dataset, c.Progress = dataset, os.Stderr
-	return nil
+	return checkOutput("--out", e.out, input{"--data", c.Data, true}, input{"--encoder", c.EncoderPath, false})
 }
 
 // parseTaskTypes reads --task-types: NAME=TYPE pairs, comma-separated, CSV

@@ -47,14 +47,6 @@ func objectiveFlags(fs *pflag.FlagSet, c *model.Config) {
 const cacheFlagHelp = "folder for featurised CSVs and dataset caches; dataset folders are only read " +
 	"(default: $XDG_CACHE_HOME/micrograph, else ~/.cache/micrograph)"
 
-// runtimeFlags registers where and how work runs.
-func runtimeFlags(fs *pflag.FlagSet, device *string, threads, workers *int, seed *uint64) {
-	fs.StringVar(device, "device", *device, "cpu, cuda, cuda:N, or auto (CUDA when available)")
-	fs.IntVar(threads, "threads", *threads, "libtorch intra-op threads (0: libtorch's default, one per core)")
-	fs.IntVar(workers, "workers", *workers, "goroutines collating batches ahead of the device")
-	fs.Uint64Var(seed, "seed", *seed, "seed of initialisation, shuffling and sampling")
-}
-
 // precisionFlag registers --precision into p.
 func precisionFlag(fs *pflag.FlagSet, p *model.Precision) {
 	fs.StringVar((*string)(p), "precision", string(*p), model.PrecisionHelp)

@@ -51,7 +51,7 @@ func runLinearEval(args []string) error {
 		return err
 	}
 
-	res, err := evaluate.LinearEval(cfg)
+	res, err := evaluate.LinearEval(cfg, ev.env)
 	if err != nil {
 		return flagError(fs, &cfg, err)
 	}

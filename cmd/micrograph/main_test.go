@@ -55,7 +55,7 @@ func TestDispatcher(t *testing.T) {
 		{[]string{"featurize", "--csv", "a", "--out", "b", "--split", "stratified"}, 2, "", `--split "stratified"`, true},
 		{[]string{"featurize", "--csv", "a", "--out", "b", "--shard-rows", "100", "--split", "random"}, 2, "", "--split: a corpus (--shard-rows) has no labels and no split", true},
 		{[]string{"featurize", "--csv", "a", "--out", "b", "--shard-rows", "0"}, 2, "", "--shard-rows 0: want at least 1", true},
-		{[]string{"featurize", "--csv", "a", "--out", "b", "--workers", "-2"}, 2, "", "--workers -2", true},
+		{[]string{"featurize", "--csv", "a", "--out", "b", "--rdkit-workers", "-2"}, 2, "", "--rdkit-workers -2", true},
 		{[]string{"synth", "--out", "x", "--molecules", "many"}, 2, "", `invalid argument "many" for "--molecules"`, true},
 		{[]string{"featurize", "--csv", "/nonexistent.csv", "--out", "/nonexistent-out"}, 1, "", "micrograph featurize: open /nonexistent.csv", true},
 	}
@@ -106,7 +106,7 @@ func TestFeaturizeCorpusCommand(t *testing.T) {
 	}
 	out := filepath.Join(dir, "corpus")
 	for run, want := range []string{"(3 shards, 0 kept from an earlier run)", "(3 shards, 3 kept from an earlier run)"} {
-		code, stdoutText, errs := runCLI(t, "featurize", "--csv", in, "--out", out, "--shard-rows", "2", "--workers", "2")
+		code, stdoutText, errs := runCLI(t, "featurize", "--csv", in, "--out", out, "--shard-rows", "2", "--rdkit-workers", "2")
 		if code != 0 {
 			t.Fatalf("run %d: status %d: %s", run, code, errs)
 		}

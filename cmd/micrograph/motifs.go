@@ -6,7 +6,6 @@ import (
 	"math"
 	"strings"
 
-	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/rdkit"
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/trainer/report"
@@ -21,18 +20,16 @@ func runMotifs(args []string) error {
 			"and the NMI between motifs and groups, after pre-training and for the model the run\n"+
 			"started from (its seed, no step taken). The model runs in evaluation mode, without the\n"+
 			"subgraph perturbation.")
-	opt := report.MotifReportOptions{Molecules: 2000, PerMotif: 6, Device: "auto"}
-	var cache, out string
+	opt := report.MotifReportOptions{Molecules: 2000, PerMotif: 6}
+	var out string
 	fs.StringVar(&opt.Run, "run", "", "run folder: its newest readable checkpoint")
 	fs.StringVar(&opt.Data, "data", "", "OGB dataset folder or CSV file of SMILES (default: the run's own dataset)")
 	fs.StringVar(&out, "out", "", "HTML file to write")
 	fs.IntVar(&opt.PerMotif, "per-motif", opt.PerMotif, "closest subgraphs drawn per motif")
 	fs.IntVar(&opt.Molecules, "molecules", opt.Molecules, "molecules analysed: the first ones pre-training can use (0: all)")
 	fs.IntVar(&opt.BatchSize, "batch-size", 0, "molecules per forward pass; Sinkhorn balances motifs over each (default: the run's)")
-	fs.StringVar(&opt.Device, "device", opt.Device, "cpu, cuda, cuda:N, or auto (CUDA when available)")
-	fs.StringVar(&cache, "cache", "", cacheFlagHelp)
-	var limits data.Limits
-	limitFlags(fs, &limits)
+	var rt runtimeFlags
+	rt.register(fs, false)
 	if err := parseFlags(fs, args, "run", "out"); err != nil {
 		return err
 	}
@@ -45,12 +42,12 @@ func runMotifs(args []string) error {
 	if err := checkOutput("--out", out); err != nil {
 		return err
 	}
-	var err error
-	if opt.Dataset, err = datasetOptions(fs, cache, limits); err != nil {
+	env, err := rt.parse(fs, nil)
+	if err != nil {
 		return err
 	}
 
-	r, err := report.BuildMotifReport(opt)
+	r, err := report.BuildMotifReport(opt, env)
 	if err != nil {
 		return flagError(fs, &opt, err)
 	}

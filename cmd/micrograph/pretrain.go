@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/trainer/pretrain"
@@ -19,7 +18,7 @@ import (
 )
 
 // pretrainFlags registers pretrain's flags into cfg.
-func pretrainFlags(cfg *runfolder.Config, run *string, resume *bool, objective *string, cache *string, limits *data.Limits, job *jobFlags) *pflag.FlagSet {
+func pretrainFlags(cfg *runfolder.Config, run *string, resume *bool, objective *string, rt *runtimeFlags, job *jobFlags) *pflag.FlagSet {
 	fs := newFlags("pretrain", "--data DIR|CSV --run RUNDIR [flags]",
 		"Pre-trains a DeeperGCN encoder with MICRO-Graph (docs/method.md) and writes\n"+
 			"RUNDIR/config.json, RUNDIR/log.jsonl (one line per logged step) and checkpoints in\n"+
@@ -51,9 +50,8 @@ func pretrainFlags(cfg *runfolder.Config, run *string, resume *bool, objective *
 	fs.BoolVar(&cfg.SyncBatchNorm, "sync-batch-norm", cfg.SyncBatchNorm, "with several processes, batch norm over the global batch instead of each process's part")
 	fs.IntVar(&job.nproc, "nproc", 1, "local processes sharing each batch (data-parallel; Gloo on CPUs, NCCL on GPUs)")
 	fs.DurationVar(&job.timeout, "timeout", pretrain.DefaultTimeout, "with several processes: how long a rank waits for the others before failing")
-	runtimeFlags(fs, &cfg.Device, &cfg.Threads, &cfg.Workers, &cfg.Seed)
-	fs.StringVar(cache, "cache", "", cacheFlagHelp)
-	limitFlags(fs, limits)
+	seedFlag(fs, &cfg.Seed)
+	rt.register(fs, true)
 	return fs
 }
 
@@ -65,11 +63,11 @@ type jobFlags struct {
 
 func runPretrain(args []string) error {
 	cfg := runfolder.DefaultConfig()
-	var run, cache, objective string
+	var run, objective string
 	var resume bool
-	var limits data.Limits
+	var rt runtimeFlags
 	var jf jobFlags
-	fs := pretrainFlags(&cfg, &run, &resume, &objective, &cache, &limits, &jf)
+	fs := pretrainFlags(&cfg, &run, &resume, &objective, &rt, &jf)
 	if err := parseFlags(fs, args, "run"); err != nil {
 		return err
 	}
@@ -93,7 +91,7 @@ func runPretrain(args []string) error {
 	}
 	if resume || objective == model.ObjectiveReleased {
 		// The flags given, over the run's or the objective's defaults.
-		fs = pretrainFlags(&cfg, &run, &resume, &objective, &cache, &limits, &jf)
+		fs = pretrainFlags(&cfg, &run, &resume, &objective, &rt, &jf)
 		if err := fs.Parse(args); err != nil {
 			return usageError{err}
 		}
@@ -112,11 +110,7 @@ func runPretrain(args []string) error {
 	if err := validatePretrain(fs, &cfg, run, resume); err != nil {
 		return err
 	}
-	dataset, err := datasetOptions(fs, cache, limits)
-	if err != nil {
-		return err
-	}
-	env, inJob, err := distributed.FromEnv()
+	denv, inJob, err := distributed.FromEnv()
 	if err != nil {
 		return usageError{err} // the environment is part of how the command was started
 	}
@@ -126,7 +120,7 @@ func runPretrain(args []string) error {
 	case jf.timeout <= 0:
 		return usageError{fmt.Errorf("--timeout %v must be positive", jf.timeout)}
 	case jf.nproc > 1 && inJob:
-		return usageError{fmt.Errorf("--nproc %d under a launcher that set WORLD_SIZE=%d: give one or the other", jf.nproc, env.WorldSize)}
+		return usageError{fmt.Errorf("--nproc %d under a launcher that set WORLD_SIZE=%d: give one or the other", jf.nproc, denv.WorldSize)}
 	case jf.nproc > 1 && cfg.BatchSize%jf.nproc != 0:
 		return usageError{fmt.Errorf("--batch-size %d is not a multiple of --nproc %d: each process takes an equal part of every batch", cfg.BatchSize, jf.nproc)}
 	case jf.nproc > 1:
@@ -134,7 +128,11 @@ func runPretrain(args []string) error {
 	}
 	var job *distributed.Env
 	if inJob {
-		job = &env
+		job = &denv
+	}
+	env, err := rt.parse(fs, job)
+	if err != nil {
+		return err
 	}
 
 	if cfg.Deterministic {
@@ -145,6 +143,7 @@ func runPretrain(args []string) error {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)
+	env.Stop = stop
 	go func() {
 		<-signals
 		logf("signal received: finishing the step and checkpointing (again to quit at once)")
@@ -153,9 +152,7 @@ func runPretrain(args []string) error {
 		os.Exit(130)
 	}()
 
-	res, err := pretrain.Run(run, cfg, pretrain.Options{
-		Resume: resume, Progress: os.Stderr, Stop: stop, Dataset: dataset, Job: job, Timeout: jf.timeout,
-	})
+	res, err := pretrain.Run(run, cfg, env, pretrain.Options{Resume: resume, Job: job, Timeout: jf.timeout})
 	var nonFinite *pretrain.NonFiniteLossError
 	if errors.As(err, &nonFinite) {
 		hint := "--skip-nonfinite skips such batches"
@@ -167,7 +164,7 @@ func runPretrain(args []string) error {
 	if err != nil {
 		return flagError(fs, &cfg, err)
 	}
-	if env.Rank > 0 {
+	if denv.Rank > 0 {
 		return nil // rank 0 reports for the run
 	}
 	if res.Stopped {

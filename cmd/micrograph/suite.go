@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 )
@@ -17,7 +16,7 @@ func runSuite(args []string) error {
 	cfg.Evaluations = []string{evaluate.EvaluationFinetune, evaluate.EvaluationLinear}
 	protocols := []string{string(evaluate.ProtocolScaffold), string(evaluate.ProtocolCV10)}
 	ft, lin := &cfg.Finetune, &cfg.Linear
-	var out, cache string
+	var out string
 	fs := newFlags("suite", "--encoder a.pt[,b.pt,…] --datasets PATH... --out DIR [flags]",
 		"Runs the paper's downstream evaluation (docs/method.md §7) on the benchmarks given\n"+
 			"("+strings.Join(evaluate.Benchmarks, ", ")+"; OGB folders such as ogbg_molbace or MoleculeNet\n"+
@@ -50,10 +49,9 @@ func runSuite(args []string) error {
 	fs.IntVar(&lin.Steps, "linear-steps", lin.Steps, "linear evaluation's full-batch Adam steps per fit")
 	fs.Float64Var(&lin.LR, "linear-lr", lin.LR, "linear evaluation's Adam learning rate")
 	precisionFlag(fs, &ft.Precision)
-	runtimeFlags(fs, &ft.Device, &ft.Threads, &ft.Workers, &ft.Seed)
-	fs.StringVar(&cache, "cache", "", cacheFlagHelp)
-	var limits data.Limits
-	limitFlags(fs, &limits)
+	seedFlag(fs, &ft.Seed)
+	var rt runtimeFlags
+	rt.register(fs, true)
 	if err := parseFlags(fs, expandDatasets(args), "encoder", "datasets", "out"); err != nil {
 		return err
 	}
@@ -66,22 +64,18 @@ func runSuite(args []string) error {
 		cfg.Protocols = append(cfg.Protocols, evaluate.Protocol(p))
 	}
 	lin.Seeds = ft.Seeds
-	lin.Precision, lin.Device, lin.Threads, lin.Workers, lin.Seed = ft.Precision, ft.Device, ft.Threads, ft.Workers, ft.Seed
-	dataset, err := datasetOptions(fs, cache, limits)
+	lin.Precision, lin.Seed = ft.Precision, ft.Seed
+	env, err := rt.parse(fs, nil)
 	if err != nil {
 		return err
 	}
-	ft.Dataset = dataset
-	lin.Dataset = ft.Dataset
 	if err := cfg.Validate(); err != nil {
 		return flagError(fs, &cfg, err)
 	}
 	if err := checkResultFolder("--out", out); err != nil {
 		return err
 	}
-	cfg.Progress = os.Stderr
-
-	res, runErr := evaluate.Suite(cfg)
+	res, runErr := evaluate.Suite(cfg, env)
 	if res == nil {
 		return flagError(fs, &cfg, runErr)
 	}

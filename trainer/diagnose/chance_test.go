@@ -25,9 +25,8 @@ func TestDiagnoseChanceIsTheOwnShare(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := diagnose.Run(diagnose.Options{
-		Random: &cfg, Seed: 4, Data: synth, Molecules: 90, BatchSize: 40, ProbeSeeds: 1, Device: "cpu", Threads: 1,
-		Dataset: data.OpenOptions{CacheDir: filepath.Join(t.TempDir(), "cache")},
-	})
+		Random: &cfg, Seed: 4, Data: synth, Molecules: 90, BatchSize: 40, ProbeSeeds: 1,
+	}, cpuEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"strings"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/nn"
 	"github.com/micrograph/micrograph/trainer/metrics"
+	"github.com/micrograph/micrograph/trainer/runenv"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
@@ -33,30 +33,23 @@ type diagModel struct {
 	free func()
 }
 
-// Run measures opt's encoder on a seeded sample of opt.Data; see
-// Diagnosis.
-func Run(opt Options) (_ *Diagnosis, err error) {
-	defer torch.Recover(&err)
+// Run measures opt's encoder on a seeded sample of opt.Data, where env
+// says (env.Progress gets one line per stage); see Diagnosis.
+func Run(opt Options, env runenv.Env) (*Diagnosis, error) {
+	return runenv.Run(env, opt.Validate, func() (*Diagnosis, error) { return run(opt, env) })
+}
+
+// run is Run after runenv's prologue.
+func run(opt Options, env runenv.Env) (_ *Diagnosis, err error) {
 	start := time.Now()
-	if err := opt.Validate(); err != nil {
-		return nil, err
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	dev, err := torch.ParseDevice(opt.Device)
-	if err != nil {
-		return nil, err
-	}
-	if opt.Threads > 0 {
-		torch.SetNumThreads(opt.Threads)
-	}
+	dev := env.Device
 	torch.ManualSeed(opt.Seed)
 	dm, r, err := loadDiagModel(opt, dev)
 	if err != nil {
 		return nil, err
 	}
 	defer dm.free()
-	ds, err := data.Open(opt.Data, opt.Dataset)
+	ds, err := data.Open(opt.Data, env.Dataset)
 	if err != nil {
 		return nil, err
 	}
@@ -75,8 +68,8 @@ func Run(opt Options) (_ *Diagnosis, err error) {
 	}
 	r.Sizes = metrics.QuantilesOf(sizes)
 	progress := func(format string, args ...any) {
-		if opt.Progress != nil {
-			fmt.Fprintf(opt.Progress, "diagnose: "+format+"\n", args...)
+		if env.Progress != nil {
+			fmt.Fprintf(env.Progress, "diagnose: "+format+"\n", args...)
 		}
 	}
 
@@ -109,7 +102,7 @@ func Run(opt Options) (_ *Diagnosis, err error) {
 			progress("probe %s", p)
 			var probes []ProbeResult
 			var probeErr error
-			if err := torch.Catch(func() { probes, probeErr = probe(dm, p, opt, dev, recalibrated) }); err != nil || probeErr != nil {
+			if err := torch.Catch(func() { probes, probeErr = probe(dm, p, opt, env, recalibrated) }); err != nil || probeErr != nil {
 				return fmt.Errorf("probe %s: %w", p, errors.Join(err, probeErr))
 			}
 			r.Probes = append(r.Probes, probes...)

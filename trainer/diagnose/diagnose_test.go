@@ -9,6 +9,7 @@ import (
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/diagnose"
+	"github.com/micrograph/micrograph/trainer/runenv"
 )
 
 // A diagnosis of a small random model on the synthetic molecules is
@@ -24,9 +25,8 @@ func TestDiagnoseIsConsistent(t *testing.T) {
 	}
 	r, err := diagnose.Run(diagnose.Options{
 		Random: &cfg, Seed: 4, Data: synth, Molecules: 90, BatchSize: 40,
-		Probes: []string{synth}, ProbeSeeds: 2, Device: "cpu", Threads: 1,
-		Dataset: data.OpenOptions{CacheDir: filepath.Join(t.TempDir(), "cache")},
-	})
+		Probes: []string{synth}, ProbeSeeds: 2,
+	}, cpuEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,11 +95,18 @@ func TestDiagnoseErrors(t *testing.T) {
 		{diagnose.Options{Random: &cfg, Data: "x", Molecules: 1, BatchSize: 4, ProbeSeeds: 1}, "molecules 1 must be at least 2"},
 		{diagnose.Options{Random: &cfg, Data: "x", Molecules: 10, BatchSize: 1, ProbeSeeds: 1}, "batch_size 1 must be at least 2"},
 		{diagnose.Options{Random: &cfg, Data: "x", Molecules: 10, BatchSize: 4, ProbeSeeds: 0}, "probe_seeds 0 must be positive"},
-		{diagnose.Options{Random: &cfg, Data: "x", Molecules: 10, BatchSize: 4, ProbeSeeds: 1, Device: "tpu"}, `device "tpu" must be cpu, cuda, cuda:N or auto`},
 		{diagnose.Options{Random: &bad, Data: "x", Molecules: 10, BatchSize: 4, ProbeSeeds: 1}, "random.tau NaN must be a finite number"},
 	} {
-		if _, err := diagnose.Run(c.opt); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := diagnose.Run(c.opt, cpuEnv(t)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.opt, err, c.want)
 		}
 	}
+}
+
+// cpuEnv runs a diagnosis on the CPU with one libtorch thread and the
+// test's own dataset cache.
+func cpuEnv(t *testing.T) runenv.Env {
+	env := runenv.Default()
+	env.Threads, env.Dataset.CacheDir = 1, filepath.Join(t.TempDir(), "cache")
+	return env
 }

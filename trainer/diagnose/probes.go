@@ -11,6 +11,7 @@ import (
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/metrics"
+	"github.com/micrograph/micrograph/trainer/runenv"
 )
 
 // recalibratedFeatures names probes on e after recalibrateNorms.
@@ -19,8 +20,9 @@ const recalibratedFeatures = "e, batch norm re-estimated without dropout"
 // probe fits LinearEval's classifiers on the scaffold split of the labelled
 // dataset path, on e and, for a full model, on W_e·e, ProbeSeeds seeds each;
 // recalibrated says the norms hold recalibrateNorms' statistics (e only).
-func probe(m *diagModel, path string, opt Options, dev torch.Device, recalibrated bool) ([]ProbeResult, error) {
-	ds, err := data.Open(path, opt.Dataset)
+func probe(m *diagModel, path string, opt Options, env runenv.Env, recalibrated bool) ([]ProbeResult, error) {
+	dev := env.Device
+	ds, err := data.Open(path, env.Dataset)
 	if err != nil {
 		return nil, err
 	}

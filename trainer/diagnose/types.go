@@ -2,12 +2,9 @@ package diagnose
 
 import (
 	"errors"
-	"io"
 
-	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
-	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/metrics"
 )
 
@@ -21,16 +18,13 @@ type Options struct {
 	// and a random model.
 	Seed uint64 `json:"seed"`
 
-	Data       string           `json:"data"` // dataset to sample
-	Dataset    data.OpenOptions `json:"-"`
-	Molecules  int              `json:"molecules"`   // molecules sampled (all usable ones when fewer)
-	BatchSize  int              `json:"batch_size"`  // molecules per forward pass (Sinkhorn and the contrast are per batch)
-	Probes     []string         `json:"probes"`      // labelled datasets for linear probes on e and W_e·e
-	ProbeSeeds int              `json:"probe_seeds"` // classifier seeds per probe
+	Data       string   `json:"data"`        // dataset to sample
+	Molecules  int      `json:"molecules"`   // molecules sampled (all usable ones when fewer)
+	BatchSize  int      `json:"batch_size"`  // molecules per forward pass (Sinkhorn and the contrast are per batch)
+	Probes     []string `json:"probes"`      // labelled datasets for linear probes on e and W_e·e
+	ProbeSeeds int      `json:"probe_seeds"` // classifier seeds per probe
 
-	Device   string    `json:"device"`
-	Threads  int       `json:"threads"`
-	Progress io.Writer `json:"-"` // one line per stage; nil is silent
+	// Where and how the diagnosis runs is the runenv.Env it is given.
 }
 
 // ErrSource is Validate's error when not exactly one of Checkpoint, Encoder
@@ -63,10 +57,8 @@ func (o Options) Validate() error {
 		return field.Errorf("batch_size", o.BatchSize, "must be at least 2")
 	case o.ProbeSeeds < 1:
 		return field.Errorf("probe_seeds", o.ProbeSeeds, "must be positive")
-	case o.Threads < 0:
-		return field.Errorf("threads", o.Threads, "must not be negative")
 	}
-	return field.Check("device", o.Device, torch.CheckDeviceName(o.Device))
+	return nil
 }
 
 // Diagnosis is what Run measured, written as JSON.

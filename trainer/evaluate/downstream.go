@@ -11,7 +11,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
-	"runtime"
 	"slices"
 
 	"github.com/micrograph/micrograph/data"
@@ -20,6 +19,7 @@ import (
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/metrics"
+	"github.com/micrograph/micrograph/trainer/runenv"
 )
 
 // evalBatchSize is the number of molecules per forward pass when nothing is
@@ -258,36 +258,29 @@ func toValues(xs []float64) []metrics.Value {
 	return out
 }
 
-// downstreamSetup is what both protocols do first: the device, the libtorch
-// thread count, the dataset and its task types (inferred from the labels
-// unless override names them; see data.Dataset.TaskTypes). The tasks must
-// all be classification or all regression: one metric selects and reports.
-func downstreamSetup(device string, threads int, dataPath string, opt data.OpenOptions, override map[string]data.TaskType) (torch.Device, *data.Dataset, []data.TaskType, error) {
-	dev, err := torch.ParseDevice(device)
-	if err != nil {
-		return dev, nil, nil, err
-	}
-	if threads > 0 {
-		torch.SetNumThreads(threads)
-	}
+// downstreamSetup is what both protocols do first: the dataset and its task
+// types (inferred from the labels unless override names them; see
+// data.Dataset.TaskTypes). The tasks must all be classification or all
+// regression: one metric selects and reports.
+func downstreamSetup(dataPath string, opt data.OpenOptions, override map[string]data.TaskType) (*data.Dataset, []data.TaskType, error) {
 	ds, err := data.Open(dataPath, opt)
 	if err != nil {
-		return dev, nil, nil, err
+		return nil, nil, err
 	}
 	if ds.NumTasks() == 0 {
-		return dev, nil, nil, fmt.Errorf("dataset %s: no label column to evaluate on", dataPath)
+		return nil, nil, fmt.Errorf("dataset %s: no label column to evaluate on", dataPath)
 	}
 	types, err := ds.TaskTypes(override)
 	if err != nil {
-		return dev, nil, nil, fmt.Errorf("%s: %w", dataPath, err)
+		return nil, nil, fmt.Errorf("%s: %w", dataPath, err)
 	}
 	for j, t := range types {
 		if t != types[0] {
-			return dev, nil, nil, fmt.Errorf("dataset %s mixes task types (%s is %s, %s is %s): evaluate them separately",
+			return nil, nil, fmt.Errorf("dataset %s mixes task types (%s is %s, %s is %s): evaluate them separately",
 				dataPath, ds.Tasks[0], types[0], ds.Tasks[j], t)
 		}
 	}
-	return dev, ds, types, nil
+	return ds, types, nil
 }
 
 // Common are the settings every evaluation shares: which encoder is measured
@@ -313,18 +306,15 @@ type Common struct {
 	// §13); results recorded before it was a setting are FP32.
 	Precision model.Precision `json:"precision"`
 
-	Device  string `json:"device"`  // cpu, cuda, cuda:N or auto
-	Threads int    `json:"threads"` // libtorch intra-op threads; 0: libtorch's default
-	Workers int    `json:"workers"` // goroutines collating batches
-
-	Dataset  data.OpenOptions `json:"-"` // where a CSV's featurisation is cached
-	Progress io.Writer        `json:"-"` // one line per epoch or run; nil is silent
+	// Where and how an evaluation runs (device, threads, workers, the
+	// dataset cache, progress) is the runenv.Env it is given, not saved:
+	// results written before kept device, threads and workers here.
 }
 
 // defaultCommon is docs/method.md §7's protocol: 10 seeds on the scaffold
 // split, with §1's encoder architecture for runs without a pre-trained one.
 func defaultCommon() Common {
-	return Common{Encoder: model.DefaultEncoderConfig(), Seeds: 10, Protocol: ProtocolScaffold, Precision: model.FP32, Device: "auto", Workers: 2}
+	return Common{Encoder: model.DefaultEncoderConfig(), Seeds: 10, Protocol: ProtocolScaffold, Precision: model.FP32}
 }
 
 // validate checks the shared settings, naming their fields.
@@ -334,15 +324,11 @@ func (c Common) validate() error {
 		return field.Errorf("data", c.Data, "must name a dataset folder or CSV file")
 	case c.Seeds < 1:
 		return field.Errorf("seeds", c.Seeds, "must be positive")
-	case c.Threads < 0:
-		return field.Errorf("threads", c.Threads, "must not be negative")
-	case c.Workers < 1:
-		return field.Errorf("workers", c.Workers, "must be positive")
 	}
 	if err := c.Protocol.Validate(); err != nil {
 		return err
 	}
-	return field.First(c.Precision.Validate(), field.Check("device", c.Device, torch.CheckDeviceName(c.Device)))
+	return c.Precision.Validate()
 }
 
 // session is what an evaluation opens before its runs: the encoder's
@@ -355,24 +341,19 @@ type session struct {
 	ds         *data.Dataset
 	types      []data.TaskType // one per task, all alike
 	regression bool            // the tasks are regression tasks: RMSE selects, not ROC-AUC
+	workers    int             // goroutines collating batches
+	progress   io.Writer       // one line per epoch or run; nil is silent
 }
 
-// open validates the whole configuration (whose Common c is), locks the
-// goroutine to its OS thread (libtorch keeps grad mode and scopes per
-// thread) until close, loads c's encoder and dataset and sets libtorch's
-// threads.
-func (c Common) open(whole interface{ Validate() error }) (*session, error) {
-	if err := whole.Validate(); err != nil {
-		return nil, err
-	}
-	runtime.LockOSThread()
+// open loads c's encoder and dataset where env says, after runenv.Run's
+// prologue (which validated the configuration).
+func (c Common) open(env runenv.Env) (*session, error) {
 	arch, state, err := downstreamEncoder(c.EncoderPath, c.Encoder)
 	if err != nil {
-		runtime.UnlockOSThread()
 		return nil, err
 	}
-	s := &session{arch: arch, state: state}
-	if s.dev, s.ds, s.types, err = downstreamSetup(c.Device, c.Threads, c.Data, c.Dataset, c.TaskTypes); err != nil {
+	s := &session{arch: arch, state: state, dev: env.Device, workers: env.Workers, progress: env.Progress}
+	if s.ds, s.types, err = downstreamSetup(c.Data, env.Dataset, c.TaskTypes); err != nil {
 		s.close()
 		return nil, err
 	}
@@ -388,8 +369,5 @@ func (c Common) open(whole interface{ Validate() error }) (*session, error) {
 	return s, nil
 }
 
-// close frees the encoder's weights and unlocks the OS thread.
-func (s *session) close() {
-	torch.FreeNamed(s.state)
-	runtime.UnlockOSThread()
-}
+// close frees the encoder's weights.
+func (s *session) close() { torch.FreeNamed(s.state) }

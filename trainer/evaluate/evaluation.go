@@ -1,6 +1,9 @@
 package evaluate
 
-import "github.com/micrograph/micrograph/trainer/metrics"
+import (
+	"github.com/micrograph/micrograph/trainer/metrics"
+	"github.com/micrograph/micrograph/trainer/runenv"
+)
 
 // An Evaluation measures one encoder on one dataset under one split
 // protocol (docs/method.md §7): FinetuneConfig and LinearEvalConfig are the
@@ -11,8 +14,9 @@ type Evaluation interface {
 	// Check reports the first setting that cannot work with c in place of
 	// the shared settings, naming its field.
 	Check(c Common) error
-	// Evaluate runs the evaluation with c in place of the shared settings.
-	Evaluate(c Common) (Outcome, error)
+	// Evaluate runs the evaluation with c in place of the shared settings,
+	// where env says.
+	Evaluate(c Common, env runenv.Env) (Outcome, error)
 }
 
 // Outcome is what a suite keeps of an evaluation: the test ROC-AUC over its
@@ -34,9 +38,9 @@ func (c FinetuneConfig) Check(common Common) error {
 }
 
 // Evaluate fine-tunes with the shared settings replaced by common.
-func (c FinetuneConfig) Evaluate(common Common) (Outcome, error) {
+func (c FinetuneConfig) Evaluate(common Common, env runenv.Env) (Outcome, error) {
 	c.Common = common
-	r, err := Finetune(c)
+	r, err := Finetune(c, env)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -58,9 +62,9 @@ func (c LinearEvalConfig) Check(common Common) error {
 
 // Evaluate runs the linear evaluation with the shared settings replaced by
 // common.
-func (c LinearEvalConfig) Evaluate(common Common) (Outcome, error) {
+func (c LinearEvalConfig) Evaluate(common Common, env runenv.Env) (Outcome, error) {
 	c.Common = common
-	r, err := LinearEval(c)
+	r, err := LinearEval(c, env)
 	if err != nil {
 		return Outcome{}, err
 	}

@@ -3,6 +3,7 @@ package evaluate
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/micrograph/micrograph/torch/optim"
 	"github.com/micrograph/micrograph/trainer/infer"
 	"github.com/micrograph/micrograph/trainer/metrics"
+	"github.com/micrograph/micrograph/trainer/runenv"
 )
 
 // FinetuneConfig is a fine-tuning experiment, docs/method.md §7's "transfer
@@ -191,10 +193,14 @@ func (r *FinetuneRun) testCurve() []metrics.Value {
 // the epoch of best fold-averaged test ROC-AUC. The loss is BCE with
 // logits over labelled entries only; training batches are reshuffled every
 // epoch from the run's seed; evaluation covers every molecule of a part.
-func Finetune(cfg FinetuneConfig) (_ *FinetuneResult, err error) {
-	defer torch.Recover(&err)
+func Finetune(cfg FinetuneConfig, env runenv.Env) (*FinetuneResult, error) {
+	return runenv.Run(env, cfg.Validate, func() (*FinetuneResult, error) { return finetune(cfg, env) })
+}
+
+// finetune is Finetune after runenv's prologue.
+func finetune(cfg FinetuneConfig, env runenv.Env) (_ *FinetuneResult, err error) {
 	start := time.Now()
-	se, err := cfg.Common.open(cfg)
+	se, err := cfg.Common.open(env)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +236,7 @@ func Finetune(cfg FinetuneConfig) (_ *FinetuneResult, err error) {
 		}
 		seedRuns := make([]FinetuneRun, 0, len(splits))
 		for _, split := range splits {
-			f := &finetuner{cfg: &res.Config, name: name, ds: ds, regression: se.regression, split: split, dev: dev, seed: seed}
+			f := &finetuner{cfg: &res.Config, name: name, ds: ds, regression: se.regression, split: split, dev: dev, workers: se.workers, progress: se.progress, seed: seed}
 			var run FinetuneRun
 			var runErr error
 			if err := torch.Catch(func() { run, runErr = f.run(state) }); err != nil || runErr != nil {
@@ -339,6 +345,8 @@ type finetuner struct {
 	regression bool // MSE on standardised labels, RMSE selects
 	split      *data.Split
 	dev        torch.Device
+	workers    int       // goroutines collating batches
+	progress   io.Writer // one line per epoch; nil is silent
 	seed       uint64
 }
 
@@ -378,7 +386,7 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 	}
 	loader, err := feed.NewLoader(feed.LoaderConfig{
 		Dataset: train, Indices: f.split.Train, BatchSize: f.cfg.BatchSize, Shuffle: true, Seed: f.seed,
-		Epochs: f.cfg.Epochs, Workers: f.cfg.Workers, Prepare: batchPrepare(f.dev),
+		Epochs: f.cfg.Epochs, Workers: f.workers, Prepare: batchPrepare(f.dev),
 	})
 	if err != nil {
 		return run, err
@@ -438,8 +446,8 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 			validText = fmt.Sprintf(", valid %s %.4f", metric, valid.value)
 		}
 		run.EpochSeconds = append(run.EpochSeconds, time.Since(epochStart).Seconds())
-		if f.cfg.Progress != nil {
-			fmt.Fprintf(f.cfg.Progress, "finetune %s: seed %d, %s split, epoch %d/%d: loss %.4f%s, test %s %.4f (%.1fs)\n",
+		if f.progress != nil {
+			fmt.Fprintf(f.progress, "finetune %s: seed %d, %s split, epoch %d/%d: loss %.4f%s, test %s %.4f (%.1fs)\n",
 				f.name, f.seed, f.split.Name, epoch, f.cfg.Epochs, loss, validText, metric, test.value, time.Since(epochStart).Seconds())
 		}
 	}
@@ -506,7 +514,7 @@ type figures struct {
 // labels' units with std.
 func (f *finetuner) evaluate(clf *model.Classifier, std metrics.Standardizer, idx []int32, labels []float32) (figures, error) {
 	scores := make([]float32, 0, len(labels))
-	err := forEachBatch(f.ds, idx, f.cfg.Workers, f.dev, func(b *feed.Batch, _ *torch.Scope) {
+	err := forEachBatch(f.ds, idx, f.workers, f.dev, func(b *feed.Batch, _ *torch.Scope) {
 		scores = append(scores, torch.ToSlice[float32](clf.Forward(b.Graph(f.dev), false))...)
 	})
 	if err != nil {

@@ -7,12 +7,12 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/metrics"
+	"github.com/micrograph/micrograph/trainer/runenv"
 )
 
 // smallEncoder keeps the downstream tests within seconds.
@@ -23,8 +23,8 @@ func inUnitInterval(v metrics.Value) bool { return v >= 0 && v <= 1 }
 
 func smallFinetune(t *testing.T, dataPath string) evaluate.FinetuneConfig {
 	cfg := evaluate.DefaultFinetuneConfig()
-	cfg.Data, cfg.Dataset = dataPath, data.OpenOptions{CacheDir: t.TempDir()}
-	cfg.Encoder, cfg.Epochs, cfg.Seeds, cfg.Seed, cfg.Device = smallEncoder, 3, 2, 5, "cpu"
+	cfg.Data = dataPath
+	cfg.Encoder, cfg.Epochs, cfg.Seeds, cfg.Seed = smallEncoder, 3, 2, 5
 	return cfg
 }
 
@@ -33,7 +33,7 @@ func smallFinetune(t *testing.T, dataPath string) evaluate.FinetuneConfig {
 // summaries that are the mean and std of the runs' values.
 func TestFinetuneOnBace(t *testing.T) {
 	cfg := smallFinetune(t, testenv.SharedData(t, "ogb/ogbg_molbace"))
-	res, err := evaluate.Finetune(cfg)
+	res, err := evaluate.Finetune(cfg, cpuEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestFinetuneOnBace(t *testing.T) {
 
 	// Run i depends on Seed+i only: a lone run seeded 6 repeats run 1.
 	cfg.Seeds, cfg.Seed = 1, 6
-	again, err := evaluate.Finetune(cfg)
+	again, err := evaluate.Finetune(cfg, cpuEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestFinetuneOnBace(t *testing.T) {
 	cfg.EncoderPath = writeSeededEncoder(t, smallEncoder, 6)
 	cfg.Encoder = model.EncoderConfig{}
 	cfg.Seeds, cfg.Seed = 2, 5
-	loaded, err := evaluate.Finetune(cfg)
+	loaded, err := evaluate.Finetune(cfg, cpuEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestFinetuneCrossValidation(t *testing.T) {
 	cfg := smallFinetune(t, testenv.SharedData(t, "ogb/ogbg_molbace"))
 	cfg.Protocol, cfg.Seeds, cfg.Epochs = "cv3", 2, 3
 	live, leaked := torch.LiveTensors(), torch.LeakedTensors()
-	res, err := evaluate.Finetune(cfg)
+	res, err := evaluate.Finetune(cfg, cpuEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,4 +171,11 @@ func TestFinetuneCrossValidation(t *testing.T) {
 			}
 		}
 	}
+}
+
+// cpuEnv runs an evaluation on the CPU, with the test's own dataset cache.
+func cpuEnv(t *testing.T) runenv.Env {
+	env := runenv.Default()
+	env.Dataset.CacheDir = t.TempDir()
+	return env
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/micrograph/micrograph/torch/nn"
 	"github.com/micrograph/micrograph/torch/optim"
 	"github.com/micrograph/micrograph/trainer/metrics"
+	"github.com/micrograph/micrograph/trainer/runenv"
 )
 
 // LinearEvalConfig is a linear evaluation ("feature extraction", docs/method.md
@@ -201,10 +202,14 @@ func (r *LinearEvalRun) figures(regression bool) (valid, test metrics.Value) {
 // LinearEvalConfig on every split and seed. A pre-trained encoder's
 // embeddings are computed once; the random baseline draws a new encoder per
 // seed, so that its spread includes the encoder's.
-func LinearEval(cfg LinearEvalConfig) (_ *LinearEvalResult, err error) {
-	defer torch.Recover(&err)
+func LinearEval(cfg LinearEvalConfig, env runenv.Env) (*LinearEvalResult, error) {
+	return runenv.Run(env, cfg.Validate, func() (*LinearEvalResult, error) { return linearEval(cfg, env) })
+}
+
+// linearEval is LinearEval after runenv's prologue.
+func linearEval(cfg LinearEvalConfig, env runenv.Env) (_ *LinearEvalResult, err error) {
 	start := time.Now()
-	se, err := cfg.Common.open(cfg)
+	se, err := cfg.Common.open(env)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +244,7 @@ func LinearEval(cfg LinearEvalConfig) (_ *LinearEvalResult, err error) {
 			embeddings.Free()
 			embedStart := time.Now()
 			var embedErr error
-			if err := torch.Catch(func() { embeddings, embedErr = embedMolecules(ds, arch, state, seed, dev, cfg.Precision, cfg.Workers) }); err != nil || embedErr != nil {
+			if err := torch.Catch(func() { embeddings, embedErr = embedMolecules(ds, arch, state, seed, dev, cfg.Precision, se.workers) }); err != nil || embedErr != nil {
 				return nil, fmt.Errorf("encoder %s on %s: %w", encoderName(cfg.EncoderPath), cfg.Data, errors.Join(err, embedErr))
 			}
 			res.EmbedSeconds += time.Since(embedStart).Seconds()
@@ -284,7 +289,7 @@ func LinearEval(cfg LinearEvalConfig) (_ *LinearEvalResult, err error) {
 				}
 			}
 		}
-		if cfg.Progress != nil {
+		if se.progress != nil {
 			for _, run := range seedRuns {
 				validFigure, testFigure := run.figures(se.regression)
 				valid := fmt.Sprintf("valid %s %.4f", metric, validFigure)
@@ -295,7 +300,7 @@ func LinearEval(cfg LinearEvalConfig) (_ *LinearEvalResult, err error) {
 				if len(cfg.LabelFractions) > 0 {
 					share = fmt.Sprintf(", %.4g %% of train labels", 100*run.LabelFraction)
 				}
-				fmt.Fprintf(cfg.Progress, "linear-eval %s: seed %d, %s split%s: %s, test %s %.4f (%.1fs)\n",
+				fmt.Fprintf(se.progress, "linear-eval %s: seed %d, %s split%s: %s, test %s %.4f (%.1fs)\n",
 					res.Dataset.Name, seed, run.Split, share, valid, metric, testFigure, run.Seconds)
 			}
 		}

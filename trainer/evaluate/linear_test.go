@@ -16,8 +16,8 @@ import (
 
 func smallLinear(t *testing.T, dataPath string) evaluate.LinearEvalConfig {
 	cfg := evaluate.DefaultLinearEvalConfig()
-	cfg.Data, cfg.Dataset = dataPath, data.OpenOptions{CacheDir: t.TempDir()}
-	cfg.Encoder, cfg.Seeds, cfg.Seed, cfg.Steps, cfg.Device = smallEncoder, 2, 42, 200, "cpu"
+	cfg.Data = dataPath
+	cfg.Encoder, cfg.Seeds, cfg.Seed, cfg.Steps = smallEncoder, 2, 42, 200
 	return cfg
 }
 
@@ -44,7 +44,7 @@ func writeSeededEncoder(t *testing.T, arch model.EncoderConfig, seed uint64) str
 // gives exactly the random baseline's result for that seed.
 func TestLinearEvalOnBace(t *testing.T) {
 	cfg := smallLinear(t, testenv.SharedData(t, "ogb/ogbg_molbace"))
-	res, err := evaluate.LinearEval(cfg)
+	res, err := evaluate.LinearEval(cfg, cpuEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestLinearEvalOnBace(t *testing.T) {
 	// whose embeddings would come from seed 42's encoder without the file).
 	cfg.EncoderPath = writeSeededEncoder(t, smallEncoder, 43)
 	cfg.Encoder = model.EncoderConfig{} // the file's architecture is used
-	loaded, err := evaluate.LinearEval(cfg)
+	loaded, err := evaluate.LinearEval(cfg, cpuEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestLinearEvalOnBace(t *testing.T) {
 func TestLinearEvalCrossValidation(t *testing.T) {
 	cfg := smallLinear(t, testenv.SharedData(t, "ogb/ogbg_molbace"))
 	cfg.Protocol, cfg.Steps = "cv3", 50
-	res, err := evaluate.LinearEval(cfg)
+	res, err := evaluate.LinearEval(cfg, cpuEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestLinearEvalLearnsSynthetic(t *testing.T) {
 	cfg := smallLinear(t, dir)
 	cfg.Encoder.Hidden, cfg.Seeds = 32, 1
 	live, leaked := torch.LiveTensors(), torch.LeakedTensors()
-	res, err := evaluate.LinearEval(cfg)
+	res, err := evaluate.LinearEval(cfg, cpuEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,23 +188,23 @@ func TestLinearEvalLabelFractions(t *testing.T) {
 	}
 	cfg := smallLinear(t, dir)
 	cfg.Steps = 100
-	ds, err := data.Open(dir, cfg.Dataset)
+	ds, err := data.Open(dir, data.OpenOptions{CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	trainPart := len(ds.Split.Train)
 
-	all, err := evaluate.LinearEval(cfg)
+	all, err := evaluate.LinearEval(cfg, cpuEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.LabelFractions = []float64{0.05, 1}
-	res, err := evaluate.LinearEval(cfg)
+	res, err := evaluate.LinearEval(cfg, cpuEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.LabelFractions = []float64{0.05}
-	scarce, err := evaluate.LinearEval(cfg)
+	scarce, err := evaluate.LinearEval(cfg, cpuEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/metrics"
+	"github.com/micrograph/micrograph/trainer/runenv"
 )
 
 // Benchmarks are docs/method.md §7's seven downstream benchmarks, in the paper's
@@ -108,8 +108,8 @@ type SuiteConfig struct {
 	Datasets     []string   `json:"datasets"`      // one OGB folder or CSV per benchmark
 	Evaluations  []string   `json:"evaluations"`   // EvaluationFinetune and/or EvaluationLinear
 	Protocols    []Protocol `json:"protocols"`     // ProtocolScaffold and/or ProtocolCV10 (any "cvK")
-	// The settings of each evaluation; Data, EncoderPath, Encoder, Protocol,
-	// Seed and Progress are set for each run.
+	// The settings of each evaluation; Data, EncoderPath, Encoder, Protocol
+	// and Seed are set for each run.
 	Finetune FinetuneConfig   `json:"finetune"`
 	Linear   LinearEvalConfig `json:"linear"`
 	// RandomFrom names an earlier suite's suite.json whose runs without
@@ -119,8 +119,6 @@ type SuiteConfig struct {
 	// methods with those in common share it. Every one of those must match;
 	// a run the earlier suite lacks is made.
 	RandomFrom string `json:"random_from,omitempty"`
-
-	Progress io.Writer `json:"-"` // the evaluations' progress and one line per evaluation; nil is silent
 }
 
 // SuiteResult is every evaluation of a suite, and the gains of pre-training.
@@ -234,10 +232,14 @@ func checkNames[T ~string](name string, entries []T, valid func(T) bool, want st
 // frozen for linear evaluation), with the same seeds (see SuiteConfig).
 // Render the outcome with Markdown. When an evaluation fails, Suite returns
 // the entries finished before it, and their gains, together with the error.
-func Suite(cfg SuiteConfig) (*SuiteResult, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
+// Every evaluation runs where env says; env.Progress also gets one line per
+// evaluation.
+func Suite(cfg SuiteConfig, env runenv.Env) (*SuiteResult, error) {
+	return runenv.Run(env, cfg.Validate, func() (*SuiteResult, error) { return suite(cfg, env) })
+}
+
+// suite is Suite after runenv's prologue.
+func suite(cfg SuiteConfig, env runenv.Env) (*SuiteResult, error) {
 	start := time.Now()
 	var arch model.EncoderConfig
 	for i, path := range cfg.EncoderPaths {
@@ -255,18 +257,9 @@ func Suite(cfg SuiteConfig) (*SuiteResult, error) {
 		}
 	}
 	// Refused now rather than after hours of the other evaluations.
-	for _, c := range []struct {
-		evaluation string
-		common     Common
-	}{{EvaluationFinetune, cfg.Finetune.Common}, {EvaluationLinear, cfg.Linear.Common}} {
-		if !slices.Contains(cfg.Evaluations, c.evaluation) {
-			continue
-		}
-		dev, err := torch.ParseDevice(c.common.Device)
-		if err != nil {
-			return nil, field.Check("device", c.common.Device, err)
-		}
-		if err := c.common.Precision.Check(dev); err != nil {
+	for _, name := range cfg.Evaluations {
+		k, _ := kindOf(name)
+		if err := k.of(cfg).Settings().Precision.Check(env.Device); err != nil {
 			return nil, err
 		}
 	}
@@ -307,8 +300,8 @@ func Suite(cfg SuiteConfig) (*SuiteResult, error) {
 						entry := SuiteEntry{Benchmark: benchmark, Evaluation: evaluation, Protocol: protocol, Pretrained: pretrained, Replicate: replicate}
 						what := fmt.Sprintf("%s, %s %s, %s", benchmark, evaluation, protocol, encoderLabel(pretrained, replicate))
 						if earlier, ok := reused[entryKey(entry)]; ok {
-							if cfg.Progress != nil {
-								fmt.Fprintf(cfg.Progress, "suite: %s: test ROC-AUC %s, taken from %s\n", what, percent(earlier.Test), cfg.RandomFrom)
+							if env.Progress != nil {
+								fmt.Fprintf(env.Progress, "suite: %s: test ROC-AUC %s, taken from %s\n", what, percent(earlier.Test), cfg.RandomFrom)
 							}
 							res.Entries = append(res.Entries, earlier)
 							continue
@@ -316,15 +309,15 @@ func Suite(cfg SuiteConfig) (*SuiteResult, error) {
 						k, _ := kindOf(evaluation)
 						ev := k.of(cfg)
 						c := ev.Settings()
-						c.Data, c.EncoderPath, c.Encoder, c.Protocol, c.Progress = path, encoder, arch, protocol, cfg.Progress
+						c.Data, c.EncoderPath, c.Encoder, c.Protocol = path, encoder, arch, protocol
 						c.Seed += uint64(replicate * c.Seeds)
-						out, err := ev.Evaluate(c)
+						out, err := ev.Evaluate(c, env)
 						if err != nil {
 							return finish(fmt.Errorf("%s: %w", what, err))
 						}
 						entry.Outcome = out
-						if cfg.Progress != nil {
-							fmt.Fprintf(cfg.Progress, "suite: %s: test ROC-AUC %s\n", what, percent(entry.Test))
+						if env.Progress != nil {
+							fmt.Fprintf(env.Progress, "suite: %s: test ROC-AUC %s\n", what, percent(entry.Test))
 						}
 						res.Entries = append(res.Entries, entry)
 					}

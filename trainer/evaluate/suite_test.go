@@ -237,7 +237,7 @@ func TestSuiteOnBace(t *testing.T) {
 		t.Errorf("the same encoder twice: %v", err)
 	}
 
-	res, err := evaluate.Suite(cfg)
+	res, err := evaluate.Suite(cfg, cpuEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestSuiteOnBace(t *testing.T) {
 	}
 	cfg.Datasets, cfg.Protocols = []string{bace, broken}, []evaluate.Protocol{evaluate.ProtocolScaffold}
 	cfg.EncoderPaths = cfg.EncoderPaths[:1]
-	res, err = evaluate.Suite(cfg)
+	res, err = evaluate.Suite(cfg, cpuEnv(t))
 	if err == nil || !strings.Contains(err.Error(), "BBBP.csv") {
 		t.Fatalf("a broken benchmark: %v", err)
 	}
@@ -311,7 +311,7 @@ func TestSuiteRandomFrom(t *testing.T) {
 		Linear:       smallLinear(t, ""),
 	}
 	cfg.Linear.Seeds, cfg.Linear.Steps = 1, 30
-	first, err := evaluate.Suite(cfg)
+	first, err := evaluate.Suite(cfg, cpuEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,8 +325,9 @@ func TestSuiteRandomFrom(t *testing.T) {
 	second.EncoderPaths = []string{writeSeededEncoder(t, smallEncoder, 5), writeSeededEncoder(t, smallEncoder, 6)}
 	second.RandomFrom = dir
 	var progress strings.Builder
-	second.Progress = &progress
-	res, err := evaluate.Suite(second)
+	env := cpuEnv(t)
+	env.Progress = &progress
+	res, err := evaluate.Suite(second, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,12 +353,12 @@ func TestSuiteRandomFrom(t *testing.T) {
 
 	other := second
 	other.Linear.Seeds = 2
-	if _, err := evaluate.Suite(other); err == nil || !strings.Contains(err.Error(), "random_from") || !strings.Contains(err.Error(), "evaluation settings") {
+	if _, err := evaluate.Suite(other, cpuEnv(t)); err == nil || !strings.Contains(err.Error(), "random_from") || !strings.Contains(err.Error(), "evaluation settings") {
 		t.Errorf("other seeds: %v", err)
 	}
 	other = second
 	other.EncoderPaths = []string{writeSeededEncoder(t, model.EncoderConfig{Hidden: 8, Layers: 1, MLPLayers: 1, T: 1}, 5)}
-	if _, err := evaluate.Suite(other); err == nil || !strings.Contains(err.Error(), "architecture") {
+	if _, err := evaluate.Suite(other, cpuEnv(t)); err == nil || !strings.Contains(err.Error(), "architecture") {
 		t.Errorf("another architecture: %v", err)
 	}
 }
@@ -375,8 +376,9 @@ func TestSuiteChecksEveryDatasetFirst(t *testing.T) {
 		Linear:       smallLinear(t, ""),
 	}
 	var progress strings.Builder
-	cfg.Progress = &progress
-	res, err := evaluate.Suite(cfg)
+	env := cpuEnv(t)
+	env.Progress = &progress
+	res, err := evaluate.Suite(cfg, env)
 	if err == nil || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "no such file") {
 		t.Fatalf("a missing dataset: %v", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"runtime"
 	"strconv"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/nn"
+	"github.com/micrograph/micrograph/trainer/runenv"
 )
 
 // Options say which molecules are scored and how.
@@ -25,20 +25,17 @@ type Options struct {
 	// Data is a CSV file of SMILES (gzip-compressed or not), read as a
 	// stream, or an OGB dataset folder, whose molecules are scored in order.
 	Data      string
-	SmilesCol string      // a CSV's SMILES column; empty tries "smiles", then "mol"
-	CacheDir  string      // a folder's binary cache (data.Load); empty: data.DefaultCacheDir()
-	Limits    data.Limits // rows beyond them are invalid; zero fields: data.DefaultLimits
+	SmilesCol string // a CSV's SMILES column; empty tries "smiles", then "mol"
 	// SkipInvalid leaves rows RDKit rejects out of the output, whose "row"
 	// column then says which input row each line is; otherwise they are
 	// written as NaN rows, so that output row i is input row i. A .npy file
 	// has no such column and needs SkipInvalid false.
-	SkipInvalid bool
-	Chunk       int          // CSV rows featurised at once (bounds memory); 0: 4096
-	BatchSize   int          // molecules per forward pass; 0: 256
-	Workers     int          // parallel RDKit calls; 0: GOMAXPROCS
-	Device      torch.Device // where the model runs
+	SkipInvalid  bool
+	Chunk        int // CSV rows featurised at once (bounds memory); 0: 4096
+	BatchSize    int // molecules per forward pass; 0: 256
+	RDKitWorkers int // goroutines featurising CSV rows with RDKit; 0: GOMAXPROCS
 	// Precision of the model's matrix products (docs/method.md §13),
-	// checked against Device by the caller; "" is FP32.
+	// checked against the device by the caller; "" is FP32.
 	Precision model.Precision
 }
 
@@ -62,12 +59,15 @@ const (
 // embeddings in evaluation mode (what linear evaluation fits on and the
 // PyTorch snippet of docs/pytorch.md computes). The encoder is arch with the weights of
 // state (as model.LoadEncoder returns them). A .csv file has the columns
-// row, smiles, e_0 … e_{d-1}.
-func Embed(arch model.EncoderConfig, state []torch.Named, opt Options, out string) (_ *Report, err error) {
-	defer torch.Recover(&err)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	store := nn.NewStore(opt.Device, torch.Float32)
+// row, smiles, e_0 … e_{d-1}. The model runs where env says (its Dataset
+// gives a folder's cache and the CSV row limits).
+func Embed(arch model.EncoderConfig, state []torch.Named, opt Options, env runenv.Env, out string) (*Report, error) {
+	return runenv.Run(env, nil, func() (*Report, error) { return embed(arch, state, opt, env, out) })
+}
+
+// embed is Embed after runenv's prologue.
+func embed(arch model.EncoderConfig, state []torch.Named, opt Options, env runenv.Env, out string) (*Report, error) {
+	store := nn.NewStore(env.Device, torch.Float32)
 	defer store.Free()
 	if err := opt.Precision.Apply(store); err != nil {
 		return nil, err
@@ -82,7 +82,7 @@ func Embed(arch model.EncoderConfig, state []torch.Named, opt Options, out strin
 	for j := range names {
 		names[j] = "e_" + strconv.Itoa(j)
 	}
-	return score(opt, out, matrixfile.Columns{Values: names}, func(g *graph.Graph) *torch.Tensor {
+	return score(opt, env, out, matrixfile.Columns{Values: names}, func(g *graph.Graph) *torch.Tensor {
 		return ops.GraphPool(enc.Forward(g, false), g, ops.MeanPool)
 	}, nil)
 }
@@ -91,12 +91,20 @@ func Embed(arch model.EncoderConfig, state []torch.Named, opt Options, out strin
 // in dir for every input row: one column per task, named after it, the
 // probability of class 1 for a classification task and the value in the
 // label's units for a regression task, in double precision (so that
-// probabilities keep the order of the logits they come from).
-func Predict(dir string, opt Options, out string) (_ *SavedModel, _ *Report, err error) {
-	defer torch.Recover(&err)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	m, clf, err := LoadModel(dir, opt.Device)
+// probabilities keep the order of the logits they come from). The model
+// runs where env says.
+func Predict(dir string, opt Options, env runenv.Env, out string) (*SavedModel, *Report, error) {
+	var m *SavedModel
+	rep, err := runenv.Run(env, nil, func() (rep *Report, err error) {
+		m, rep, err = predict(dir, opt, env, out)
+		return rep, err
+	})
+	return m, rep, err
+}
+
+// predict is Predict after runenv's prologue.
+func predict(dir string, opt Options, env runenv.Env, out string) (_ *SavedModel, _ *Report, err error) {
+	m, clf, err := LoadModel(dir, env.Device)
 	if err == nil {
 		if err = opt.Precision.Apply(clf.Store); err != nil {
 			clf.Free()
@@ -110,7 +118,7 @@ func Predict(dir string, opt Options, out string) (_ *SavedModel, _ *Report, err
 	for i, t := range m.Tasks {
 		names[i] = t.Name
 	}
-	rep, err := score(opt, out, matrixfile.Columns{Values: names, Float64: true}, func(g *graph.Graph) *torch.Tensor {
+	rep, err := score(opt, env, out, matrixfile.Columns{Values: names, Float64: true}, func(g *graph.Graph) *torch.Tensor {
 		return clf.Forward(g, false)
 	}, m.outputs)
 	return m, rep, err
@@ -119,7 +127,7 @@ func Predict(dir string, opt Options, out string) (_ *SavedModel, _ *Report, err
 // score streams the input through forward (B molecules → B×k outputs,
 // evaluation mode) and writes one row per input row; finish, when not nil,
 // maps each chunk's raw outputs (n×k) in place before they are written.
-func score(opt Options, out string, cols matrixfile.Columns, forward func(*graph.Graph) *torch.Tensor, finish func([]float32)) (*Report, error) {
+func score(opt Options, env runenv.Env, out string, cols matrixfile.Columns, forward func(*graph.Graph) *torch.Tensor, finish func([]float32)) (*Report, error) {
 	format, err := matrixfile.Format(out)
 	if err != nil {
 		return nil, err
@@ -138,7 +146,7 @@ func score(opt Options, out string, cols matrixfile.Columns, forward func(*graph
 	k := len(cols.Values)
 	rep := &Report{}
 	start := time.Now()
-	src, err := openSource(opt)
+	src, err := openSource(opt, env)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +168,7 @@ func score(opt Options, out string, cols matrixfile.Columns, forward func(*graph
 			}
 			rep.FeaturizeSeconds += time.Since(t0).Seconds()
 			t1 := time.Now()
-			outputs, err := runModel(c.ds, c.mols, batch, opt.Device, k, forward)
+			outputs, err := runModel(c.ds, c.mols, batch, env.Device, k, forward)
 			if err != nil {
 				return err
 			}
@@ -246,7 +254,7 @@ type source struct {
 	close func()
 }
 
-func openSource(opt Options) (*source, error) {
+func openSource(opt Options, env runenv.Env) (*source, error) {
 	st, err := os.Stat(opt.Data)
 	if err != nil {
 		return nil, fmt.Errorf("data %s: %w", opt.Data, errors.Unwrap(err))
@@ -255,7 +263,7 @@ func openSource(opt Options) (*source, error) {
 		return nil, fmt.Errorf("data %s is a pre-training corpus (featurize --shard-rows), which keeps no SMILES to score by: give the CSV it was made from", opt.Data)
 	}
 	if st.IsDir() {
-		return folderSource(opt)
+		return folderSource(opt, env)
 	}
 	r, err := data.OpenSMILES(opt.Data, opt.SmilesCol)
 	if err != nil {
@@ -268,7 +276,7 @@ func openSource(opt Options) (*source, error) {
 			if err != nil {
 				return nil, err
 			}
-			ds, kept, rejected, err := data.FeaturizeRows(rows, opt.Workers, opt.Limits)
+			ds, kept, rejected, err := data.FeaturizeRows(rows, opt.RDKitWorkers, env.Dataset.Limits)
 			if err != nil {
 				return nil, err
 			}
@@ -285,8 +293,8 @@ func openSource(opt Options) (*source, error) {
 
 // folderSource is a dataset folder's molecules in order, n at a time: every
 // one was featurised already, so none is invalid.
-func folderSource(opt Options) (*source, error) {
-	d, _, err := data.Load(opt.Data, data.LoadOptions{CacheDir: opt.CacheDir})
+func folderSource(opt Options, env runenv.Env) (*source, error) {
+	d, _, err := data.Load(opt.Data, data.LoadOptions{CacheDir: env.Dataset.CacheDir})
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/nn"
+	"github.com/micrograph/micrograph/trainer/runenv"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.RunWithPrivateUserCache(m)) }
@@ -82,7 +83,7 @@ func TestEmbedKeepsRowOrderAcrossChunks(t *testing.T) {
 	}
 	for _, size := range []struct{ chunk, batch int }{{2, 1}, {3, 2}, {0, 0}} {
 		out := filepath.Join(dir, "e.npy")
-		rep, err := Embed(arch, state, Options{Data: in, Chunk: size.chunk, BatchSize: size.batch, Workers: 1, Device: torch.CPU}, out)
+		rep, err := Embed(arch, state, Options{Data: in, Chunk: size.chunk, BatchSize: size.batch, RDKitWorkers: 1}, runenv.Default(), out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,10 +132,10 @@ func TestEmbedFolderMatchesCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := filepath.Join(dir, "a.npy"), filepath.Join(dir, "b.npy")
-	if _, err := Embed(arch, state, Options{Data: folder, CacheDir: dir, Chunk: 16, Device: torch.CPU}, a); err != nil {
+	if _, err := Embed(arch, state, Options{Data: folder, Chunk: 16}, runenv.Env{Device: torch.CPU, Workers: 2, Dataset: data.OpenOptions{CacheDir: dir}}, a); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Embed(arch, state, Options{Data: csv, Chunk: 7, Device: torch.CPU}, b); err != nil {
+	if _, err := Embed(arch, state, Options{Data: csv, Chunk: 7}, runenv.Default(), b); err != nil {
 		t.Fatal(err)
 	}
 	x, y := readNPY(t, a), readNPY(t, b)
@@ -154,7 +155,7 @@ func TestSkipInvalidNeedsCSV(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.csv")
 	os.WriteFile(in, []byte(streamCSV), 0o644)
-	_, err := Embed(arch, state, Options{Data: in, SkipInvalid: true, Device: torch.CPU}, filepath.Join(dir, "e.npy"))
+	_, err := Embed(arch, state, Options{Data: in, SkipInvalid: true}, runenv.Default(), filepath.Join(dir, "e.npy"))
 	if err == nil || !strings.Contains(err.Error(), "has no row column") {
 		t.Fatalf("error %v", err)
 	}
@@ -176,7 +177,7 @@ func TestEmbedRefusesACorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "e.npy")
-	_, err := Embed(arch, state, Options{Data: corpus, Device: torch.CPU}, out)
+	_, err := Embed(arch, state, Options{Data: corpus}, runenv.Default(), out)
 	if err == nil || !strings.Contains(err.Error(), "is a pre-training corpus") || !strings.Contains(err.Error(), "give the CSV it was made from") {
 		t.Fatalf("error %v", err)
 	}

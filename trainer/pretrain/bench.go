@@ -3,23 +3,22 @@ package pretrain
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/trainer/runenv"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // BenchConfig is a throughput measurement of pre-training steps.
 type BenchConfig struct {
-	Pretrain runfolder.Config // model, batch size, device, threads, workers, seed
+	Pretrain runfolder.Config // model, batch size, seed, precision
 	Warmup   int              // untimed steps first
 	Steps    int              // timed steps (ignored with Epoch)
 	Epoch    bool             // time one whole epoch instead
@@ -54,23 +53,30 @@ type BenchResult struct {
 }
 
 // Bench times pre-training steps (forward, backward, Adam; the losses read
-// one step late as Run does) after Warmup untimed ones.
-func Bench(cfg BenchConfig, opt data.OpenOptions) (res *BenchResult, err error) {
-	defer torch.Recover(&err)
-	pc := cfg.Pretrain
-	pc.Epochs = max(pc.Epochs, 1)
-	if err := pc.Validate(); err != nil {
-		return nil, err
+// one step late as Run does) after Warmup untimed ones, where env says.
+func Bench(cfg BenchConfig, env runenv.Env) (*BenchResult, error) {
+	cfg.Pretrain.Epochs = max(cfg.Pretrain.Epochs, 1)
+	return runenv.Run(env, cfg.Validate, func() (*BenchResult, error) { return bench(cfg, env) })
+}
+
+// Validate reports the first setting that cannot work, naming its field.
+func (cfg BenchConfig) Validate() error {
+	if err := cfg.Pretrain.Validate(); err != nil {
+		return err
 	}
 	switch {
 	case cfg.Warmup < 0:
-		return nil, field.Errorf("warmup", cfg.Warmup, "must not be negative")
+		return field.Errorf("warmup", cfg.Warmup, "must not be negative")
 	case !cfg.Epoch && cfg.Steps < 1:
-		return nil, field.Errorf("steps", cfg.Steps, "must be positive")
+		return field.Errorf("steps", cfg.Steps, "must be positive")
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	se, err := openSession(pc, opt)
+	return nil
+}
+
+// bench is Bench after runenv's prologue.
+func bench(cfg BenchConfig, env runenv.Env) (res *BenchResult, err error) {
+	pc := cfg.Pretrain
+	se, err := openSession(pc, env)
 	if err != nil {
 		return nil, err
 	}

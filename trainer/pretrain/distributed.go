@@ -26,16 +26,6 @@ import (
 // ends within minutes.
 const DefaultTimeout = 5 * time.Minute
 
-// rankDevice is cfg with the device this rank runs on: in a job on GPUs
-// ("cuda", or "auto" where CUDA works), GPU LOCAL_RANK, one per process as
-// torchrun expects; otherwise cfg's own.
-func rankDevice(cfg runfolder.Config, e *distributed.Env) runfolder.Config {
-	if e != nil && e.WorldSize > 1 && (cfg.Device == "cuda" || cfg.Device == "auto" && torch.CUDAAvailable()) {
-		cfg.Device = "cuda:" + strconv.Itoa(e.LocalRank)
-	}
-	return cfg
-}
-
 // job is this process's place in a data-parallel run; nil when alone.
 type job struct {
 	group *torch.ProcessGroup

@@ -27,9 +27,11 @@ func TestPretrainingLearnsPlantedGroups(t *testing.T) {
 	cfg.Data = synthetic
 	cfg.Model.Encoder.Hidden, cfg.Model.Encoder.Layers, cfg.Model.Motifs = 64, 3, 16
 	cfg.BatchSize, cfg.Epochs, cfg.CheckpointEvery = 64, 6, 1000
-	cfg.Device, cfg.Threads, cfg.Seed = "cpu", 2, 1
+	cfg.Seed = 1
+	env := cpuEnv()
+	env.Threads = 2
 	run := filepath.Join(dir, "run")
-	if _, err := pretrain.Run(run, cfg, pretrain.Options{}); err != nil {
+	if _, err := pretrain.Run(run, cfg, env, pretrain.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	records, err := runfolder.ReadLog(run)

@@ -3,9 +3,7 @@ package pretrain
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/trainer/metrics"
+	"github.com/micrograph/micrograph/trainer/runenv"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 
 	"github.com/micrograph/micrograph/data"
@@ -24,18 +23,12 @@ import (
 	"github.com/micrograph/micrograph/torch/optim"
 )
 
-// Options are how a run talks to its caller.
+// Options say how a run starts and joins others; where it runs (the
+// device, threads, workers, dataset cache, progress and stop signal) is the
+// runenv.Env it is given.
 type Options struct {
 	// Resume continues RUNDIR from its newest readable checkpoint.
 	Resume bool
-	// Progress receives the progress display and messages (usually
-	// os.Stderr); nil is silent.
-	Progress *os.File
-	// Stop, when closed (SIGINT, SIGTERM), ends the run after the current
-	// step with a checkpoint.
-	Stop <-chan struct{}
-	// Dataset options for opening Data.
-	Dataset data.OpenOptions
 	// Job, with WorldSize > 1, makes this process one rank of a
 	// data-parallel run (usually distributed.FromEnv's torchrun
 	// environment); nil runs alone.
@@ -58,12 +51,15 @@ type Result struct {
 // config.json, log.jsonl with one line per logged step, and checkpoints/.
 // Killed at any moment and resumed, it logs exactly what an uninterrupted run
 // logs (on the CPU), because the model, the optimiser, the random generators
-// and the data position all come back from the checkpoint.
-func Run(run string, cfg runfolder.Config, opt Options) (res *Result, err error) {
-	defer torch.Recover(&err)
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
+// and the data position all come back from the checkpoint. env.Progress
+// receives the progress display (a bar on a terminal) and messages; closing
+// env.Stop ends the run after the current step with a checkpoint.
+func Run(run string, cfg runfolder.Config, env runenv.Env, opt Options) (*Result, error) {
+	return runenv.Run(env, cfg.Validate, func() (*Result, error) { return runPretraining(run, cfg, env, opt) })
+}
+
+// runPretraining is Run after runenv's prologue.
+func runPretraining(run string, cfg runfolder.Config, env runenv.Env, opt Options) (res *Result, err error) {
 	if !opt.Resume {
 		// The run records where its data is from anywhere: a resume from
 		// another working folder finds it.
@@ -71,11 +67,8 @@ func Run(run string, cfg runfolder.Config, opt Options) (res *Result, err error)
 			cfg.Data = abs
 		}
 	}
-	// libtorch keeps grad mode and scopes per OS thread: drive it from one.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	// Everything that can be refused is checked before RUNDIR is touched.
-	se, err := openSession(rankDevice(cfg, opt.Job), opt.Dataset)
+	se, err := openSession(cfg, env)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +153,7 @@ func Run(run string, cfg runfolder.Config, opt Options) (res *Result, err error)
 	}
 
 	var runLog *runfolder.Log
-	progressTo := opt.Progress
+	progressTo := env.Terminal()
 	if jb.Rank() == 0 {
 		if runLog, err = runfolder.OpenLog(run, step); err != nil {
 			return nil, err
@@ -204,7 +197,7 @@ func Run(run string, cfg runfolder.Config, opt Options) (res *Result, err error)
 	for step < total {
 		asked := false
 		select {
-		case <-opt.Stop:
+		case <-env.Stop:
 			asked = true
 		default:
 		}
@@ -445,6 +438,7 @@ func (t *pretrainer) checkpoint(step int64) error {
 type session struct {
 	cfg     runfolder.Config
 	dev     torch.Device
+	workers int                 // goroutines collating batches
 	job     *job                // nil alone
 	set     *corpus.PretrainSet // the molecules: a dataset in memory, or a mapped corpus
 	indices []int32             // every molecule that can form a subgraph (§4's η filter)
@@ -453,15 +447,12 @@ type session struct {
 
 // openSession finds the device and loads and filters the dataset, refusing
 // settings under which no whole batch remains; nothing is written.
-func openSession(cfg runfolder.Config, opt data.OpenOptions) (*session, error) {
-	dev, err := torch.ParseDevice(cfg.Device)
-	if err != nil {
-		return nil, err
-	}
+func openSession(cfg runfolder.Config, env runenv.Env) (*session, error) {
+	dev := env.Device
 	if err := cfg.Precision.Check(dev); err != nil {
 		return nil, err
 	}
-	set, err := corpus.OpenPretrainSet(cfg.Data, opt, cfg.Model.Eta)
+	set, err := corpus.OpenPretrainSet(cfg.Data, env.Dataset, cfg.Model.Eta)
 	if err != nil {
 		return nil, err
 	}
@@ -469,19 +460,16 @@ func openSession(cfg runfolder.Config, opt data.OpenOptions) (*session, error) {
 		set.Close()
 		return nil, err
 	}
-	return &session{cfg: cfg, dev: dev, set: set, indices: set.Indices, filter: set.Filter}, nil
+	return &session{cfg: cfg, dev: dev, workers: env.Workers, set: set, indices: set.Indices, filter: set.Filter}, nil
 }
 
 // close releases the molecules (a corpus's mappings); loaders must be
 // closed first.
 func (s *session) close() { s.set.Close() }
 
-// newModel sets libtorch's threads and determinism, seeds its generators and
+// newModel sets libtorch's determinism, seeds its generators and
 // initialises the model and its Adam optimiser from that seed.
 func (s *session) newModel() (*model.MicroGraph, *optim.Adam, error) {
-	if s.cfg.Threads > 0 {
-		torch.SetNumThreads(s.cfg.Threads)
-	}
 	if s.cfg.Deterministic {
 		if err := torch.SetDeterministic(true); err != nil {
 			return nil, nil, err
@@ -541,7 +529,7 @@ func (s *session) initMotifs(m *model.MicroGraph) (subgraphs int, err error) {
 func (s *session) newLoader(epochs int, start feed.Position) (*feed.Loader, error) {
 	return feed.NewLoader(feed.LoaderConfig{
 		Dataset: s.set.Molecules, Indices: s.indices, BatchSize: s.cfg.BatchSize, Shuffle: true, Seed: s.cfg.Seed,
-		DropLast: true, Epochs: epochs, Start: start, Workers: s.cfg.Workers, Prepare: s.prepare,
+		DropLast: true, Epochs: epochs, Start: start, Workers: s.workers, Prepare: s.prepare,
 		Shard: s.job.Rank(), Shards: s.job.Size(),
 	})
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runenv"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
@@ -56,7 +57,9 @@ func runChild(job string) int {
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	go func() { <-signals; close(stop) }()
-	_, err := pretrain.Run(j.Run, j.Config, pretrain.Options{Resume: j.Resume, Stop: stop, Job: j.Job, Timeout: rankTimeout})
+	env := cpuEnv()
+	env.Stop = stop
+	_, err := pretrain.Run(j.Run, j.Config, env, pretrain.Options{Resume: j.Resume, Job: j.Job, Timeout: rankTimeout})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -94,7 +97,7 @@ func smallConfig(t *testing.T) runfolder.Config {
 	c.Data = synthData(t)
 	c.Model.Encoder.Hidden, c.Model.Encoder.Layers, c.Model.Motifs = 32, 2, 8
 	c.BatchSize, c.Epochs, c.CheckpointEvery, c.Keep = 32, 2, 4, 2
-	c.Device, c.Threads, c.Workers, c.Seed = "cpu", 1, 2, 7
+	c.Seed = 7
 	return c
 }
 
@@ -270,7 +273,7 @@ func TestNonFiniteLoss(t *testing.T) {
 	cfg := smallConfig(t)
 	cfg.LR, cfg.CheckpointEvery, cfg.Epochs = 1e30, 1, 1 // the weights explode at step 2
 	run := filepath.Join(t.TempDir(), "exploding")
-	_, err := pretrain.Run(run, cfg, pretrain.Options{})
+	_, err := pretrain.Run(run, cfg, cpuEnv(), pretrain.Options{})
 	if err == nil || !strings.Contains(err.Error(), "the loss is NaN") || !strings.Contains(err.Error(), "step-000000001.pt") {
 		t.Fatalf("error %v does not report the NaN and the last good checkpoint", err)
 	}
@@ -278,7 +281,7 @@ func TestNonFiniteLoss(t *testing.T) {
 		t.Errorf("checkpoints after the stop: %v", paths)
 	}
 	cfg.SkipNonFinite = true
-	res, err := pretrain.Run(filepath.Join(t.TempDir(), "skipping"), cfg, pretrain.Options{})
+	res, err := pretrain.Run(filepath.Join(t.TempDir(), "skipping"), cfg, cpuEnv(), pretrain.Options{})
 	if err != nil || res.Steps != 9 {
 		t.Fatalf("with skipping: %v after %v steps", err, res)
 	}
@@ -291,7 +294,7 @@ func TestRunFolderChecks(t *testing.T) {
 	file := filepath.Join(dir, "file")
 	os.WriteFile(file, nil, 0o644)
 	run := filepath.Join(dir, "run")
-	if _, err := pretrain.Run(run, cfg, pretrain.Options{}); err != nil {
+	if _, err := pretrain.Run(run, cfg, cpuEnv(), pretrain.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	bigger := cfg
@@ -315,7 +318,7 @@ func TestRunFolderChecks(t *testing.T) {
 		{"more epochs", run, longer, true, ""},
 	}
 	for _, tc := range tests {
-		_, err := pretrain.Run(tc.run, tc.cfg, pretrain.Options{Resume: tc.resume})
+		_, err := pretrain.Run(tc.run, tc.cfg, cpuEnv(), pretrain.Options{Resume: tc.resume})
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
@@ -339,7 +342,7 @@ func TestReleasedResumeAfterKillMatchesUninterruptedRun(t *testing.T) {
 		t.Run(sampler, func(t *testing.T) {
 			cfg := runfolder.ReleasedConfig()
 			small := smallConfig(t)
-			cfg.Data, cfg.Device, cfg.Threads, cfg.Workers, cfg.Seed = small.Data, small.Device, small.Threads, small.Workers, small.Seed
+			cfg.Data, cfg.Seed = small.Data, small.Seed
 			cfg.Model.Encoder.Hidden, cfg.Model.Encoder.Layers, cfg.Model.Motifs, cfg.Model.Sampler = 32, 2, 8, sampler
 			cfg.BatchSize, cfg.Epochs, cfg.CheckpointEvery, cfg.Keep = 32, 2, 4, 2
 			dir := t.TempDir()
@@ -403,3 +406,7 @@ func TestBF16ResumeAfterKillMatchesUninterruptedRun(t *testing.T) {
 		t.Errorf("resuming a bf16 run in fp32: %v, want a refusal naming precision", err)
 	}
 }
+
+// cpuEnv is where the tests' runs run: the CPU, one libtorch thread, two
+// collating goroutines, silent.
+func cpuEnv() runenv.Env { return runenv.Env{Device: torch.CPU, Threads: 1, Workers: 2} }

@@ -176,7 +176,7 @@ func stepConfigs() []struct {
 func smallStepConfig(dev torch.Device) runfolder.Config {
 	cfg := runfolder.DefaultConfig()
 	cfg.Model.Encoder.Hidden, cfg.Model.Encoder.Layers, cfg.Model.Motifs = 16, 2, 4
-	cfg.Data, cfg.BatchSize, cfg.Seed, cfg.Device = "synth", 16, 11, dev.String() // Data: a name only; stepDataset is the data
+	cfg.Data, cfg.BatchSize, cfg.Seed = "synth", 16, 11 // Data: a name only; stepDataset is the data
 	return cfg
 }
 

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 
 	"github.com/micrograph/micrograph/data"
@@ -15,18 +14,17 @@ import (
 	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/metrics"
+	"github.com/micrograph/micrograph/trainer/runenv"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // MotifReportOptions say which run and molecules a motif report covers.
 type MotifReportOptions struct {
-	Run       string           // run folder: its newest readable checkpoint is analysed
-	Data      string           // dataset; "" means the run's own
-	Dataset   data.OpenOptions // where a CSV dataset's featurisation is cached
-	Molecules int              // the first Molecules molecules pre-training can use; 0 means all
-	PerMotif  int              // closest subgraphs kept per motif
-	BatchSize int              // molecules per forward pass; 0 means the run's batch size
-	Device    string           // cpu, cuda, cuda:N or auto; "" means auto
+	Run       string // run folder: its newest readable checkpoint is analysed
+	Data      string // dataset; "" means the run's own
+	Molecules int    // the first Molecules molecules pre-training can use; 0 means all
+	PerMotif  int    // closest subgraphs kept per motif
+	BatchSize int    // molecules per forward pass; 0 means the run's batch size
 }
 
 // Validate reports the first setting that cannot work, naming its field.
@@ -39,7 +37,7 @@ func (o MotifReportOptions) Validate() error {
 	case o.BatchSize < 0:
 		return field.Errorf("batch_size", o.BatchSize, "must not be negative")
 	}
-	return field.Check("device", o.Device, torch.CheckDeviceName(cmp.Or(o.Device, "auto")))
+	return nil
 }
 
 // MotifReport is what a pre-trained model makes of a dataset's molecules
@@ -169,18 +167,14 @@ func (r *MotifReport) countFragments() error {
 // first opt.Molecules usable molecules of its dataset: each batch runs
 // through the model in evaluation mode without the subgraph perturbation, so
 // the subgraphs are exactly the (molecule, motif) groups of at least η atoms.
-func BuildMotifReport(opt MotifReportOptions) (_ *MotifReport, err error) {
-	defer torch.Recover(&err)
-	if err := opt.Validate(); err != nil {
-		return nil, err
-	}
-	// libtorch keeps grad mode and scopes per OS thread: drive it from one.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	dev, err := torch.ParseDevice(cmp.Or(opt.Device, "auto"))
-	if err != nil {
-		return nil, err
-	}
+// The model runs where env says.
+func BuildMotifReport(opt MotifReportOptions, env runenv.Env) (*MotifReport, error) {
+	return runenv.Run(env, opt.Validate, func() (*MotifReport, error) { return buildMotifReport(opt, env) })
+}
+
+// buildMotifReport is BuildMotifReport after runenv's prologue.
+func buildMotifReport(opt MotifReportOptions, env runenv.Env) (_ *MotifReport, err error) {
+	dev := env.Device
 	ck, _, err := runfolder.LatestCheckpoint(opt.Run)
 	if err != nil {
 		return nil, err
@@ -196,7 +190,7 @@ func BuildMotifReport(opt MotifReportOptions) (_ *MotifReport, err error) {
 	if r.BatchSize == 0 {
 		r.BatchSize = ck.Config.BatchSize
 	}
-	ds, err := data.Open(r.Data, opt.Dataset)
+	ds, err := data.Open(r.Data, env.Dataset)
 	if err != nil && opt.Data == "" {
 		return nil, field.Errorf("data", r.Data, "(the run's dataset) cannot be opened: %v; give the dataset's path", err)
 	}

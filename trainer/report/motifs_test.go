@@ -19,6 +19,7 @@ import (
 	"github.com/micrograph/micrograph/trainer/metrics"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/micrograph/micrograph/trainer/report"
+	"github.com/micrograph/micrograph/trainer/runenv"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
@@ -35,10 +36,9 @@ func motifRun(t *testing.T) (run string, cfg runfolder.Config, cache string) {
 	}
 	cfg.Model.Encoder.Hidden, cfg.Model.Encoder.Layers, cfg.Model.Motifs = 32, 2, 8
 	cfg.BatchSize, cfg.Epochs, cfg.CheckpointEvery = 32, 2, 1000
-	cfg.Device, cfg.Threads, cfg.Workers, cfg.Seed = "cpu", 1, 2, 3
+	cfg.Seed = 3
 	run = filepath.Join(dir, `run <b>&"x"`)
-	opt := pretrain.Options{Dataset: data.OpenOptions{CacheDir: cache}}
-	if _, err := pretrain.Run(run, cfg, opt); err != nil {
+	if _, err := pretrain.Run(run, cfg, cpuEnv(cache), pretrain.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	return run, cfg, cache
@@ -53,9 +53,8 @@ func TestMotifReport(t *testing.T) {
 	run, cfg, cache := motifRun(t)
 	const molecules, perMotif, batch = 200, 5, 48
 	r, err := report.BuildMotifReport(report.MotifReportOptions{
-		Run: run, Dataset: data.OpenOptions{CacheDir: cache},
-		Molecules: molecules, PerMotif: perMotif, BatchSize: batch, Device: "cpu",
-	})
+		Run: run, Molecules: molecules, PerMotif: perMotif, BatchSize: batch,
+	}, cpuEnv(cache))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,10 +326,9 @@ func TestMotifReportErrors(t *testing.T) {
 		{report.MotifReportOptions{Run: empty, PerMotif: -1}, "per_motif -1 must not be negative"},
 		{report.MotifReportOptions{Run: empty, Molecules: -2}, "molecules -2 must not be negative"},
 		{report.MotifReportOptions{Run: empty, BatchSize: -3}, "batch_size -3 must not be negative"},
-		{report.MotifReportOptions{Run: empty, Device: "tpu"}, `device "tpu" must be cpu, cuda, cuda:N or auto`},
 		{report.MotifReportOptions{Run: empty}, "has no checkpoints"},
 	} {
-		if _, err := report.BuildMotifReport(tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := report.BuildMotifReport(tc.opt, cpuEnv(t.TempDir())); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want %q", tc.opt, err, tc.want)
 		}
 	}
@@ -503,15 +501,15 @@ func TestMotifReportReleased(t *testing.T) {
 	}
 	cfg.Model.Encoder.Hidden, cfg.Model.Encoder.Layers, cfg.Model.Motifs = 32, 2, 8
 	cfg.BatchSize, cfg.Epochs, cfg.CheckpointEvery = 32, 1, 1000
-	cfg.Device, cfg.Threads, cfg.Workers, cfg.Seed = "cpu", 1, 2, 3
+	cfg.Seed = 3
 	run := filepath.Join(dir, "run")
-	if _, err := pretrain.Run(run, cfg, pretrain.Options{Dataset: data.OpenOptions{CacheDir: cache}}); err != nil {
+	if _, err := pretrain.Run(run, cfg, cpuEnv(cache), pretrain.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	const molecules, batch = 120, 40
 	r, err := report.BuildMotifReport(report.MotifReportOptions{
-		Run: run, Dataset: data.OpenOptions{CacheDir: cache}, Molecules: molecules, PerMotif: 3, BatchSize: batch, Device: "cpu",
-	})
+		Run: run, Molecules: molecules, PerMotif: 3, BatchSize: batch,
+	}, cpuEnv(cache))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,4 +547,10 @@ func TestMotifReportReleased(t *testing.T) {
 	if math.IsNaN(r.NMI) || r.NMI < 0 || r.NMI > 1 {
 		t.Errorf("NMI %v", r.NMI)
 	}
+}
+
+// cpuEnv runs on the CPU with one libtorch thread, two collating goroutines
+// and the dataset cache cache.
+func cpuEnv(cache string) runenv.Env {
+	return runenv.Env{Device: torch.CPU, Threads: 1, Workers: 2, Dataset: data.OpenOptions{CacheDir: cache}}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
-	"github.com/micrograph/micrograph/torch"
 )
 
 // Config is a pre-training run, saved as RUNDIR/config.json and in
@@ -38,14 +37,14 @@ type Config struct {
 	// before it was a setting are FP32.
 	Precision model.Precision `json:"precision"`
 
-	Device          string `json:"device"`
-	Threads         int    `json:"threads"` // 0: libtorch's default
-	Workers         int    `json:"workers"`
-	CheckpointEvery int    `json:"checkpoint_every"` // steps
-	Keep            int    `json:"keep"`             // checkpoints kept
-	LogEvery        int    `json:"log_every"`        // steps per log.jsonl line
-	SkipNonFinite   bool   `json:"skip_nonfinite"`   // skip batches whose loss is NaN or Inf
-	Deterministic   bool   `json:"deterministic"`    // deterministic algorithms only (bit-identical GPU runs)
+	// Where and how the run runs (device, threads, workers) is not here but
+	// in the runenv.Env it is given: runs made before that kept them in
+	// config.json, where they are now ignored.
+	CheckpointEvery int  `json:"checkpoint_every"` // steps
+	Keep            int  `json:"keep"`             // checkpoints kept
+	LogEvery        int  `json:"log_every"`        // steps per log.jsonl line
+	SkipNonFinite   bool `json:"skip_nonfinite"`   // skip batches whose loss is NaN or Inf
+	Deterministic   bool `json:"deterministic"`    // deterministic algorithms only (bit-identical GPU runs)
 	// SyncBatchNorm normalises with the global batch's statistics when the
 	// batch is split across processes (each process's own otherwise); alone
 	// it changes nothing.
@@ -60,8 +59,6 @@ func DefaultConfig() Config {
 		LR:              1e-3,
 		Epochs:          100,
 		Precision:       model.FP32,
-		Device:          "auto",
-		Workers:         2,
 		CheckpointEvery: 500,
 		Keep:            3,
 		LogEvery:        1,
@@ -84,7 +81,7 @@ func (c Config) Validate() error {
 		return field.Within("model", err)
 	}
 	if err := field.First(field.Finite("lr", c.LR), field.Finite("clip_grad_norm", c.ClipGradNorm), field.Finite("weight_decay", c.WeightDecay),
-		field.Check("device", c.Device, torch.CheckDeviceName(c.Device)), c.Precision.Validate()); err != nil {
+		c.Precision.Validate()); err != nil {
 		return err
 	}
 	switch {
@@ -102,10 +99,6 @@ func (c Config) Validate() error {
 		return field.Errorf("epochs", c.Epochs, "must be positive")
 	case c.MaxSteps < 0:
 		return field.Errorf("max_steps", c.MaxSteps, "must not be negative")
-	case c.Threads < 0:
-		return field.Errorf("threads", c.Threads, "must not be negative")
-	case c.Workers < 1:
-		return field.Errorf("workers", c.Workers, "must be positive")
 	case c.CheckpointEvery < 1:
 		return field.Errorf("checkpoint_every", c.CheckpointEvery, "must be positive")
 	case c.Keep < 1:
@@ -119,7 +112,7 @@ func (c Config) Validate() error {
 // resumable lists the settings a resumed run may change: how long it runs and
 // where, not what it learns.
 var resumable = map[string]bool{
-	"epochs": true, "max_steps": true, "device": true, "threads": true, "workers": true,
+	"epochs": true, "max_steps": true,
 	"checkpoint_every": true, "keep": true, "log_every": true, "skip_nonfinite": true, "deterministic": true,
 }
 

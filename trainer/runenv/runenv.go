@@ -1,0 +1,85 @@
+// Package runenv is where and how a job runs, apart from what it computes:
+// the device, libtorch's threads, the goroutines collating batches, where
+// derived datasets are cached, where progress goes and what stops a long
+// job. cmd/micrograph builds one Env from its runtime flags, once, and hands
+// it to every entry point (pretrain.Run and Bench, evaluate's Finetune,
+// LinearEval and Suite, diagnose.Run, report.BuildMotifReport,
+// infer.Embed and Predict), whose configurations hold only what is saved
+// with a result and reproduces it. Run is the prologue they all share.
+package runenv
+
+import (
+	"io"
+	"os"
+	"runtime"
+
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/field"
+	"github.com/micrograph/micrograph/torch"
+)
+
+// Env is where and how a job runs. Nothing in it is saved with a result;
+// on the CPU, nothing in it changes one.
+type Env struct {
+	// Device is where tensors live, already resolved: "auto" and the
+	// data-parallel rank rule are the caller's (cmd/micrograph's) to apply.
+	Device torch.Device
+	// Threads is libtorch's intra-op threads; 0 leaves libtorch's default.
+	Threads int
+	// Workers is the goroutines collating batches ahead of the device.
+	Workers int
+	// Dataset says where Open keeps what it derives from a dataset (the
+	// featurised CSVs, binary caches), the bounds on CSV rows and where it
+	// reports rejected rows.
+	Dataset data.OpenOptions
+	// Progress receives progress lines and messages; nil is silent. A
+	// terminal (*os.File) gets pre-training's progress bar.
+	Progress io.Writer
+	// Stop, when closed (SIGINT, SIGTERM), ends a long job (pre-training)
+	// after its current step; nil never stops it.
+	Stop <-chan struct{}
+}
+
+// Default is a job on the CPU with libtorch's threads and two collating
+// goroutines, silent.
+func Default() Env { return Env{Device: torch.CPU, Workers: 2} }
+
+// Validate reports the first setting that cannot work, naming its field.
+func (e Env) Validate() error {
+	switch {
+	case e.Threads < 0:
+		return field.Errorf("threads", e.Threads, "must not be negative")
+	case e.Workers < 1:
+		return field.Errorf("workers", e.Workers, "must be positive")
+	}
+	return nil
+}
+
+// Terminal is Progress when it is a file (for a progress bar), else nil.
+func (e Env) Terminal() *os.File {
+	f, _ := e.Progress.(*os.File)
+	return f
+}
+
+// Run is the prologue of every entry point, then body: a libtorch error
+// raised as a panic comes back as the error; e and the job's configuration
+// (validate, which may be nil) are validated before anything is touched;
+// the goroutine is locked to its OS thread (libtorch keeps grad mode and
+// scopes per thread) until body returns; libtorch's threads are set.
+func Run[T any](e Env, validate func() error, body func() (T, error)) (res T, err error) {
+	defer torch.Recover(&err)
+	if err := e.Validate(); err != nil {
+		return res, err
+	}
+	if validate != nil {
+		if err := validate(); err != nil {
+			return res, err
+		}
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if e.Threads > 0 {
+		torch.SetNumThreads(e.Threads)
+	}
+	return body()
+}
