@@ -3,16 +3,23 @@ package data
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
+	"encoding/json"
+	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
 // FuzzReadTable feeds arbitrary bytes to the CSV reader: it must return an
 // error or a consistent table, never panic or hang, and the checks that
 // follow it (binary labels, size limits) must hold up on whatever it read.
+// The stream reader (OpenSMILES) reads the same bytes without panicking
+// and, where both accept them, finds the same SMILES.
 func FuzzReadTable(f *testing.F) {
 	for _, seed := range []string{
 		"smiles,label\nCCO,1\nCCN,0\n",
@@ -22,6 +29,9 @@ func FuzzReadTable(f *testing.F) {
 		"smiles,y\n" + "[NH4+].[Cl-],nan\n",
 		"\xef\xbb\xbfsmiles,y\n\"unterminated,1\n",
 		"",
+		// Just beyond the 1 MiB bound on a field and on a line.
+		"smiles,y\n" + strings.Repeat("C", 1<<20+1) + ",1\n",
+		"smiles,y\nCCO," + strings.Repeat("1", 1<<20) + "\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -30,9 +40,13 @@ func FuzzReadTable(f *testing.F) {
 		if err := os.WriteFile(path, content, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		streamed := readStreamed(path)
 		table, err := ReadTable(path, "smiles", nil)
 		if err != nil {
 			return
+		}
+		if streamed != nil && !slices.Equal(streamed, table.SMILES) {
+			t.Fatalf("the stream reader read %q, ReadTable %q", streamed, table.SMILES)
 		}
 		n := len(table.SMILES)
 		if n == 0 || len(table.Lines) != n || len(table.Labels) != n*len(table.Tasks) || table.MolIDs != nil && len(table.MolIDs) != n {
@@ -48,6 +62,29 @@ func FuzzReadTable(f *testing.F) {
 			DefaultLimits().check(s)
 		}
 	})
+}
+
+// readStreamed is every SMILES the stream reader (OpenSMILES, as corpora
+// and embed read) finds in path, nil on an error; it must not panic.
+func readStreamed(path string) []string {
+	r, err := OpenSMILES(path, "smiles")
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
+	var all []string
+	for {
+		rows, err := r.Read(3)
+		if err == io.EOF {
+			return all
+		}
+		if err != nil {
+			return nil
+		}
+		for _, row := range rows {
+			all = append(all, row.SMILES)
+		}
+	}
 }
 
 // FuzzReadOGB replaces one file of a small valid OGB dataset folder with
@@ -130,5 +167,114 @@ func FuzzReadOGB(f *testing.F) {
 		if err := usable(ds); err != nil {
 			t.Fatalf("ReadOGB accepted an invalid dataset: %v", err)
 		}
+	})
+}
+
+// FuzzOpenCorpus replaces one shard of a small corpus with arbitrary bytes
+// and records their size and CRC-32C in the manifest, and, when they are
+// long enough to hold a header, the header's counts too, so that inputs
+// pass the checks a damaged shard fails (size, CRC, header against the
+// manifest) and reach the reader behind them: OpenCorpus must return an
+// error or a corpus whose every molecule Graph either refuses or returns
+// views that collate, or fail to collate with an error; never a panic or a
+// hang.
+func FuzzOpenCorpus(f *testing.F) {
+	template := filepath.Join(f.TempDir(), "template")
+	src := filepath.Join(f.TempDir(), "mols.csv")
+	rows := "smiles\nCCO\nc1ccccc1O\nC1CC\nCC(=O)Nc1ccc(O)cc1\nCCCl\nO=C(O)c1ccccc1\n"
+	if err := os.WriteFile(src, []byte(rows), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	if _, err := FeaturizeCorpus(src, template, CorpusOptions{ShardRows: 3, Workers: 1}); err != nil {
+		f.Fatal(err)
+	}
+	m, err := ReadCorpusManifest(template)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if len(m.Shards) != 2 {
+		f.Fatalf("the template has %d shards, want 2", len(m.Shards))
+	}
+	originals := make([][]byte, len(m.Shards))
+	for i, s := range m.Shards {
+		if originals[i], err = os.ReadFile(filepath.Join(template, s.File)); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(uint8(i), originals[i])
+	}
+	// A header whose counts lie about the sections, and sections that lie
+	// about the molecules (a bond endpoint beyond its molecule's atoms, an
+	// offset running backwards).
+	lying := slices.Clone(originals[0])
+	binary.LittleEndian.PutUint64(lying[8:], 1<<40)
+	f.Add(uint8(0), lying)
+	endpoint := slices.Clone(originals[1])
+	lay := layout(int64(m.Shards[1].Molecules), m.Shards[1].Atoms, m.Shards[1].Bonds)
+	binary.LittleEndian.PutUint32(endpoint[lay.bondAtoms:], 1000)
+	f.Add(uint8(1), endpoint)
+	backwards := slices.Clone(originals[1])
+	binary.LittleEndian.PutUint64(backwards[lay.nodePtr+8:], ^uint64(0))
+	f.Add(uint8(1), backwards)
+	f.Add(uint8(0), []byte(shardMagic))
+	// Counts that make the layout's arithmetic go negative or overflow.
+	negative := make([]byte, 72)
+	copy(negative, shardMagic)
+	binary.LittleEndian.PutUint64(negative[8:], ^uint64(0)) // −1 molecules
+	binary.LittleEndian.PutUint64(negative[24:], 1)
+	f.Add(uint8(0), negative)
+	huge := slices.Clone(negative)
+	binary.LittleEndian.PutUint64(huge[8:], 1<<61)
+	f.Add(uint8(1), huge)
+
+	dir := filepath.Join(f.TempDir(), "corpus")
+	if err := os.CopyFS(dir, os.DirFS(template)); err != nil {
+		f.Fatal(err)
+	}
+	manifest, err := os.ReadFile(filepath.Join(template, CorpusManifestFile))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, which uint8, content []byte) {
+		i := int(which) % len(m.Shards)
+		path := filepath.Join(dir, m.Shards[i].File)
+		defer os.WriteFile(path, originals[i], 0o644)
+		defer os.WriteFile(filepath.Join(dir, CorpusManifestFile), manifest, 0o644)
+		changed := *m
+		changed.Shards = slices.Clone(m.Shards)
+		info := &changed.Shards[i]
+		info.Bytes, info.CRC32C = int64(len(content)), crc32.Checksum(content, castagnoli)
+		if len(content) >= shardHeaderBytes {
+			h := content[:shardHeaderBytes]
+			info.Molecules, info.Atoms, info.Bonds = int(binary.LittleEndian.Uint64(h[8:])), int64(binary.LittleEndian.Uint64(h[16:])), int64(binary.LittleEndian.Uint64(h[24:]))
+			info.FirstRow, info.Rows = int64(binary.LittleEndian.Uint64(h[32:])), int(binary.LittleEndian.Uint64(h[40:]))
+		}
+		blob, err := json.Marshal(&changed) // not writeManifest: its fsync would slow fuzzing tenfold
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, CorpusManifestFile), blob, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := OpenCorpus(dir)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		var b Batch
+		for g := range c.NumGraphs() {
+			v, err := c.Graph(g)
+			if err != nil {
+				continue
+			}
+			if len(v.AtomFeat)%NumAtomFeatures != 0 || len(v.BondFeat) != v.NumBonds()*NumBondFeatures || len(v.BondAtoms) != 2*v.NumBonds() {
+				t.Fatalf("molecule %d: %d atom features, %d bond features, %d bond endpoints", g, len(v.AtomFeat), len(v.BondFeat), len(v.BondAtoms))
+			}
+			Collate(c, []int32{int32(g)}, &b)
+			c.SourceRow(g)
+		}
+		c.PretrainFilter(3)
 	})
 }

@@ -61,6 +61,9 @@ func (s *scoreFlags) options(fs *pflag.FlagSet, inputs ...input) (infer.Options,
 	if err := s.limits.Validate(); err != nil {
 		return infer.Options{}, flagError(fs, &s.limits, err)
 	}
+	if err := checkNotCorpus("--data", s.data); err != nil {
+		return infer.Options{}, err
+	}
 	if err := checkOutput("--out", s.out, append(inputs, input{"--data", s.data, true})...); err != nil {
 		return infer.Options{}, err
 	}

@@ -30,10 +30,16 @@ type Options struct {
 	// os.Stderr); nil is silent.
 	Progress *os.File
 	// Stop, when closed (SIGINT, SIGTERM), ends the run after the current
-	// step with a checkpoint.
+	// step with a checkpoint; closed while a CSV is featurised into the
+	// cache, it ends Run at once with nothing written (Result.Stopped
+	// without a Checkpoint).
 	Stop <-chan struct{}
 	// Dataset options for opening Data.
 	Dataset data.OpenOptions
+	// Opened, if set, is called once the data is open (a CSV featurised),
+	// before anything is written: from then on a Stop ends the run with a
+	// checkpoint.
+	Opened func()
 	// Job, with WorldSize > 1, makes this process one rank of a
 	// data-parallel run (usually distributed.FromEnv's torchrun
 	// environment); nil runs alone.
@@ -47,7 +53,7 @@ type Options struct {
 // Result summarises a finished or stopped run.
 type Result struct {
 	Steps      int64  // optimiser steps done in all
-	Checkpoint string // the last checkpoint written
+	Checkpoint string // the last checkpoint written; empty when stopped before anything was written
 	Stopped    bool   // ended early by Stop
 	Filter     data.FilterStats
 }
@@ -73,11 +79,21 @@ func Run(run string, cfg Config, opt Options) (res *Result, err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	// Everything that can be refused is checked before RUNDIR is touched.
-	se, err := openSession(rankDevice(cfg, opt.Job), opt.Dataset)
+	dataset := opt.Dataset
+	if dataset.Stop == nil {
+		dataset.Stop = opt.Stop
+	}
+	se, err := openSession(rankDevice(cfg, opt.Job), dataset)
+	if errors.Is(err, data.ErrStopped) {
+		return &Result{Stopped: true}, nil // while featurising: nothing written
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer se.close()
+	if opt.Opened != nil {
+		opt.Opened()
+	}
 	if cfg.DataKey, err = data.ContentKey(cfg.Data); err != nil {
 		return nil, err
 	}
