@@ -151,7 +151,15 @@ type FeaturizeOptions struct {
 	Seed    uint64 // seed of a random split
 	Workers int    // parallel RDKit calls; 0 means GOMAXPROCS
 	Limits  Limits // rows beyond them are rejected before RDKit; zero fields take DefaultLimits'
+	// Stop, when closed (SIGINT in pretrain), ends the featurisation
+	// before its next molecule: Featurize returns ErrStopped and writes
+	// nothing. Nil never stops.
+	Stop <-chan struct{}
 }
+
+// ErrStopped is Featurize's and Open's error when their Stop was closed:
+// nothing was written.
+var ErrStopped = errors.New("stopped")
 
 // Rejection is a row that could not be featurised.
 type Rejection struct {
@@ -195,7 +203,10 @@ func Featurize(t *Table, out string, opt FeaturizeOptions) (*FeaturizeReport, er
 	if err := rdkit.Load(); err != nil {
 		return nil, err
 	}
-	graphs, rejected := featurizeAll(t.SMILES, split == "scaffold", opt.Workers, limits)
+	graphs, rejected, stopped := featurizeAll(t.SMILES, split == "scaffold", opt.Workers, limits, opt.Stop)
+	if stopped {
+		return nil, ErrStopped
+	}
 	d := &Dataset{Name: filepath.Base(filepath.Clean(out)), Tasks: t.Tasks}
 	rep := &FeaturizeReport{Rows: len(t.SMILES)}
 	var kept []int
@@ -250,20 +261,28 @@ func Featurize(t *Table, out string, opt FeaturizeOptions) (*FeaturizeReport, er
 
 // featurizeAll runs RDKit on every SMILES within limits with several
 // goroutines; a nil graph marks a rejected row, whose reason is in the second
-// result.
-func featurizeAll(smiles []string, scaffolds bool, workers int, limits Limits) ([]*rdkit.Graph, []string) {
+// result. Once stop is closed no worker starts another molecule, and
+// stopped is true.
+func featurizeAll(smiles []string, scaffolds bool, workers int, limits Limits, stop <-chan struct{}) (graphs []*rdkit.Graph, reasons []string, stopped bool) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	graphs := make([]*rdkit.Graph, len(smiles))
-	reasons := make([]string, len(smiles))
+	graphs = make([]*rdkit.Graph, len(smiles))
+	reasons = make([]string, len(smiles))
 	var next atomic.Int64
+	var wasStopped atomic.Bool
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
+				select {
+				case <-stop:
+					wasStopped.Store(true)
+					return
+				default:
+				}
 				i := int(next.Add(1) - 1)
 				if i >= len(smiles) {
 					return
@@ -281,7 +300,7 @@ func featurizeAll(smiles []string, scaffolds bool, workers int, limits Limits) (
 		}()
 	}
 	wg.Wait()
-	return graphs, reasons
+	return graphs, reasons, wasStopped.Load()
 }
 
 // fillDataset concatenates the kept rows' graphs, labels, SMILES and atom

@@ -3,16 +3,20 @@ package data
 import (
 	"bytes"
 	"compress/gzip"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
 // FuzzReadTable feeds arbitrary bytes to the CSV reader: it must return an
 // error or a consistent table, never panic or hang, and the checks that
 // follow it (binary labels, size limits) must hold up on whatever it read.
+// The stream reader (OpenSMILES) reads the same bytes without panicking
+// and, where both accept them, finds the same SMILES.
 func FuzzReadTable(f *testing.F) {
 	for _, seed := range []string{
 		"smiles,label\nCCO,1\nCCN,0\n",
@@ -22,6 +26,9 @@ func FuzzReadTable(f *testing.F) {
 		"smiles,y\n" + "[NH4+].[Cl-],nan\n",
 		"\xef\xbb\xbfsmiles,y\n\"unterminated,1\n",
 		"",
+		// Just beyond the 1 MiB bound on a field and on a line.
+		"smiles,y\n" + strings.Repeat("C", 1<<20+1) + ",1\n",
+		"smiles,y\nCCO," + strings.Repeat("1", 1<<20) + "\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -30,9 +37,13 @@ func FuzzReadTable(f *testing.F) {
 		if err := os.WriteFile(path, content, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		streamed := readStreamed(path)
 		table, err := ReadTable(path, "smiles", nil)
 		if err != nil {
 			return
+		}
+		if streamed != nil && !slices.Equal(streamed, table.SMILES) {
+			t.Fatalf("the stream reader read %q, ReadTable %q", streamed, table.SMILES)
 		}
 		n := len(table.SMILES)
 		if n == 0 || len(table.Lines) != n || len(table.Labels) != n*len(table.Tasks) || table.MolIDs != nil && len(table.MolIDs) != n {
@@ -48,6 +59,29 @@ func FuzzReadTable(f *testing.F) {
 			DefaultLimits().check(s)
 		}
 	})
+}
+
+// readStreamed is every SMILES the stream reader (OpenSMILES, as corpora
+// and embed read) finds in path, nil on an error; it must not panic.
+func readStreamed(path string) []string {
+	r, err := OpenSMILES(path, "smiles")
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
+	var all []string
+	for {
+		rows, err := r.Read(3)
+		if err == io.EOF {
+			return all
+		}
+		if err != nil {
+			return nil
+		}
+		for _, row := range rows {
+			all = append(all, row.SMILES)
+		}
+	}
 }
 
 // FuzzReadOGB replaces one file of a small valid OGB dataset folder with

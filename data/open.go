@@ -37,6 +37,10 @@ type OpenOptions struct {
 	// Report receives one line saying how many rows a featurisation
 	// rejected and where they are listed; nil is silent.
 	Report io.Writer
+	// Stop, when closed, ends a CSV's featurisation before its next
+	// molecule: Open returns ErrStopped and the cache is left without the
+	// CSV, to be featurised from the start next time. Nil never stops.
+	Stop <-chan struct{}
 }
 
 func (o OpenOptions) cacheDir() (string, error) {
@@ -129,7 +133,10 @@ func featurized(csv string, opt OpenOptions, cache string) (string, error) {
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", fmt.Errorf("featurisation of %s: %w", csv, err)
 	}
-	if _, err := Featurize(table, dir, FeaturizeOptions{Split: "scaffold", Limits: limits}); err != nil {
+	if _, err := Featurize(table, dir, FeaturizeOptions{Split: "scaffold", Limits: limits, Stop: opt.Stop}); err != nil {
+		if errors.Is(err, ErrStopped) {
+			return "", err
+		}
 		// Processes opening the same new CSV together each featurise it;
 		// the first to publish wins, and the others, refused at Featurize's
 		// check that dir is new or at the rename, use its folder: dir is

@@ -1,6 +1,7 @@
 package data_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -81,5 +82,39 @@ func TestOpenDatasetCachesOnlyInTheCacheFolder(t *testing.T) {
 				t.Errorf("%s changed:\nbefore\n%s\nafter\n%s", tc.watch, before, after)
 			}
 		})
+	}
+}
+
+// A closed Stop ends a CSV's featurisation before its next molecule: Open
+// returns ErrStopped and the cache holds nothing of the CSV, neither a
+// published folder nor a temporary one, so that the next Open featurises it
+// from the start (issue #28: Ctrl-C during the first pretrain on a CSV acted
+// only after the whole CSV was featurised).
+func TestOpenStopsTheFeaturisation(t *testing.T) {
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "mols.csv")
+	table := data.SynthesizeTable(data.SynthOptions{Molecules: 200, Seed: 3})
+	content := "smiles\n"
+	for _, s := range table.SMILES {
+		content += s + "\n"
+	}
+	if err := os.WriteFile(csv, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(dir, "cache")
+	stop := make(chan struct{})
+	close(stop)
+	if _, err := data.Open(csv, data.OpenOptions{CacheDir: cache, Stop: stop}); !errors.Is(err, data.ErrStopped) {
+		t.Fatalf("Open with a closed Stop: %v; want ErrStopped", err)
+	}
+	if names := cacheFiles(t, cache, "featurized"); len(names) != 0 {
+		t.Fatalf("a stopped featurisation left %v in the cache", names)
+	}
+	d, err := data.Open(csv, data.OpenOptions{CacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.NumGraphs() != 200 {
+		t.Fatalf("after a stop, Open featurised %d molecules of 200", d.NumGraphs())
 	}
 }

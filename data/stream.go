@@ -129,7 +129,7 @@ func FeaturizeRows(rows []Row, workers int, limits Limits) (d *Dataset, kept []i
 	for i, r := range rows {
 		smiles[i], lines[i] = r.SMILES, r.Line
 	}
-	graphs, reasons := featurizeAll(smiles, false, workers, limits)
+	graphs, reasons, _ := featurizeAll(smiles, false, workers, limits, nil)
 	var local []int // positions in rows
 	for i, g := range graphs {
 		if g == nil {

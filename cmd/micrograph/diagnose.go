@@ -74,6 +74,9 @@ func runDiagnose(args []string) error {
 	if err := checkEncoderFile("--encoder", opt.Encoder); err != nil {
 		return err
 	}
+	if err := checkNotCorpus("--data", opt.Data); err != nil {
+		return err
+	}
 	if err := checkOutput("--out", out, input{"--data", opt.Data, true}, input{"--encoder", opt.Encoder, false}); err != nil {
 		return err
 	}

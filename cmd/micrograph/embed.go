@@ -57,6 +57,9 @@ func (s *scoreFlags) options(fs *pflag.FlagSet, inputs ...input) (infer.Options,
 	if err != nil {
 		return infer.Options{}, runenv.Env{}, err
 	}
+	if err := checkNotCorpus("--data", s.data); err != nil {
+		return infer.Options{}, runenv.Env{}, err
+	}
 	if err := checkOutput("--out", s.out, append(inputs, input{"--data", s.data, true})...); err != nil {
 		return infer.Options{}, runenv.Env{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
@@ -51,4 +52,15 @@ func isCheckpoint(path string) bool {
 	}
 	blob, err := os.ReadFile(path)
 	return err == nil && bytes.Contains(blob, []byte(runfolder.CheckpointFormat))
+}
+
+// checkNotCorpus refuses, as misuse of flag, a --data path that is a
+// pre-training corpus (featurize --shard-rows), which only pretrain reads:
+// the other commands need SMILES, labels or a split, which a corpus does
+// not keep.
+func checkNotCorpus(flag, path string) error {
+	if path != "" && data.IsCorpus(path) {
+		return usageError{fmt.Errorf("%s %s is a pre-training corpus (featurize --shard-rows), which only pretrain reads: give the CSV it was made from, or an OGB dataset folder", flag, path)}
+	}
+	return nil
 }

@@ -72,3 +72,38 @@ func TestEncoderFlagGivenACheckpoint(t *testing.T) {
 		t.Errorf("the exported encoder: %v", err)
 	}
 }
+
+// A pre-training corpus given as --data to a command other than pretrain is
+// misuse too, refused in one line before any work (it was status 1, while
+// the same mistake with --encoder was 2), and nothing is written.
+func TestDataFlagGivenACorpus(t *testing.T) {
+	dir := t.TempDir()
+	table := data.SynthesizeTable(data.SynthOptions{Molecules: 20, Seed: 1})
+	csv := filepath.Join(dir, "mols.csv")
+	if err := os.WriteFile(csv, []byte("smiles\n"+strings.Join(table.SMILES, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	corpus := filepath.Join(dir, "corpus")
+	if code, _, errs := runCLI(t, "featurize", "--csv", csv, "--out", corpus, "--shard-rows", "10"); code != 0 {
+		t.Fatalf("featurize: %s", errs)
+	}
+	outDir := filepath.Join(dir, "out")
+	os.Mkdir(outDir, 0o755)
+	out := filepath.Join(outDir, "r.json")
+	want := "--data " + corpus + " is a pre-training corpus (featurize --shard-rows), which only pretrain reads"
+	for _, args := range [][]string{
+		{"finetune", "--data", corpus, "--out", out},
+		{"linear-eval", "--data", corpus, "--out", out},
+		{"embed", "--encoder", filepath.Join(dir, "enc.pt"), "--data", corpus, "--out", filepath.Join(outDir, "e.npy")},
+		{"predict", "--model", filepath.Join(dir, "model"), "--data", corpus, "--out", filepath.Join(outDir, "p.csv")},
+		{"diagnose", "--random", "--data", corpus, "--out", out},
+	} {
+		code, stdoutText, errs := runCLI(t, args...)
+		if code != 2 || !strings.Contains(errs, want) || strings.Count(errs, "\n") != 1 || stdoutText != "" {
+			t.Errorf("%q: status %d, stderr %q; want status 2 and one line with %q", args, code, errs, want)
+		}
+		if left, _ := os.ReadDir(outDir); len(left) > 0 {
+			t.Errorf("%q left %s behind", args, left[0].Name())
+		}
+	}
+}

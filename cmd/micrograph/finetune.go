@@ -120,6 +120,9 @@ func (e *evaluationFlags) check(fs *pflag.FlagSet, c *evaluate.Common, cfg inter
 	if err := checkEncoderFile("--encoder", c.EncoderPath); err != nil {
 		return err
 	}
+	if err := checkNotCorpus("--data", c.Data); err != nil {
+		return err
+	}
 	if err := rejectArchitectureFlags(fs, c.EncoderPath); err != nil {
 		return err
 	}

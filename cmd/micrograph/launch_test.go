@@ -1,7 +1,11 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -9,6 +13,7 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
@@ -101,6 +106,59 @@ func TestPretrainRefusesAnIncompleteJobEnvironment(t *testing.T) {
 			}
 			if _, err := os.Stat(run); err == nil {
 				t.Errorf("the refused pretrain made %s", run)
+				os.RemoveAll(run)
+			}
+		})
+	}
+}
+
+// A torchrun-style rank whose rendezvous cannot start fails in one line
+// naming the cause, status 1 (a fault of the job's surroundings, found only
+// on contact, not a mistake in the command line), and makes no run folder:
+// a MASTER_ADDR that does not resolve, and on rank 0 a MASTER_PORT that
+// another process holds (issue #28: libtorch printed 12 and 4 glog lines
+// first). The ranks run as processes of their own, so that what libtorch
+// writes to file descriptor 2 is seen.
+func TestPretrainJobRendezvousFailsInOneLine(t *testing.T) {
+	if !torch.HasBackend(torch.Gloo) {
+		t.Skip("the shim was built without Gloo")
+	}
+	dir := t.TempDir()
+	synth := filepath.Join(dir, "synth")
+	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 40, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	busy, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	busyPort := busy.Addr().(*net.TCPAddr).Port
+	for _, tc := range []struct {
+		name string
+		env  distributed.Env
+		want string
+	}{
+		{"unresolvable master", distributed.Env{Rank: 1, WorldSize: 2, MasterAddr: "no-such-host.invalid", MasterPort: 29500},
+			"joining the job (rank 1 of 2): environment MASTER_ADDR=no-such-host.invalid: the name does not resolve ("},
+		{"busy port", distributed.Env{Rank: 0, WorldSize: 2, MasterAddr: "127.0.0.1", MasterPort: busyPort},
+			fmt.Sprintf("joining the job (rank 0 of 2): environment MASTER_PORT=%d: the port is in use on this host", busyPort)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := filepath.Join(dir, "run")
+			c := exec.Command(os.Args[0], "pretrain", "--data", synth, "--run", run, "--hidden", "8", "--layers", "1", "--motifs", "4",
+				"--batch-size", "8", "--max-steps", "1", "--device", "cpu", "--threads", "1", "--timeout", "2s")
+			c.Env = append(append(os.Environ(), tc.env.Vars()...), asMainEnv+"=1")
+			var stderr strings.Builder
+			c.Stderr = &stderr
+			err := c.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.HasPrefix(stderr.String(), "micrograph pretrain: "+tc.want) ||
+				strings.Count(stderr.String(), "\n") != 1 {
+				t.Errorf("%v, stderr %q; want status 1 and one line with %q", err, stderr.String(), tc.want)
+			}
+			if _, err := os.Stat(run); err == nil {
+				t.Errorf("the failed rank made %s", run)
 				os.RemoveAll(run)
 			}
 		})

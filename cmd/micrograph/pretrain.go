@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,7 +24,8 @@ func pretrainFlags(cfg *runfolder.Config, run *string, resume *bool, objective *
 		"Pre-trains a DeeperGCN encoder with MICRO-Graph (docs/method.md) and writes\n"+
 			"RUNDIR/config.json, RUNDIR/log.jsonl (one line per logged step) and checkpoints in\n"+
 			"RUNDIR/checkpoints/ (libtorch's format, atomic, the last --keep kept). SIGINT or SIGTERM\n"+
-			"finishes the step, checkpoints and exits 0; --resume continues from the newest readable\n"+
+			"finishes the step, checkpoints and exits 0 (while a CSV is first featurised, it stops that\n"+
+			"and exits 0 with nothing written); --resume continues from the newest readable\n"+
 			"checkpoint, keeping the run's settings except those given (only the run's length and\n"+
 			"where it runs may change).\n\n"+
 			"Data-parallel: --nproc N runs N local processes, each on its part of every batch\n"+
@@ -144,15 +146,19 @@ func runPretrain(args []string) error {
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(signals)
 	env.Stop = stop
+	var opened atomic.Bool // a stop before the data is open (a CSV featurised) ends at once, and says so after
 	go func() {
 		<-signals
-		logf("signal received: finishing the step and checkpointing (again to quit at once)")
+		if opened.Load() {
+			logf("signal received: finishing the step and checkpointing (again to quit at once)")
+		}
 		close(stop)
 		<-signals
 		os.Exit(130)
 	}()
 
-	res, err := pretrain.Run(run, cfg, env, pretrain.Options{Resume: resume, Job: job, Timeout: jf.timeout})
+	res, err := pretrain.Run(run, cfg, env, pretrain.Options{Resume: resume, Job: job, Timeout: jf.timeout,
+		Opened: func() { opened.Store(true) }})
 	var nonFinite *pretrain.NonFiniteLossError
 	if errors.As(err, &nonFinite) {
 		hint := "--skip-nonfinite skips such batches"
@@ -166,6 +172,10 @@ func runPretrain(args []string) error {
 	}
 	if denv.Rank > 0 {
 		return nil // rank 0 reports for the run
+	}
+	if res.Stopped && res.Checkpoint == "" {
+		logf("stopped while featurising %s into the cache: nothing was written; the same command starts again", cfg.Data)
+		return nil
 	}
 	if res.Stopped {
 		logf("stopped at step %d; checkpoint %s; continue with: micrograph pretrain --run %s --resume", res.Steps, res.Checkpoint, run)

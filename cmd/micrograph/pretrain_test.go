@@ -1,11 +1,15 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/micrograph/micrograph/data"
 )
@@ -104,5 +108,81 @@ func TestTrainingCommandsMisuse(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(file); string(b) != "x" {
 		t.Error("a failed run changed the file given as --run")
+	}
+}
+
+// SIGINT while the first pretrain on a new CSV featurises it ends the
+// featurisation at once: status 0 as an interrupted run, one line saying
+// so, no run folder and nothing of the CSV in the cache, not even a
+// temporary folder (issue #28: the signal acted only once the whole CSV was
+// featurised and published). The signal comes half a second after the
+// process has loaded RDKit's shim, which it does just before featurising
+// (an earlier signal could come before the process handles it); the CSV
+// takes far longer than that (one CPU: GOMAXPROCS=1, one RDKit worker). The
+// test asserts that the cache was never published, not how fast the stop
+// was, but fails a process that goes on for a minute.
+func TestPretrainInterruptedWhileFeaturising(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes a few seconds")
+	}
+	dir := t.TempDir()
+	table := data.SynthesizeTable(data.SynthOptions{Molecules: 2000, Seed: 7})
+	var b strings.Builder
+	b.WriteString("smiles\n")
+	for range 50 { // 100,000 rows: RDKit featurises each repeat again
+		for _, s := range table.SMILES {
+			b.WriteString(s + "\n")
+		}
+	}
+	csv := filepath.Join(dir, "big.csv")
+	if err := os.WriteFile(csv, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cache, run := filepath.Join(dir, "cache"), filepath.Join(dir, "run")
+	c := exec.Command(os.Args[0], "pretrain", "--data", csv, "--run", run, "--cache", cache, "--hidden", "8", "--layers", "1",
+		"--motifs", "4", "--batch-size", "8", "--max-steps", "1", "--device", "cpu", "--threads", "1")
+	c.Env = append(os.Environ(), asMainEnv+"=1", "GOMAXPROCS=1")
+	var stdout, stderr strings.Builder
+	c.Stdout, c.Stderr = &stdout, &stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	maps := fmt.Sprintf("/proc/%d/maps", c.Process.Pid)
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(maps); err == nil && strings.Contains(string(b), "libmgchem") {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("pretrain ended before featurising: %v, stderr %q", err, stderr.String())
+		default:
+		}
+		if time.Since(start) > time.Minute {
+			c.Process.Kill()
+			<-done
+			t.Fatalf("pretrain did not load RDKit within a minute; stderr %q", stderr.String())
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	c.Process.Signal(syscall.SIGINT)
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		c.Process.Kill()
+		<-done
+		t.Fatalf("pretrain went on for a minute after SIGINT; stderr %q", stderr.String())
+	}
+	want := "micrograph: stopped while featurising " + csv + " into the cache: nothing was written; the same command starts again\n"
+	if err != nil || stderr.String() != want || stdout.String() != "" {
+		t.Errorf("%v, stdout %q, stderr %q; want status 0 and %q", err, stdout.String(), stderr.String(), want)
+	}
+	if _, err := os.Stat(run); err == nil {
+		t.Errorf("the interrupted pretrain made %s", run)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(cache, "featurized")); len(entries) != 0 {
+		t.Errorf("the interrupted featurisation left %v in the cache", entries)
 	}
 }

@@ -225,6 +225,11 @@ func (s *shard) view(info ShardInfo) error {
 		return fmt.Errorf("header (%d molecules, %d atoms, %d bonds, rows %d+%d) disagrees with the manifest (%d, %d, %d, rows %d+%d)",
 			g, n, m, first, rows, info.Molecules, info.Atoms, info.Bonds, info.FirstRow, info.Rows)
 	}
+	// The manifest agrees, but both may be edited or damaged alike: counts
+	// beyond the file (or negative) would wrap the layout's arithmetic.
+	if size := int64(len(s.mem)); g < 0 || n < 0 || m < 0 || g > size || n > size || m > size {
+		return fmt.Errorf("header counts (%d molecules, %d atoms, %d bonds) do not fit its %d bytes", g, n, m, size)
+	}
 	lay := layout(g, n, m)
 	if lay.end != int64(len(s.mem)) {
 		return fmt.Errorf("%d bytes, its counts make %d", len(s.mem), lay.end)

@@ -6,9 +6,12 @@
 package distributed
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/micrograph/micrograph/torch"
@@ -103,7 +106,31 @@ func Backend(dev torch.Device) string {
 func Join(e Env, dev torch.Device, timeout time.Duration) (*torch.ProcessGroup, error) {
 	g, err := torch.NewProcessGroup(Backend(dev), e.MasterAddr, e.MasterPort, e.Rank, e.WorldSize, timeout)
 	if err != nil {
+		if cause := rendezvousCause(e); cause != nil {
+			err = cause
+		}
 		return nil, fmt.Errorf("joining the job (rank %d of %d): %w", e.Rank, e.WorldSize, err)
 	}
 	return g, nil
+}
+
+// rendezvousCause names, after a failed rendezvous, the two causes that
+// c10d's message leaves to be inferred: a MASTER_ADDR that does not resolve
+// (c10d retries it until the timeout and then says only that it could not
+// connect) and, on rank 0, a MASTER_PORT that another process holds. Nil
+// when neither is the case.
+func rendezvousCause(e Env) error {
+	if _, err := net.LookupHost(e.MasterAddr); err != nil {
+		return fmt.Errorf("environment %s=%s: the name does not resolve (%v)", EnvMasterAddr, e.MasterAddr, err)
+	}
+	if e.Rank == 0 {
+		l, err := net.Listen("tcp", ":"+strconv.Itoa(e.MasterPort))
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("environment %s=%d: the port is in use on this host, where rank 0 serves the job's store (choose another)", EnvMasterPort, e.MasterPort)
+		}
+		if err == nil {
+			l.Close()
+		}
+	}
+	return nil
 }

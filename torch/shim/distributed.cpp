@@ -84,6 +84,18 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string &master
 }
 #endif
 
+// c10d logs every retry of a rendezvous (a master name that does not
+// resolve, a port in use, a peer not there yet) as glog warnings on stderr,
+// and then throws what they said. Its log threshold is raised to FATAL while
+// a group is made, so that the exception, which reaches Go, says it once.
+struct QuietRendezvous {
+	int saved = FLAGS_caffe2_log_level;
+	QuietRendezvous() { FLAGS_caffe2_log_level = 3; }
+	~QuietRendezvous() { FLAGS_caffe2_log_level = saved; }
+	QuietRendezvous(const QuietRendezvous &) = delete;
+	QuietRendezvous &operator=(const QuietRendezvous &) = delete;
+};
+
 // Waits for a collective; its failure (a peer gone, the timeout) is thrown.
 void finish(mg_group g, const c10::intrusive_ptr<c10d::Work> &work) { work->wait(g->timeout); }
 
@@ -136,6 +148,7 @@ mg_error mg_group_new(const char *backend, const char *master_addr, int master_p
 		TORCH_CHECK(master_port > 0 && master_port < 65536, "master port ", master_port);
 		TORCH_CHECK(timeout_ms > 0, "timeout ", timeout_ms, " ms");
 		std::string name(backend), addr(master_addr);
+		QuietRendezvous quiet;
 		auto g = std::make_unique<mg_group_s>();
 		g->timeout = std::chrono::milliseconds(timeout_ms);
 		g->rank = rank;

@@ -1,6 +1,7 @@
 package pretrain
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -29,6 +30,10 @@ import (
 type Options struct {
 	// Resume continues RUNDIR from its newest readable checkpoint.
 	Resume bool
+	// Opened, if set, is called once the data is open (a CSV featurised),
+	// before anything is written: from then on a Stop ends the run with a
+	// checkpoint.
+	Opened func()
 	// Job, with WorldSize > 1, makes this process one rank of a
 	// data-parallel run (usually distributed.FromEnv's torchrun
 	// environment); nil runs alone.
@@ -42,7 +47,7 @@ type Options struct {
 // Result summarises a finished or stopped run.
 type Result struct {
 	Steps      int64  // optimiser steps done in all
-	Checkpoint string // the last checkpoint written
+	Checkpoint string // the last checkpoint written; empty when stopped before anything was written
 	Stopped    bool   // ended early by Stop
 	Filter     data.FilterStats
 }
@@ -68,11 +73,22 @@ func runPretraining(run string, cfg runfolder.Config, env runenv.Env, opt Option
 		}
 	}
 	// Everything that can be refused is checked before RUNDIR is touched.
+	// env.Stop closed while a CSV is featurised into the cache ends Run at
+	// once with nothing written (Result.Stopped without a Checkpoint).
+	if env.Dataset.Stop == nil {
+		env.Dataset.Stop = env.Stop
+	}
 	se, err := openSession(cfg, env)
+	if errors.Is(err, data.ErrStopped) {
+		return &Result{Stopped: true}, nil // while featurising: nothing written
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer se.close()
+	if opt.Opened != nil {
+		opt.Opened()
+	}
 	if cfg.DataKey, err = data.ContentKey(cfg.Data); err != nil {
 		return nil, err
 	}
