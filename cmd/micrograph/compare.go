@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/micrograph/micrograph/trainer/evaluate"
+	"github.com/micrograph/micrograph/trainer/evaluate/suite"
 	"github.com/micrograph/micrograph/trainer/metrics"
 )
 
@@ -109,22 +110,22 @@ func isSuite(arg string) bool {
 	return json.Unmarshal(b, &probe) == nil && probe.Entries != nil
 }
 
-// compareSuites prints evaluate.CompareArms of the suites named.
+// compareSuites prints suite.CompareArms of the suites named.
 func compareSuites(args []string) error {
-	var arms []evaluate.Arm
+	var arms []suite.Arm
 	for _, arg := range args {
 		name, file := suiteArg(arg)
 		b, err := os.ReadFile(file)
 		if err != nil {
 			return err
 		}
-		var r evaluate.SuiteResult
+		var r suite.Result
 		if err := json.Unmarshal(b, &r); err != nil || r.Entries == nil {
 			return fmt.Errorf("%s is not a suite result (compare suites with suites)", file)
 		}
-		arms = append(arms, evaluate.Arm{Name: name, Result: &r})
+		arms = append(arms, suite.Arm{Name: name, Result: &r})
 	}
-	c, err := evaluate.CompareArms(arms)
+	c, err := suite.CompareArms(arms)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/evaluate"
+	"github.com/micrograph/micrograph/trainer/evaluate/suite"
 	"github.com/micrograph/micrograph/trainer/metrics"
 )
 
@@ -76,7 +77,7 @@ func TestDownstreamMisuse(t *testing.T) {
 	lin := func(extra ...string) []string {
 		return append([]string{"linear-eval", "--data", dummy, "--out", out}, extra...)
 	}
-	suite := func(extra ...string) []string {
+	suiteArgs := func(extra ...string) []string {
 		return append([]string{"suite", "--encoder", encoder, "--datasets", dummy, "--out", suiteOut}, extra...)
 	}
 	tests := []struct {
@@ -126,19 +127,19 @@ func TestDownstreamMisuse(t *testing.T) {
 		{lin("--out", filepath.Join(tmp, "missing", "r.json")), 2, "does not exist"},
 		{lin("--encoder", badEncoder), 1, "bad.json"},
 		{[]string{"suite", "--datasets", dummy, "--out", suiteOut}, 2, "micrograph suite: missing --encoder"},
-		{suite("--datasets", filepath.Join(tmp, "esol.csv")), 2, "cannot tell which benchmark"},
-		{suite("--datasets", dummy, filepath.Join(tmp, "BACE.csv")), 2, "are both bace"},
-		{suite("--evaluations", "finetune,probe"), 2, `--evaluations "probe" must be finetune or linear`},
-		{suite("--protocols", "scaffold,cv1"), 2, `--protocols "cv1" must be scaffold or cv10`},
-		{suite("--protocols", "cv10,cv10"), 2, `--protocols "cv10" is given twice`},
-		{suite("--encoder", encoder+","+encoder), 2, "--encoder " + fmt.Sprintf("%q", encoder) + " is given twice"},
-		{suite("--linear-lr", "nan"), 2, "--linear-lr NaN must be a finite number"},
-		{suite("--lr", "-1"), 2, "--lr -1 must be positive"},
-		{suite("--linear-steps", "0"), 2, "--linear-steps 0 must be positive"},
-		{suite("--seeds", "0"), 2, "--seeds 0 must be positive"},
-		{suite("--out", fileAsDir), 2, "is a file; want a folder"},
-		{suite("--out", filepath.Join(tmp, "missing", "suite")), 2, "does not exist"},
-		{suite("--encoder", badEncoder), 1, "bad.json"},
+		{suiteArgs("--datasets", filepath.Join(tmp, "esol.csv")), 2, "cannot tell which benchmark"},
+		{suiteArgs("--datasets", dummy, filepath.Join(tmp, "BACE.csv")), 2, "are both bace"},
+		{suiteArgs("--evaluations", "finetune,probe"), 2, `--evaluations "probe" must be finetune or linear`},
+		{suiteArgs("--protocols", "scaffold,cv1"), 2, `--protocols "cv1" must be scaffold or cv10`},
+		{suiteArgs("--protocols", "cv10,cv10"), 2, `--protocols "cv10" is given twice`},
+		{suiteArgs("--encoder", encoder+","+encoder), 2, "--encoder " + fmt.Sprintf("%q", encoder) + " is given twice"},
+		{suiteArgs("--linear-lr", "nan"), 2, "--linear-lr NaN must be a finite number"},
+		{suiteArgs("--lr", "-1"), 2, "--lr -1 must be positive"},
+		{suiteArgs("--linear-steps", "0"), 2, "--linear-steps 0 must be positive"},
+		{suiteArgs("--seeds", "0"), 2, "--seeds 0 must be positive"},
+		{suiteArgs("--out", fileAsDir), 2, "is a file; want a folder"},
+		{suiteArgs("--out", filepath.Join(tmp, "missing", "suite")), 2, "does not exist"},
+		{suiteArgs("--encoder", badEncoder), 1, "bad.json"},
 		{[]string{"compare"}, 2, "micrograph compare: no result files"},
 		{[]string{"compare", filepath.Join(tmp, "none.json")}, 1, "none.json: no such file"},
 		{[]string{"compare", model.EncoderInfoPath(encoder)}, 1, "encoder.json is not a finetune or linear-eval result"},
@@ -251,14 +252,14 @@ func TestDownstreamCommands(t *testing.T) {
 	if err != nil || !strings.HasPrefix(stdoutText, string(table)) {
 		t.Errorf("suite.md (%v) is not the table printed:\n%s", err, table)
 	}
-	var suite evaluate.SuiteResult
-	readJSON(t, filepath.Join(dir, "suite.json"), &suite)
-	if len(suite.Entries) != 4 || suite.Entries[0].Linear == nil || !suite.Entries[0].Pretrained || suite.Entries[1].Pretrained ||
-		suite.Entries[2].Protocol != "cv3" || len(suite.Entries[2].RunTests) != 6 {
-		t.Errorf("suite.json: %+v", suite.Entries)
+	var sr suite.Result
+	readJSON(t, filepath.Join(dir, "suite.json"), &sr)
+	if len(sr.Entries) != 4 || sr.Entries[0].Linear == nil || !sr.Entries[0].Pretrained || sr.Entries[1].Pretrained ||
+		sr.Entries[2].Protocol != "cv3" || len(sr.Entries[2].RunTests) != 6 {
+		t.Errorf("suite.json: %+v", sr.Entries)
 	}
-	if len(suite.Gains) != 2 || suite.Gains[1].PairedBy != "seed×fold" || len(suite.Gains[1].Deltas) != 6 || suite.Gains[1].Test == nil {
-		t.Errorf("suite.json gains: %+v", suite.Gains)
+	if len(sr.Gains) != 2 || sr.Gains[1].PairedBy != "seed×fold" || len(sr.Gains[1].Deltas) != 6 || sr.Gains[1].Test == nil {
+		t.Errorf("suite.json gains: %+v", sr.Gains)
 	}
 }
 
@@ -323,7 +324,7 @@ func TestCompareLabelFractions(t *testing.T) {
 // or after their folder), and refuses to mix them with other results.
 func TestCompareSuites(t *testing.T) {
 	dir := t.TempDir()
-	suite := func(name string, bace, bbbp float64) string {
+	writeSuite := func(name string, bace, bbbp float64) string {
 		folder := filepath.Join(dir, name)
 		if err := os.Mkdir(folder, 0o755); err != nil {
 			t.Fatal(err)
@@ -349,7 +350,7 @@ func TestCompareSuites(t *testing.T) {
 		}
 		return folder
 	}
-	full, walk := suite("suite-full", 0.7, 0.6), suite("suite-rw", 0.65, 0.6)
+	full, walk := writeSuite("suite-full", 0.7, 0.6), writeSuite("suite-rw", 0.65, 0.6)
 	code, out, errs := runCLI(t, "compare", "MICRO-Graph="+full, filepath.Join(walk, "suite.json"))
 	// Replicate averages: full (70+60)/2 = 65 and (72+60)/2 = 66; random walk
 	// 62.5 and 63.5; the difference is 2.5 for both pairs: sd 0, p 0.

@@ -9,17 +9,18 @@ import (
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/trainer/evaluate"
+	"github.com/micrograph/micrograph/trainer/evaluate/suite"
 )
 
 func runSuite(args []string) error {
-	cfg := evaluate.SuiteConfig{Finetune: evaluate.DefaultFinetuneConfig(), Linear: evaluate.DefaultLinearEvalConfig()}
-	cfg.Evaluations = []string{evaluate.EvaluationFinetune, evaluate.EvaluationLinear}
+	cfg := suite.Config{Finetune: evaluate.DefaultFinetuneConfig(), Linear: evaluate.DefaultLinearEvalConfig()}
+	cfg.Evaluations = []string{suite.EvaluationFinetune, suite.EvaluationLinear}
 	protocols := []string{string(evaluate.ProtocolScaffold), string(evaluate.ProtocolCV10)}
 	ft, lin := &cfg.Finetune, &cfg.Linear
 	var out string
 	fs := newFlags("suite", "--encoder a.pt[,b.pt,…] --datasets PATH... --out DIR [flags]",
 		"Runs the paper's downstream evaluation (docs/method.md §7) on the benchmarks given\n"+
-			"("+strings.Join(evaluate.Benchmarks, ", ")+"; OGB folders such as ogbg_molbace or MoleculeNet\n"+
+			"("+strings.Join(suite.Benchmarks, ", ")+"; OGB folders such as ogbg_molbace or MoleculeNet\n"+
 			"CSVs such as BBBP.csv, told apart by name): every evaluation under every protocol with each\n"+
 			"pre-trained encoder and without pre-training (the same architecture randomly initialised).\n"+
 			"Protocols: scaffold (OGB's split, epoch or λ chosen on valid) and cv10 (the paper's 10-fold\n"+
@@ -75,7 +76,7 @@ func runSuite(args []string) error {
 	if err := checkResultFolder("--out", out); err != nil {
 		return err
 	}
-	res, runErr := evaluate.Suite(cfg, env)
+	res, runErr := suite.Run(cfg, env)
 	if res == nil {
 		return flagError(fs, &cfg, runErr)
 	}

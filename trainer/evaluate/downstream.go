@@ -1,7 +1,6 @@
 package evaluate
 
-// What fine-tuning (finetune.go), linear evaluation (linear.go) and the
-// benchmark suite (suite.go) share: the masked loss, the splits they evaluate
+// What fine-tuning (finetune.go) and linear evaluation (linear.go) share: the masked loss, the splits they evaluate
 // on, batched passes over a split, and summaries over runs (docs/method.md §7).
 
 import (

@@ -7,9 +7,10 @@ import (
 
 // An Evaluation measures one encoder on one dataset under one split
 // protocol (docs/method.md §7): FinetuneConfig and LinearEvalConfig are the
-// two. Suite runs its evaluations through this interface only.
+// two. The suite (package trainer/evaluate/suite) runs its evaluations
+// through this interface only.
 type Evaluation interface {
-	// Settings are the evaluation's shared settings (seeds, device, …).
+	// Settings are the evaluation's shared settings (data, encoder, seeds, …).
 	Settings() Common
 	// Check reports the first setting that cannot work with c in place of
 	// the shared settings, naming its field.

@@ -27,8 +27,8 @@ const (
 	ProtocolCV10 Protocol = "cv10"
 )
 
-// protocolWant says what a protocol may be, after its name.
-var protocolWant = fmt.Sprintf("must be %s or %s (cvK: K-fold cross-validation, K ≥ 2)", ProtocolScaffold, ProtocolCV10)
+// ProtocolWant says what a protocol may be, after its name.
+var ProtocolWant = fmt.Sprintf("must be %s or %s (cvK: K-fold cross-validation, K ≥ 2)", ProtocolScaffold, ProtocolCV10)
 
 // Validate reports a protocol that is neither ProtocolScaffold nor "cvK"
 // with K ≥ 2, as the field "protocol".
@@ -41,7 +41,7 @@ func (p Protocol) Validate() error {
 			return nil
 		}
 	}
-	return field.Errorf("protocol", string(p), "%s", protocolWant)
+	return field.Errorf("protocol", string(p), "%s", ProtocolWant)
 }
 
 // Folds is the number of cross-validation folds: K for "cvK", 0 for
@@ -129,13 +129,4 @@ func (p Protocol) splits(name string, ds *data.Dataset, regression bool, seed ui
 		}
 	}
 	return splits, nil
-}
-
-// joinProtocols lists protocols as a message does: "scaffold, cv10".
-func joinProtocols(ps []Protocol) string {
-	names := make([]string, len(ps))
-	for i, p := range ps {
-		names[i] = string(p)
-	}
-	return strings.Join(names, ", ")
 }

@@ -1,4 +1,4 @@
-package evaluate
+package suite
 
 import (
 	"encoding/json"
@@ -16,6 +16,7 @@ import (
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/metrics"
 	"github.com/micrograph/micrograph/trainer/runenv"
 )
@@ -24,21 +25,21 @@ import (
 // column order.
 var Benchmarks = []string{"bace", "bbbp", "clintox", "hiv", "sider", "tox21", "toxcast"}
 
-// The evaluations of docs/method.md §7, as SuiteConfig.Evaluations names them.
+// The evaluations of docs/method.md §7, as Config.Evaluations names them.
 const (
 	EvaluationFinetune = "finetune"
 	EvaluationLinear   = "linear"
 )
 
 // evaluationKind describes one of the suite's evaluations, once: its name
-// (SuiteConfig.Evaluations, SuiteEntry.Evaluation), its heading in tables,
-// the paper's figures, and its settings in a SuiteConfig. Everything the
+// (Config.Evaluations, Entry.Evaluation), its heading in tables,
+// the paper's figures, and its settings in a Config. Everything the
 // suite does per evaluation goes through evaluationKinds.
 type evaluationKind struct {
 	name    string
 	heading string
 	paper   [2]paperRow // pre-trained, then without pre-training
-	of      func(SuiteConfig) Evaluation
+	of      func(Config) evaluate.Evaluation
 }
 
 // evaluationKinds are the evaluations of docs/method.md §7, in the order the
@@ -47,10 +48,10 @@ var evaluationKinds = []evaluationKind{
 	{EvaluationFinetune, "Fine-tune", [2]paperRow{
 		{[]float64{77.22, 84.38, 77.02, 75.07, 56.67, 77.04, 65.23}, 73.23},
 		{[]float64{72.80, 82.13, 74.98, 73.38, 55.65, 76.10, 63.34}, 71.19},
-	}, func(c SuiteConfig) Evaluation { return c.Finetune }},
+	}, func(c Config) evaluate.Evaluation { return c.Finetune }},
 	// The paper reports no Non-Pretrain row for feature extraction.
 	{EvaluationLinear, "Feature extraction", [2]paperRow{{[]float64{70.83, 82.97, 73.49, 73.34, 57.32, 71.82, 59.46}, 69.73}, {}},
-		func(c SuiteConfig) Evaluation { return c.Linear }},
+		func(c Config) evaluate.Evaluation { return c.Linear }},
 }
 
 // kindOf is the evaluation named name; ok is false for none.
@@ -92,7 +93,7 @@ func BenchmarkOf(path string) (string, error) {
 	return name, nil
 }
 
-// SuiteConfig is the paper's downstream evaluation: every evaluation under
+// Config is the paper's downstream evaluation: every evaluation under
 // every protocol on every benchmark, with each pre-trained encoder and
 // without pre-training (the same architecture, randomly initialised).
 //
@@ -103,15 +104,15 @@ func BenchmarkOf(path string) (string, error) {
 // side has as many independent initialisations as the pre-trained side has
 // (encoder, seed) runs, and each pre-trained run is paired with the random
 // run of the same seed (same folds, same classifier initialisation).
-type SuiteConfig struct {
-	EncoderPaths []string   `json:"encoder_paths"` // one or more exported encoders of the same architecture
-	Datasets     []string   `json:"datasets"`      // one OGB folder or CSV per benchmark
-	Evaluations  []string   `json:"evaluations"`   // EvaluationFinetune and/or EvaluationLinear
-	Protocols    []Protocol `json:"protocols"`     // ProtocolScaffold and/or ProtocolCV10 (any "cvK")
-	// The settings of each evaluation; Data, EncoderPath, Encoder, Protocol
+type Config struct {
+	EncoderPaths []string            `json:"encoder_paths"` // one or more exported encoders of the same architecture
+	Datasets     []string            `json:"datasets"`      // one OGB folder or CSV per benchmark
+	Evaluations  []string            `json:"evaluations"`   // EvaluationFinetune and/or EvaluationLinear
+	Protocols    []evaluate.Protocol `json:"protocols"`     // evaluate.ProtocolScaffold and/or evaluate.ProtocolCV10 (any "cvK")
+	// The settings of each evaluation; Data, EncoderPath, Encoder, evaluate.Protocol
 	// and Seed are set for each run.
-	Finetune FinetuneConfig   `json:"finetune"`
-	Linear   LinearEvalConfig `json:"linear"`
+	Finetune evaluate.FinetuneConfig   `json:"finetune"`
+	Linear   evaluate.LinearEvalConfig `json:"linear"`
 	// RandomFrom names an earlier suite's suite.json whose runs without
 	// pre-training are taken instead of made again: the random side depends
 	// only on the architecture, the benchmarks, the protocols and the
@@ -121,25 +122,25 @@ type SuiteConfig struct {
 	RandomFrom string `json:"random_from,omitempty"`
 }
 
-// SuiteResult is every evaluation of a suite, and the gains of pre-training.
-type SuiteResult struct {
-	Config  SuiteConfig  `json:"config"`
-	Entries []SuiteEntry `json:"entries"` // dataset, evaluation, protocol, replicate; pre-trained first
-	Gains   []Gain       `json:"gains"`   // per benchmark, evaluation and protocol
-	Average []Gain       `json:"average"` // per evaluation and protocol, over the benchmarks (Benchmark "average")
-	Seconds float64      `json:"seconds"`
+// Result is every evaluation of a suite, and the gains of pre-training.
+type Result struct {
+	Config  Config  `json:"config"`
+	Entries []Entry `json:"entries"` // dataset, evaluation, protocol, replicate; pre-trained first
+	Gains   []Gain  `json:"gains"`   // per benchmark, evaluation and protocol
+	Average []Gain  `json:"average"` // per evaluation and protocol, over the benchmarks (Benchmark "average")
+	Seconds float64 `json:"seconds"`
 }
 
-// SuiteEntry is one evaluation under one protocol on one benchmark with one
+// Entry is one evaluation under one protocol on one benchmark with one
 // encoder.
-type SuiteEntry struct {
-	Benchmark  string   `json:"benchmark"`
-	Evaluation string   `json:"evaluation"`
-	Protocol   Protocol `json:"protocol"`
-	Pretrained bool     `json:"pretrained"`
+type Entry struct {
+	Benchmark  string            `json:"benchmark"`
+	Evaluation string            `json:"evaluation"`
+	Protocol   evaluate.Protocol `json:"protocol"`
+	Pretrained bool              `json:"pretrained"`
 	// Replicate i is encoder i, or the random encoders drawn from its seeds.
 	Replicate int `json:"replicate"`
-	Outcome
+	evaluate.Outcome
 }
 
 // Gain is Δ = pre-trained − random, in ROC-AUC, on one benchmark under one
@@ -152,7 +153,7 @@ type SuiteEntry struct {
 type Gain struct {
 	Benchmark   string              `json:"benchmark"`
 	Evaluation  string              `json:"evaluation"`
-	Protocol    Protocol            `json:"protocol"`
+	Protocol    evaluate.Protocol   `json:"protocol"`
 	PairedBy    string              `json:"paired_by"` // "encoder", "seed" or "seed×fold"
 	Delta       metrics.Value       `json:"delta"`     // mean Δ over pairs
 	Deltas      []metrics.Value     `json:"deltas"`    // Δ of each pair
@@ -166,7 +167,7 @@ const SignificanceLevel = 0.05
 
 // Validate reports the first setting that cannot work, naming its field. The
 // evaluations' own settings are checked as they will run.
-func (c SuiteConfig) Validate() error {
+func (c Config) Validate() error {
 	if err := checkNames("encoder_paths", c.EncoderPaths, func(p string) bool { return p != "" }, "must name an exported encoder"); err != nil {
 		return err
 	}
@@ -193,8 +194,8 @@ func (c SuiteConfig) Validate() error {
 	if err := checkNames("evaluations", c.Evaluations, isEvaluation, want); err != nil {
 		return err
 	}
-	isProtocol := func(p Protocol) bool { return p.Validate() == nil }
-	if err := checkNames("protocols", c.Protocols, isProtocol, protocolWant); err != nil {
+	isProtocol := func(p evaluate.Protocol) bool { return p.Validate() == nil }
+	if err := checkNames("protocols", c.Protocols, isProtocol, evaluate.ProtocolWant); err != nil {
 		return err
 	}
 	for _, name := range c.Evaluations {
@@ -226,20 +227,20 @@ func checkNames[T ~string](name string, entries []T, valid func(T) bool, want st
 	return nil
 }
 
-// Suite runs every evaluation under every protocol on every dataset, for
+// Run runs every evaluation under every protocol on every dataset, for
 // each encoder i first with encoder i, then without pre-training: the
 // encoders' architecture, randomly initialised (fine-tuned from scratch, or
-// frozen for linear evaluation), with the same seeds (see SuiteConfig).
+// frozen for linear evaluation), with the same seeds (see Config).
 // Render the outcome with Markdown. When an evaluation fails, Suite returns
 // the entries finished before it, and their gains, together with the error.
 // Every evaluation runs where env says; env.Progress also gets one line per
 // evaluation.
-func Suite(cfg SuiteConfig, env runenv.Env) (*SuiteResult, error) {
-	return runenv.Run(env, cfg.Validate, func() (*SuiteResult, error) { return suite(cfg, env) })
+func Run(cfg Config, env runenv.Env) (*Result, error) {
+	return runenv.Run(env, cfg.Validate, func() (*Result, error) { return runSuite(cfg, env) })
 }
 
-// suite is Suite after runenv's prologue.
-func suite(cfg SuiteConfig, env runenv.Env) (*SuiteResult, error) {
+// runSuite is Run after runenv's prologue.
+func runSuite(cfg Config, env runenv.Env) (*Result, error) {
 	start := time.Now()
 	var arch model.EncoderConfig
 	for i, path := range cfg.EncoderPaths {
@@ -268,11 +269,11 @@ func suite(cfg SuiteConfig, env runenv.Env) (*SuiteResult, error) {
 			return nil, field.Errorf("datasets", path, "cannot be read: %v", errors.Unwrap(err))
 		}
 	}
-	if slices.Contains(cfg.Protocols, ProtocolScaffold) {
+	if slices.Contains(cfg.Protocols, evaluate.ProtocolScaffold) {
 		for _, path := range cfg.Datasets {
 			if data.LacksSplit(path) {
 				return nil, field.Errorf("datasets", path, "has no split (split/ is missing), which the %s protocol needs: leave %s out of the protocols, or featurize it with --split scaffold",
-					ProtocolScaffold, ProtocolScaffold)
+					evaluate.ProtocolScaffold, evaluate.ProtocolScaffold)
 			}
 		}
 	}
@@ -280,9 +281,9 @@ func suite(cfg SuiteConfig, env runenv.Env) (*SuiteResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &SuiteResult{Config: cfg}
+	res := &Result{Config: cfg}
 	// A later failure must not throw away hours of finished evaluations.
-	finish := func(err error) (*SuiteResult, error) {
+	finish := func(err error) (*Result, error) {
 		res.Gains, res.Average = res.ComputeGains()
 		res.Seconds = time.Since(start).Seconds()
 		return res, err
@@ -297,7 +298,7 @@ func suite(cfg SuiteConfig, env runenv.Env) (*SuiteResult, error) {
 						if pretrained {
 							encoder = encoderPath
 						}
-						entry := SuiteEntry{Benchmark: benchmark, Evaluation: evaluation, Protocol: protocol, Pretrained: pretrained, Replicate: replicate}
+						entry := Entry{Benchmark: benchmark, Evaluation: evaluation, Protocol: protocol, Pretrained: pretrained, Replicate: replicate}
 						what := fmt.Sprintf("%s, %s %s, %s", benchmark, evaluation, protocol, encoderLabel(pretrained, replicate))
 						if earlier, ok := reused[entryKey(entry)]; ok {
 							if env.Progress != nil {
@@ -329,7 +330,7 @@ func suite(cfg SuiteConfig, env runenv.Env) (*SuiteResult, error) {
 }
 
 // entryKey identifies an evaluation run within a suite.
-func entryKey(e SuiteEntry) string {
+func entryKey(e Entry) string {
 	return fmt.Sprintf("%s\x00%s\x00%s\x00%v\x00%d", e.Benchmark, e.Evaluation, e.Protocol, e.Pretrained, e.Replicate)
 }
 
@@ -337,7 +338,7 @@ func entryKey(e SuiteEntry) string {
 // after checking that they are the runs cfg would make: the same datasets
 // (paths), the same settings of each evaluation, and random encoders of the
 // same architecture (that of the earlier suite's first encoder).
-func randomRuns(cfg SuiteConfig, arch model.EncoderConfig) (map[string]SuiteEntry, error) {
+func randomRuns(cfg Config, arch model.EncoderConfig) (map[string]Entry, error) {
 	if cfg.RandomFrom == "" {
 		return nil, nil
 	}
@@ -349,15 +350,15 @@ func randomRuns(cfg SuiteConfig, arch model.EncoderConfig) (map[string]SuiteEntr
 	if err != nil {
 		return nil, field.Errorf("random_from", cfg.RandomFrom, "cannot be read: %v", err)
 	}
-	var earlier SuiteResult
+	var earlier Result
 	if err := json.Unmarshal(b, &earlier); err != nil {
 		return nil, field.Errorf("random_from", cfg.RandomFrom, "is not a suite's result: %v", err)
 	}
 	differs := func(what string) error {
 		return field.Errorf("random_from", cfg.RandomFrom, "was run with other %s; its random encoders are not this suite's", what)
 	}
-	settings := func(c SuiteConfig) string {
-		for _, common := range []*Common{&c.Finetune.Common, &c.Linear.Common} {
+	settings := func(c Config) string {
+		for _, common := range []*evaluate.Common{&c.Finetune.Common, &c.Linear.Common} {
 			if common.Precision == "" {
 				common.Precision = model.FP32 // suites run before precision was a setting
 			}
@@ -386,7 +387,7 @@ func randomRuns(cfg SuiteConfig, arch model.EncoderConfig) (map[string]SuiteEntr
 	if info.Encoder != arch {
 		return nil, differs("an encoder architecture")
 	}
-	out := map[string]SuiteEntry{}
+	out := map[string]Entry{}
 	for _, e := range earlier.Entries {
 		if !e.Pretrained {
 			out[entryKey(e)] = e
@@ -417,7 +418,7 @@ type side struct {
 }
 
 // sides gathers the entries of one benchmark, evaluation and protocol.
-func (r *SuiteResult) sides(benchmark, evaluation string, protocol Protocol) (pre, random side) {
+func (r *Result) sides(benchmark, evaluation string, protocol evaluate.Protocol) (pre, random side) {
 	pre, random = side{map[int][]metrics.Value{}}, side{map[int][]metrics.Value{}}
 	for _, e := range r.Entries {
 		if e.Benchmark != benchmark || e.Evaluation != evaluation || e.Protocol != protocol {
@@ -455,7 +456,7 @@ func (s side) stat() metrics.Stat {
 // ComputeGains is the Δ of every benchmark, evaluation and protocol that has
 // both sides, and for each evaluation and protocol the average over its
 // benchmarks (see Gain). Pairs with a NaN on either side are left out.
-func (r *SuiteResult) ComputeGains() (gains, averages []Gain) {
+func (r *Result) ComputeGains() (gains, averages []Gain) {
 	for _, evaluation := range r.Config.Evaluations {
 		for _, protocol := range r.Config.Protocols {
 			var group []Gain
@@ -500,7 +501,7 @@ func (r *SuiteResult) ComputeGains() (gains, averages []Gain) {
 }
 
 // pairGain pairs the two sides of one benchmark, evaluation and protocol.
-func pairGain(pre, random side, protocol Protocol) (Gain, bool) {
+func pairGain(pre, random side, protocol evaluate.Protocol) (Gain, bool) {
 	var both []int
 	for k := range pre.replicates {
 		if _, ok := random.replicates[k]; ok {
@@ -576,7 +577,7 @@ func meanOfValues(vs []metrics.Value) float64 {
 // row is the mean Δ over the benchmarks with its 95 % interval. A Δ with
 // p < 0.05 is marked †. When not all seven benchmarks ran, averages (the
 // paper's included) cover only those that did and are starred.
-func (r *SuiteResult) Markdown() string {
+func (r *Result) Markdown() string {
 	ran := benchmarksRun(r)
 	star := ""
 	if len(ran) < len(Benchmarks) {

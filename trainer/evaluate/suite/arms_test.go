@@ -1,20 +1,21 @@
-package evaluate_test
+package suite_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/micrograph/micrograph/trainer/evaluate"
+	"github.com/micrograph/micrograph/trainer/evaluate/suite"
 )
 
 // armSuite is a linear scaffold suite with three replicates (one run each)
 // per side on bace and bbbp.
-func armSuite(bace, bbbp, randomBace, randomBBBP [3]float64) *evaluate.SuiteResult {
-	r := &evaluate.SuiteResult{Config: evaluate.SuiteConfig{
-		Evaluations: []string{evaluate.EvaluationLinear}, Protocols: []evaluate.Protocol{evaluate.ProtocolScaffold}}}
+func armSuite(bace, bbbp, randomBace, randomBBBP [3]float64) *suite.Result {
+	r := &suite.Result{Config: suite.Config{
+		Evaluations: []string{suite.EvaluationLinear}, Protocols: []evaluate.Protocol{evaluate.ProtocolScaffold}}}
 	add := func(benchmark string, pretrained bool, runs [3]float64) {
 		for k, v := range runs {
-			e := fakeEntry(benchmark, evaluate.EvaluationLinear, pretrained, v)
+			e := fakeEntry(benchmark, suite.EvaluationLinear, pretrained, v)
 			e.Replicate = k
 			r.Entries = append(r.Entries, e)
 		}
@@ -40,7 +41,7 @@ func TestCompareArms(t *testing.T) {
 	random := [2][3]float64{{0.65, 0.66, 0.67}, {0.60, 0.60, 0.60}}
 	full := armSuite([3]float64{0.70, 0.72, 0.74}, [3]float64{0.60, 0.62, 0.64}, random[0], random[1])
 	ablation := armSuite([3]float64{0.69, 0.70, 0.71}, [3]float64{0.61, 0.60, 0.65}, random[0], random[1])
-	c, err := evaluate.CompareArms([]evaluate.Arm{{Name: "full", Result: full}, {Name: "random walk", Result: ablation}})
+	c, err := suite.CompareArms([]suite.Arm{{Name: "full", Result: full}, {Name: "random walk", Result: ablation}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,20 +69,20 @@ full − this, per benchmark [95 % t interval over the replicates]:
 
 	for _, tc := range []struct {
 		name string
-		arms []evaluate.Arm
+		arms []suite.Arm
 		want string
 	}{
-		{"one arm", []evaluate.Arm{{Name: "full", Result: full}}, "at least two suites, got 1"},
-		{"other benchmarks", []evaluate.Arm{{Name: "full", Result: full}, {Name: "bace only", Result: &evaluate.SuiteResult{
+		{"one arm", []suite.Arm{{Name: "full", Result: full}}, "at least two suites, got 1"},
+		{"other benchmarks", []suite.Arm{{Name: "full", Result: full}, {Name: "bace only", Result: &suite.Result{
 			Config:  full.Config,
 			Entries: full.Entries[:3],
 		}}}, "bace only ran bace, full ran bace, bbbp: compare suites of the same benchmarks"},
-		{"other protocols", []evaluate.Arm{{Name: "full", Result: full}, {Name: "cv10", Result: &evaluate.SuiteResult{
-			Config:  evaluate.SuiteConfig{Evaluations: full.Config.Evaluations, Protocols: []evaluate.Protocol{evaluate.ProtocolCV10}},
+		{"other protocols", []suite.Arm{{Name: "full", Result: full}, {Name: "cv10", Result: &suite.Result{
+			Config:  suite.Config{Evaluations: full.Config.Evaluations, Protocols: []evaluate.Protocol{evaluate.ProtocolCV10}},
 			Entries: full.Entries,
 		}}}, "cv10 ran linear under cv10, full ran linear under scaffold"},
 	} {
-		if _, err := evaluate.CompareArms(tc.arms); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := suite.CompareArms(tc.arms); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", tc.name, err, tc.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package evaluate
+package suite
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/metrics"
 )
 
@@ -13,7 +14,7 @@ import (
 // ablations), named for the table.
 type Arm struct {
 	Name   string
-	Result *SuiteResult
+	Result *Result
 }
 
 // ArmComparison sets several methods' suites side by side, as the paper's
@@ -24,7 +25,7 @@ type Arm struct {
 // The difference is paired by replicate: replicate i of every arm must be
 // the pre-training run with the same seed, so list each suite's --encoder
 // files in seed order. Replicate i's random encoders and probe seeds are
-// then the same in every arm (SuiteConfig), and so is the pairing of Δ.
+// then the same in every arm (Config), and so is the pairing of Δ.
 type ArmComparison struct {
 	Benchmarks []string   `json:"benchmarks"` // what every arm ran, in Benchmarks order
 	Tables     []ArmTable `json:"tables"`     // one per evaluation and protocol
@@ -32,15 +33,15 @@ type ArmComparison struct {
 
 // ArmTable is one evaluation under one protocol.
 type ArmTable struct {
-	Evaluation string   `json:"evaluation"`
-	Protocol   Protocol `json:"protocol"`
-	Random     ArmRow   `json:"random"` // the first arm's random encoders
-	Arms       []ArmRow `json:"arms"`
+	Evaluation string            `json:"evaluation"`
+	Protocol   evaluate.Protocol `json:"protocol"`
+	Random     ArmRow            `json:"random"` // the first arm's random encoders
+	Arms       []ArmRow          `json:"arms"`
 }
 
 // ArmRow is one encoder kind's test ROC-AUC: per benchmark (every run of
 // every replicate) and their mean. Gain is Δ against the random encoders of
-// the same suite (the average over benchmarks, as SuiteResult.ComputeGains
+// the same suite (the average over benchmarks, as Result.ComputeGains
 // has it); FromFirst is the first arm minus this one, paired by replicate
 // on the average over benchmarks, and FromFirstByBenchmark the same on each
 // benchmark. They are nil where they do not apply.
@@ -108,10 +109,10 @@ func CompareArms(arms []Arm) (*ArmComparison, error) {
 }
 
 // benchmarksRun is every benchmark with an entry, in Benchmarks order.
-func benchmarksRun(r *SuiteResult) []string {
+func benchmarksRun(r *Result) []string {
 	var ran []string
 	for _, b := range Benchmarks {
-		if slices.ContainsFunc(r.Entries, func(e SuiteEntry) bool { return e.Benchmark == b }) {
+		if slices.ContainsFunc(r.Entries, func(e Entry) bool { return e.Benchmark == b }) {
 			ran = append(ran, b)
 		}
 	}
@@ -119,7 +120,7 @@ func benchmarksRun(r *SuiteResult) []string {
 }
 
 // armRow summarises one side of a suite on the benchmarks given.
-func armRow(name string, r *SuiteResult, evaluation string, protocol Protocol, benchmarks []string, pretrained bool) ArmRow {
+func armRow(name string, r *Result, evaluation string, protocol evaluate.Protocol, benchmarks []string, pretrained bool) ArmRow {
 	row := ArmRow{Name: name}
 	var means []float64
 	for _, b := range benchmarks {
@@ -139,7 +140,7 @@ func armRow(name string, r *SuiteResult, evaluation string, protocol Protocol, b
 // replicateAverages is, per replicate, the mean over the benchmarks of the
 // pre-trained encoder's mean test ROC-AUC; a replicate missing from a
 // benchmark is left out.
-func replicateAverages(r *SuiteResult, evaluation string, protocol Protocol, benchmarks []string) map[int]float64 {
+func replicateAverages(r *Result, evaluation string, protocol evaluate.Protocol, benchmarks []string) map[int]float64 {
 	sums, counts := map[int]float64{}, map[int]int{}
 	for _, b := range benchmarks {
 		pre, _ := r.sides(b, evaluation, protocol)
@@ -233,4 +234,13 @@ func (c *ArmComparison) Markdown() string {
 		"The last column: the first arm − this one on the average, paired by replicate (pre-training seed), two-sided t-test; † p < 0.05. " +
 		"Per benchmark: the same difference on each benchmark, with its 95 % t interval over the replicates.\n")
 	return sb.String()
+}
+
+// joinProtocols lists protocols as a message does: "scaffold, cv10".
+func joinProtocols(ps []evaluate.Protocol) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = string(p)
+	}
+	return strings.Join(names, ", ")
 }

@@ -1,4 +1,4 @@
-package evaluate_test
+package suite_test
 
 import (
 	"encoding/json"
@@ -13,13 +13,14 @@ import (
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/evaluate"
+	"github.com/micrograph/micrograph/trainer/evaluate/suite"
 	"github.com/micrograph/micrograph/trainer/metrics"
 )
 
 // fakeEntry is a suite entry of one replicate with the given runs' test
 // ROC-AUC, on the scaffold protocol unless protocol says otherwise.
-func fakeEntry(benchmark, evaluation string, pretrained bool, runs ...float64) evaluate.SuiteEntry {
-	e := evaluate.SuiteEntry{Benchmark: benchmark, Evaluation: evaluation, Protocol: evaluate.ProtocolScaffold, Pretrained: pretrained}
+func fakeEntry(benchmark, evaluation string, pretrained bool, runs ...float64) suite.Entry {
+	e := suite.Entry{Benchmark: benchmark, Evaluation: evaluation, Protocol: evaluate.ProtocolScaffold, Pretrained: pretrained}
 	for _, r := range runs {
 		e.RunTests = append(e.RunTests, metrics.Value(r))
 	}
@@ -37,10 +38,10 @@ func fakeEntry(benchmark, evaluation string, pretrained bool, runs ...float64) e
 // (15+25+15)/3 = 18.33 and (5+15+15)/3 = 11.67: mean 15, se 3.33, t = 4.5,
 // p = 0.139, interval 15 ± 12.706·3.33 = [−27.35, +57.35].
 func TestSuiteMarkdown(t *testing.T) {
-	const ft, lin = evaluate.EvaluationFinetune, evaluate.EvaluationLinear
-	res := &evaluate.SuiteResult{
-		Config: evaluate.SuiteConfig{Evaluations: []string{lin, ft}, Protocols: []evaluate.Protocol{evaluate.ProtocolScaffold}},
-		Entries: []evaluate.SuiteEntry{
+	const ft, lin = suite.EvaluationFinetune, suite.EvaluationLinear
+	res := &suite.Result{
+		Config: suite.Config{Evaluations: []string{lin, ft}, Protocols: []evaluate.Protocol{evaluate.ProtocolScaffold}},
+		Entries: []suite.Entry{
 			fakeEntry("clintox", ft, true, 0.60, 0.70),
 			fakeEntry("bace", ft, true, 0.70, 0.80),
 			fakeEntry("bbbp", ft, true, 0.90, 0.80),
@@ -81,8 +82,8 @@ Paper rows: the paper's Tables 1 and 2; it reports no Non-Pretrain feature extra
 
 	// All seven benchmarks, fine-tuning only: no stars, the paper's stated
 	// averages, no feature-extraction rows.
-	res = &evaluate.SuiteResult{Config: evaluate.SuiteConfig{Evaluations: []string{ft}, Protocols: []evaluate.Protocol{evaluate.ProtocolScaffold}}}
-	for _, b := range evaluate.Benchmarks {
+	res = &suite.Result{Config: suite.Config{Evaluations: []string{ft}, Protocols: []evaluate.Protocol{evaluate.ProtocolScaffold}}}
+	for _, b := range suite.Benchmarks {
 		res.Entries = append(res.Entries, fakeEntry(b, ft, true, 0.7, 0.7), fakeEntry(b, ft, false, 0.6, 0.6))
 	}
 	got := res.Markdown()
@@ -109,10 +110,10 @@ Paper rows: the paper's Tables 1 and 2; it reports no Non-Pretrain feature extra
 // pairs by seed and fold; three encoders pair by encoder, each side the
 // mean of its runs.
 func TestSuiteGains(t *testing.T) {
-	const lin = evaluate.EvaluationLinear
-	res := &evaluate.SuiteResult{
-		Config: evaluate.SuiteConfig{Evaluations: []string{lin}, Protocols: []evaluate.Protocol{evaluate.ProtocolScaffold}},
-		Entries: []evaluate.SuiteEntry{
+	const lin = suite.EvaluationLinear
+	res := &suite.Result{
+		Config: suite.Config{Evaluations: []string{lin}, Protocols: []evaluate.Protocol{evaluate.ProtocolScaffold}},
+		Entries: []suite.Entry{
 			fakeEntry("bace", lin, true, 0.8, 0.7, 0.9, 0.6),
 			fakeEntry("bace", lin, false, 0.7, 0.7, 0.6, 0.5),
 			fakeEntry("bbbp", lin, true, 0.70, 0.72, 0.74, 0.76),
@@ -124,7 +125,7 @@ func TestSuiteGains(t *testing.T) {
 		t.Fatalf("%d gains, %d averages", len(gains), len(averages))
 	}
 	for _, c := range []struct {
-		g           evaluate.Gain
+		g           suite.Gain
 		benchmark   string
 		delta, p    float64
 		significant bool
@@ -156,15 +157,15 @@ func TestSuiteGains(t *testing.T) {
 	cv := fakeEntry("bace", lin, true, 0.8, 0.7, 0.9)
 	cvRandom := fakeEntry("bace", lin, false, 0.7, 0.7, 0.6)
 	cv.Protocol, cvRandom.Protocol = "cv3", "cv3"
-	res = &evaluate.SuiteResult{Config: evaluate.SuiteConfig{Evaluations: []string{lin}, Protocols: []evaluate.Protocol{"cv3"}},
-		Entries: []evaluate.SuiteEntry{cv, cvRandom}}
+	res = &suite.Result{Config: suite.Config{Evaluations: []string{lin}, Protocols: []evaluate.Protocol{"cv3"}},
+		Entries: []suite.Entry{cv, cvRandom}}
 	if gains, _ := res.ComputeGains(); len(gains) != 1 || gains[0].PairedBy != "seed×fold" || len(gains[0].Deltas) != 3 {
 		t.Errorf("cv3: %+v", gains)
 	}
 
 	// Three encoders, two seeds each: Δ per encoder of the runs' means,
 	// 0.75−0.65 = 0.10, 0.85−0.60 = 0.25, 0.70−0.70 = 0.
-	res = &evaluate.SuiteResult{Config: evaluate.SuiteConfig{Evaluations: []string{lin}, Protocols: []evaluate.Protocol{evaluate.ProtocolScaffold}}}
+	res = &suite.Result{Config: suite.Config{Evaluations: []string{lin}, Protocols: []evaluate.Protocol{evaluate.ProtocolScaffold}}}
 	for i, runs := range [][4]float64{{0.7, 0.8, 0.6, 0.7}, {0.9, 0.8, 0.6, 0.6}, {0.7, 0.7, 0.8, 0.6}} {
 		pre, random := fakeEntry("bace", lin, true, runs[0], runs[1]), fakeEntry("bace", lin, false, runs[2], runs[3])
 		pre.Replicate, random.Replicate = i, i
@@ -195,7 +196,7 @@ func TestBenchmarkOf(t *testing.T) {
 		"../shared/data/moleculenet/esol.csv":      "",
 		"../shared/data/ogb/ogbg_molhiv_features2": "",
 	} {
-		got, err := evaluate.BenchmarkOf(path)
+		got, err := suite.BenchmarkOf(path)
 		if got != want || (err == nil) != (want != "") {
 			t.Errorf("%s: %q, %v; want %q", path, got, err, want)
 		}
@@ -209,11 +210,11 @@ func TestBenchmarkOf(t *testing.T) {
 // table shows the figures.
 func TestSuiteOnBace(t *testing.T) {
 	bace := testenv.SharedData(t, "ogb/ogbg_molbace")
-	cfg := evaluate.SuiteConfig{
+	cfg := suite.Config{
 		// Encoder 0 is the random encoder of linear evaluation's first seed (42).
 		EncoderPaths: []string{writeSeededEncoder(t, smallEncoder, 42), writeSeededEncoder(t, smallEncoder, 7)},
 		Datasets:     []string{bace},
-		Evaluations:  []string{evaluate.EvaluationLinear},
+		Evaluations:  []string{suite.EvaluationLinear},
 		Protocols:    []evaluate.Protocol{evaluate.ProtocolScaffold, "cv3"},
 		Linear:       smallLinear(t, ""),
 	}
@@ -237,7 +238,7 @@ func TestSuiteOnBace(t *testing.T) {
 		t.Errorf("the same encoder twice: %v", err)
 	}
 
-	res, err := evaluate.Suite(cfg, cpuEnv(t))
+	res, err := suite.Run(cfg, cpuEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func TestSuiteOnBace(t *testing.T) {
 	}
 	cfg.Datasets, cfg.Protocols = []string{bace, broken}, []evaluate.Protocol{evaluate.ProtocolScaffold}
 	cfg.EncoderPaths = cfg.EncoderPaths[:1]
-	res, err = evaluate.Suite(cfg, cpuEnv(t))
+	res, err = suite.Run(cfg, cpuEnv(t))
 	if err == nil || !strings.Contains(err.Error(), "BBBP.csv") {
 		t.Fatalf("a broken benchmark: %v", err)
 	}
@@ -303,15 +304,15 @@ func TestSuiteOnBace(t *testing.T) {
 // suite whose settings would draw other random runs is refused.
 func TestSuiteRandomFrom(t *testing.T) {
 	bace := testenv.SharedData(t, "ogb/ogbg_molbace")
-	cfg := evaluate.SuiteConfig{
+	cfg := suite.Config{
 		EncoderPaths: []string{writeSeededEncoder(t, smallEncoder, 3), writeSeededEncoder(t, smallEncoder, 4)},
 		Datasets:     []string{bace},
-		Evaluations:  []string{evaluate.EvaluationLinear},
+		Evaluations:  []string{suite.EvaluationLinear},
 		Protocols:    []evaluate.Protocol{evaluate.ProtocolScaffold, "cv3"},
 		Linear:       smallLinear(t, ""),
 	}
 	cfg.Linear.Seeds, cfg.Linear.Steps = 1, 30
-	first, err := evaluate.Suite(cfg, cpuEnv(t))
+	first, err := suite.Run(cfg, cpuEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +328,7 @@ func TestSuiteRandomFrom(t *testing.T) {
 	var progress strings.Builder
 	env := cpuEnv(t)
 	env.Progress = &progress
-	res, err := evaluate.Suite(second, env)
+	res, err := suite.Run(second, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,12 +354,12 @@ func TestSuiteRandomFrom(t *testing.T) {
 
 	other := second
 	other.Linear.Seeds = 2
-	if _, err := evaluate.Suite(other, cpuEnv(t)); err == nil || !strings.Contains(err.Error(), "random_from") || !strings.Contains(err.Error(), "evaluation settings") {
+	if _, err := suite.Run(other, cpuEnv(t)); err == nil || !strings.Contains(err.Error(), "random_from") || !strings.Contains(err.Error(), "evaluation settings") {
 		t.Errorf("other seeds: %v", err)
 	}
 	other = second
 	other.EncoderPaths = []string{writeSeededEncoder(t, model.EncoderConfig{Hidden: 8, Layers: 1, MLPLayers: 1, T: 1}, 5)}
-	if _, err := evaluate.Suite(other, cpuEnv(t)); err == nil || !strings.Contains(err.Error(), "architecture") {
+	if _, err := suite.Run(other, cpuEnv(t)); err == nil || !strings.Contains(err.Error(), "architecture") {
 		t.Errorf("another architecture: %v", err)
 	}
 }
@@ -368,17 +369,17 @@ func TestSuiteRandomFrom(t *testing.T) {
 func TestSuiteChecksEveryDatasetFirst(t *testing.T) {
 	bace := testenv.SharedData(t, "ogb/ogbg_molbace")
 	missing := filepath.Join(t.TempDir(), "BBBP.csv")
-	cfg := evaluate.SuiteConfig{
+	cfg := suite.Config{
 		EncoderPaths: []string{writeSeededEncoder(t, smallEncoder, 3)},
 		Datasets:     []string{bace, missing},
-		Evaluations:  []string{evaluate.EvaluationLinear},
+		Evaluations:  []string{suite.EvaluationLinear},
 		Protocols:    []evaluate.Protocol{evaluate.ProtocolScaffold},
 		Linear:       smallLinear(t, ""),
 	}
 	var progress strings.Builder
 	env := cpuEnv(t)
 	env.Progress = &progress
-	res, err := evaluate.Suite(cfg, env)
+	res, err := suite.Run(cfg, env)
 	if err == nil || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "no such file") {
 		t.Fatalf("a missing dataset: %v", err)
 	}
