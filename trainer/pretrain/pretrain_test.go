@@ -355,16 +355,25 @@ func TestReleasedResumeAfterKillMatchesUninterruptedRun(t *testing.T) {
 			if len(want) != 18 || want[0].Part("sampler") == 0 || len(want[0].Parts) != 3 {
 				t.Fatalf("the uninterrupted run logged %d steps, first %+v", len(want), want[0])
 			}
-			killed := filepath.Join(dir, "killed")
-			cmd := child(t, killed, cfg, false)
-			waitForSteps(t, killed, 6, cmd)
-			cmd.Process.Kill()
-			cmd.Wait()
-			finish(t, killed, cfg, true)
-			got, _ := runfolder.ReadLog(killed)
-			sameLosses(t, "killed mid-epoch", got, want)
+			sameLosses(t, "killed mid-epoch", killedAndResumed(t, filepath.Join(dir, "killed"), cfg), want)
 		})
 	}
+}
+
+// killedAndResumed starts a run of cfg in folder run, SIGKILLs it after
+// its sixth logged step, resumes it to the end and returns its log.
+func killedAndResumed(t *testing.T, run string, cfg runfolder.Config) []runfolder.LogRecord {
+	t.Helper()
+	cmd := child(t, run, cfg, false)
+	waitForSteps(t, run, 6, cmd)
+	cmd.Process.Kill()
+	cmd.Wait()
+	finish(t, run, cfg, true)
+	got, err := runfolder.ReadLog(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 // A bf16 run killed mid-epoch resumes to log exactly the uninterrupted bf16
@@ -393,14 +402,7 @@ func TestBF16ResumeAfterKillMatchesUninterruptedRun(t *testing.T) {
 		t.Errorf("first loss in bf16 %v, in fp32 %v: want different but within 1%%", first, first32)
 	}
 
-	killed := filepath.Join(dir, "killed")
-	cmd := child(t, killed, cfg, false)
-	waitForSteps(t, killed, 6, cmd)
-	cmd.Process.Kill()
-	cmd.Wait()
-	finish(t, killed, cfg, true)
-	got, _ := runfolder.ReadLog(killed)
-	sameLosses(t, "bf16 killed mid-epoch", got, want)
+	sameLosses(t, "bf16 killed mid-epoch", killedAndResumed(t, filepath.Join(dir, "killed"), cfg), want)
 
 	if err := runfolder.CheckResume(cfg, cfg32); err == nil || !strings.Contains(err.Error(), "precision") {
 		t.Errorf("resuming a bf16 run in fp32: %v, want a refusal naming precision", err)
