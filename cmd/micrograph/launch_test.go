@@ -58,7 +58,7 @@ func TestPretrainNproc(t *testing.T) {
 		env  string
 		want string
 	}{
-		{[]string{"--nproc", "3", "--run", filepath.Join(dir, "odd")}, "", "--batch-size 8 is not a multiple of --nproc 3"},
+		{[]string{"--nproc", "3", "--run", filepath.Join(dir, "odd")}, "", "--batch-size 8 is not a multiple of the 3 processes"},
 		{[]string{"--nproc", "0", "--run", filepath.Join(dir, "none")}, "", "--nproc 0 must be positive"},
 		{[]string{"--nproc", "2", "--run", filepath.Join(dir, "twice")}, "2", "--nproc 2 under a launcher that set WORLD_SIZE=2"},
 	} {

@@ -123,9 +123,10 @@ func runPretrain(args []string) error {
 		return usageError{fmt.Errorf("--timeout %v must be positive", jf.timeout)}
 	case jf.nproc > 1 && inJob:
 		return usageError{fmt.Errorf("--nproc %d under a launcher that set WORLD_SIZE=%d: give one or the other", jf.nproc, denv.WorldSize)}
-	case jf.nproc > 1 && cfg.BatchSize%jf.nproc != 0:
-		return usageError{fmt.Errorf("--batch-size %d is not a multiple of --nproc %d: each process takes an equal part of every batch", cfg.BatchSize, jf.nproc)}
 	case jf.nproc > 1:
+		if err := pretrain.CheckSplit(cfg, jf.nproc); err != nil {
+			return flagError(fs, &cfg, err)
+		}
 		return launchRanks(jf.nproc, withoutFlag(args, "nproc"), jf.timeout+30*time.Second)
 	}
 	var job *distributed.Env

@@ -34,6 +34,15 @@ type job struct {
 	size  int
 }
 
+// CheckSplit refuses a batch that the given number of processes cannot
+// split evenly: each takes an equal part of every batch (docs/method.md §3.3).
+func CheckSplit(cfg runfolder.Config, processes int) error {
+	if cfg.BatchSize%processes != 0 {
+		return field.Errorf("batch_size", cfg.BatchSize, "is not a multiple of the %d processes: each takes an equal part of every batch", processes)
+	}
+	return nil
+}
+
 // joinJob starts the process group of opt.Job on dev (nil: alone) and
 // refuses a batch that the processes cannot split evenly.
 func joinJob(cfg runfolder.Config, opt Options, dev torch.Device) (*job, error) {
@@ -41,8 +50,8 @@ func joinJob(cfg runfolder.Config, opt Options, dev torch.Device) (*job, error) 
 		return nil, nil
 	}
 	w := opt.Job.WorldSize
-	if cfg.BatchSize%w != 0 {
-		return nil, field.Errorf("batch_size", cfg.BatchSize, "is not a multiple of the %d processes: each takes an equal part of the global batch", w)
+	if err := CheckSplit(cfg, w); err != nil {
+		return nil, err
 	}
 	timeout := opt.Timeout
 	if timeout <= 0 {
