@@ -51,6 +51,7 @@ type CacheStatus struct {
 	Path    string // the cache file used or written
 	Hit     bool   // the dataset came from a valid cache
 	Rebuilt string // why the cache was built: "absent", "stale" or "corrupt: ..."; empty on a hit
+	Key     string // the folder's ContentKey, from the fingerprint the cache is keyed by
 }
 
 // Load reads the OGB dataset folder dir through its binary cache: from the
@@ -69,7 +70,7 @@ func Load(dir string, opt LoadOptions) (*Dataset, *CacheStatus, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	st := &CacheStatus{Path: path, Rebuilt: "absent"}
+	st := &CacheStatus{Path: path, Rebuilt: "absent", Key: ogbKey(fp)}
 	if blob, err := os.ReadFile(path); err == nil {
 		d, err := decodeDataset(blob, fp)
 		switch {

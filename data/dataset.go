@@ -72,7 +72,7 @@ func (d *Dataset) NumBonds(g int) int { return int(d.BondPtr[g+1] - d.BondPtr[g]
 
 // All lists every molecule index in order.
 func (d *Dataset) All() []int32 {
-	return allIndices(d.NumGraphs())
+	return AllIndices(d.NumGraphs())
 }
 
 // Validate checks the invariants every consumer relies on; a cache that
@@ -142,7 +142,7 @@ func (d *Dataset) Validate() error {
 	return nil
 }
 
-// Validate checks that every index lies in 0..n-1 and appears at most once
+// validate checks that every index lies in 0..n-1 and appears at most once
 // over the three parts.
 func (s *Split) validate(n int) error {
 	seen := make([]bool, n)

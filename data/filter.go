@@ -1,5 +1,7 @@
 package data
 
+import "slices"
+
 // FilterStats counts what the pre-training filter kept and removed; a
 // molecule failing several rules is counted under the first.
 type FilterStats struct {
@@ -28,7 +30,7 @@ func Classify(n int, bondAtoms []int32, bonded []bool) (FilterClass, []bool) {
 	if len(bondAtoms) == 0 {
 		return classNoBonds, bonded
 	}
-	bonded = resize(bonded, n)
+	bonded = slices.Grow(bonded[:0], n)[:n]
 	clear(bonded)
 	for _, a := range bondAtoms {
 		bonded[a] = true
@@ -78,12 +80,4 @@ func PretrainFilter(d *Dataset, idx []int32, eta int) ([]int32, FilterStats) {
 		}
 	}
 	return kept, st
-}
-
-// resize is s with length n, reallocated (with room to grow) when too small.
-func resize[T any](s []T, n int) []T {
-	if cap(s) >= n {
-		return s[:n]
-	}
-	return make([]T, n, n+n/4)
 }

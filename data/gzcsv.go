@@ -247,7 +247,13 @@ type csvReader struct {
 }
 
 func newCSVReader(path string, r io.Reader) *csvReader {
-	return &csvReader{Reader: csv.NewReader(&recordLimiter{r: r, atStart: true}), path: path}
+	// A UTF-8 byte order mark at the start (Excel writes one) would become
+	// part of the first column's name.
+	br := bufio.NewReader(r)
+	if head, _ := br.Peek(len(utf8BOM)); bytes.Equal(head, utf8BOM) {
+		br.Discard(len(utf8BOM))
+	}
+	return &csvReader{Reader: csv.NewReader(&recordLimiter{r: br}), path: path}
 }
 
 // MaxLineBytes bounds a line of any file read as text (CSV, OGB's
@@ -260,14 +266,11 @@ const MaxLineBytes = 1 << 20
 // errLongLine is the error of a line longer than MaxLineBytes.
 var errLongLine = fmt.Errorf("line longer than %d bytes (1 MiB), the limit: not a CSV file of molecules?", MaxLineBytes)
 
-// recordLimiter passes a CSV stream through, dropping a UTF-8 byte order
-// mark at its start (Excel writes one, and encoding/csv would make it part
-// of the first column's name), and fails once a record — a line, or lines
-// joined by a quoted field — exceeds MaxLineBytes. It follows quotes as
-// encoding/csv does: a record ends at a line break outside them.
+// recordLimiter passes a CSV stream through and fails once a record — a
+// line, or lines joined by a quoted field — exceeds MaxLineBytes. It follows
+// quotes as encoding/csv does: a record ends at a line break outside them.
 type recordLimiter struct {
 	r       io.Reader
-	atStart bool // the byte order mark is still to be looked for
 	inQuote bool
 	n       int // bytes of the current record so far
 	line    int // line breaks before the current record's start, from 0
@@ -282,19 +285,6 @@ var utf8BOM = []byte{0xef, 0xbb, 0xbf}
 func (l *recordLimiter) Read(p []byte) (int, error) {
 	if l.err != nil {
 		return 0, l.err
-	}
-	if l.atStart {
-		l.atStart = false
-		var head [3]byte
-		n, err := io.ReadFull(l.r, head[:])
-		rest := head[:n]
-		if bytes.Equal(rest, utf8BOM) {
-			rest = nil
-		}
-		l.r = io.MultiReader(bytes.NewReader(rest), l.r)
-		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-			l.r = io.MultiReader(bytes.NewReader(rest), errReader{err})
-		}
 	}
 	n, err := l.r.Read(p)
 	for i, c := range p[:n] {
@@ -315,17 +305,12 @@ func (l *recordLimiter) Read(p []byte) (int, error) {
 			if l.crs > 1 {
 				l.err = fmt.Errorf("%w (it holds %d carriage returns: do the lines end with CR only? convert them to LF)", errLongLine, l.crs)
 			}
-			l.err = &csv.ParseError{StartLine: l.line + 1, Line: l.lines + 1, Err: l.err}
+			l.err = &csv.ParseError{StartLine: l.line + 1, Err: l.err}
 			return i, l.err
 		}
 	}
 	return n, err
 }
-
-// errReader is a reader that fails with its error.
-type errReader struct{ err error }
-
-func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // read returns the next record, or io.EOF after the last one. The record's
 // strings are new; FieldPos locates its fields.

@@ -56,8 +56,8 @@ func (d *Dataset) Graph(g int) (GraphView, error) {
 	return v, nil
 }
 
-// allIndices lists 0..n-1.
-func allIndices(n int) []int32 {
+// AllIndices lists 0 … n−1, the indices of every molecule of a set of n.
+func AllIndices(n int) []int32 {
 	idx := make([]int32, n)
 	for i := range idx {
 		idx[i] = int32(i)

@@ -54,63 +54,74 @@ func (o OpenOptions) cacheDir() (string, error) {
 // (gzip-compressed or not), which it featurises once with OGB's rules and a
 // scaffold split and keeps under the cache folder, keyed by the file's content.
 func Open(path string, opt OpenOptions) (*Dataset, error) {
+	ds, _, err := OpenWithKey(path, opt)
+	return ds, err
+}
+
+// OpenWithKey is Open, and the ContentKey of path, from the hashes Open
+// computes anyway (a large CSV is not read twice).
+func OpenWithKey(path string, opt OpenOptions) (*Dataset, string, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return nil, fmt.Errorf("dataset %s: %w", path, err)
+		return nil, "", fmt.Errorf("dataset %s: %w", path, err)
 	}
 	if st.IsDir() && IsCorpus(path) {
-		return nil, fmt.Errorf("dataset %s is a pre-training corpus (molecules without labels or split): only pretrain reads it", path)
+		return nil, "", fmt.Errorf("dataset %s is a pre-training corpus (molecules without labels or split): only pretrain reads it", path)
 	}
 	cache, err := opt.cacheDir()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	dir := path
+	dir, key := path, ""
 	if !st.IsDir() {
-		if dir, err = featurized(path, opt, filepath.Join(cache, "featurized")); err != nil {
-			return nil, err
+		if dir, key, err = featurized(path, opt, filepath.Join(cache, "featurized")); err != nil {
+			return nil, "", err
 		}
 	}
-	ds, _, err := Load(dir, LoadOptions{CacheDir: cache})
+	ds, cached, err := Load(dir, LoadOptions{CacheDir: cache})
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	if key == "" {
+		key = cached.Key // a folder's; a CSV's is its file's, not its featurised folder's
 	}
 	rejected, err := CountRejections(dir)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if rejected > 0 && opt.Report != nil {
 		fmt.Fprintf(opt.Report, "micrograph: %s: %d rows rejected, left out (listed in %s)\n", path, rejected, filepath.Join(dir, RejectFile))
 	}
-	return ds, nil
+	return ds, key, nil
 }
 
-// featurized is the folder holding csv featurised, made if missing.
-func featurized(csv string, opt OpenOptions, cache string) (string, error) {
+// featurized is the folder holding csv featurised, made if missing, and
+// csv's ContentKey.
+func featurized(csv string, opt OpenOptions, cache string) (dir, key string, err error) {
 	limits := opt.Limits
 	if limits == (Limits{}) {
 		limits = DefaultLimits()
 	}
 	if err := limits.Validate(); err != nil {
-		return "", err
+		return "", "", err
 	}
 	sum, err := FileSHA256(csv)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
+	key = "csv:" + sum
 	name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(csv), ".gz"), ".csv")
-	key := fmt.Sprintf("%s-%s-%s", name, opt.SmilesCol, sum[:16])
+	folder := fmt.Sprintf("%s-%s-%s", name, opt.SmilesCol, sum[:16])
 	if limits != DefaultLimits() {
-		key += fmt.Sprintf("-atoms%d-bytes%d", limits.MaxAtoms, limits.MaxSMILESBytes) // other rows rejected
+		folder += fmt.Sprintf("-atoms%d-bytes%d", limits.MaxAtoms, limits.MaxSMILESBytes) // other rows rejected
 	}
-	dir := filepath.Join(cache, key)
-	_, statErr := os.Stat(dir)
-	if statErr == nil {
-		return dir, nil
+	dir = filepath.Join(cache, folder)
+	if _, err := os.Stat(dir); err == nil {
+		return dir, key, nil
 	}
 	cols := []string{opt.SmilesCol}
 	if opt.SmilesCol == "" {
@@ -125,17 +136,17 @@ func featurized(csv string, opt OpenOptions, cache string) (string, error) {
 		noColumn = cmp.Or(noColumn, err)
 	}
 	if errors.Is(err, ErrNoSMILESColumn) {
-		return "", noColumn
+		return "", "", noColumn
 	}
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return "", fmt.Errorf("featurisation of %s: %w", csv, err)
+		return "", "", fmt.Errorf("featurisation of %s: %w", csv, err)
 	}
 	if _, err := Featurize(table, dir, FeaturizeOptions{Split: "scaffold", Limits: limits, Stop: opt.Stop}); err != nil {
 		if errors.Is(err, ErrStopped) {
-			return "", err
+			return "", "", err
 		}
 		// Processes opening the same new CSV together each featurise it;
 		// the first to publish wins, and the others, refused at Featurize's
@@ -143,11 +154,11 @@ func featurized(csv string, opt OpenOptions, cache string) (string, error) {
 		// only ever made whole (atomicfile.WriteDir), from the same content
 		// key, so it holds what this process would have written.
 		if _, statErr := os.Stat(dir); statErr == nil {
-			return dir, nil
+			return dir, key, nil
 		}
-		return "", err
+		return "", "", err
 	}
-	return dir, nil
+	return dir, key, nil
 }
 
 // ContentKey identifies what path holds, for a run to tell later whether
@@ -164,7 +175,7 @@ func ContentKey(path string) (string, error) {
 	switch {
 	case !st.IsDir():
 		sum, err := FileSHA256(path)
-		return "csv:" + sum, err
+		return "csv:" + sum, err // as featurized names it
 	case IsCorpus(path):
 		blob, err := os.ReadFile(filepath.Join(path, CorpusManifestFile))
 		if err != nil {
@@ -176,9 +187,14 @@ func ContentKey(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("ogb:%x", fp), nil
+	return ogbKey(fp), nil
 }
 
+// ogbKey is the ContentKey of an OGB folder of fingerprint fp.
+func ogbKey(fp [32]byte) string { return fmt.Sprintf("ogb:%x", fp) }
+
+// FileSHA256 is the hex SHA-256 of the file at path (gzip-compressed
+// files as they are on disk).
 func FileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {

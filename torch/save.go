@@ -15,9 +15,6 @@ import (
 	"github.com/micrograph/micrograph/torch/internal/ptfile"
 )
 
-// ptfile.DType has DType's values in DType's order (TestFileDTypes), so the
-// two convert as plain conversions.
-
 // Save writes tensors, in order, and optional metadata strings to path in the
 // format of Python's torch.save of a state dict: a zip with an OrderedDict
 // pickle that torch.load(path, weights_only=True) reads as a plain dict, and
@@ -84,6 +81,7 @@ func Load(path string, dev Device) (state []Named, meta map[string]string, err e
 
 func fileTensor(t *Tensor) (*ptfile.Tensor, error) {
 	dt := t.DType()
+	// ptfile.DType has DType's values in DType's order (TestFileDTypes).
 	fdt := ptfile.DType(dt)
 	if fdt.Size() == 0 {
 		return nil, fmt.Errorf("dtype %s cannot be saved", dt)

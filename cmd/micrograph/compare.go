@@ -86,10 +86,7 @@ func suiteArg(arg string) (name, file string) {
 	if !named {
 		path = arg
 	}
-	file = path
-	if info, err := os.Stat(path); err == nil && info.IsDir() {
-		file = filepath.Join(path, "suite.json")
-	}
+	file = suite.ResultFile(path)
 	if !named {
 		name = filepath.Base(filepath.Dir(file))
 	}
@@ -115,15 +112,11 @@ func compareSuites(args []string) error {
 	var arms []suite.Arm
 	for _, arg := range args {
 		name, file := suiteArg(arg)
-		b, err := os.ReadFile(file)
+		r, err := suite.ReadResult(file)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s %w (compare suites with suites)", file, err)
 		}
-		var r suite.Result
-		if err := json.Unmarshal(b, &r); err != nil || r.Entries == nil {
-			return fmt.Errorf("%s is not a suite result (compare suites with suites)", file)
-		}
-		arms = append(arms, suite.Arm{Name: name, Result: &r})
+		arms = append(arms, suite.Arm{Name: name, Result: r})
 	}
 	c, err := suite.CompareArms(arms)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/internal/matrixfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
@@ -63,9 +62,6 @@ func (s *scoreFlags) options(fs *pflag.FlagSet, inputs ...input) (infer.Options,
 	if err := checkOutput("--out", s.out, append(inputs, input{"--data", s.data, true})...); err != nil {
 		return infer.Options{}, runenv.Env{}, err
 	}
-	if err := field.First(s.precision.Validate(), s.precision.Check(env.Device)); err != nil {
-		return infer.Options{}, runenv.Env{}, flagError(fs, s, err)
-	}
 	return infer.Options{
 		Data: s.data, SmilesCol: s.smilesCol, SkipInvalid: s.skipInvalid,
 		BatchSize: s.batchSize, RDKitWorkers: s.rdkitWorkers, Precision: s.precision,
@@ -119,7 +115,7 @@ func runEmbed(args []string) error {
 	defer torch.FreeNamed(state)
 	rep, err := infer.Embed(info.Encoder, state, opt, env, s.out)
 	if err != nil {
-		return err
+		return flagError(fs, &s, err)
 	}
 	s.report("embedded", rep)
 	return nil
@@ -144,7 +140,7 @@ func runPredict(args []string) error {
 	}
 	m, rep, err := infer.Predict(*dir, opt, env, s.out)
 	if err != nil {
-		return err
+		return flagError(fs, &s, err)
 	}
 	s.report(fmt.Sprintf("predicted %d tasks for", len(m.Tasks)), rep)
 	return nil

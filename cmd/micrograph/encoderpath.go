@@ -26,7 +26,7 @@ func checkEncoderFile(flag, path string) error {
 		return nil
 	}
 	if st.IsDir() {
-		if _, err := os.Stat(filepath.Join(path, "config.json")); err == nil {
+		if _, err := os.Stat(runfolder.ConfigPath(path)); err == nil {
 			return usageError{fmt.Errorf("%s %s is a pre-training run folder, not an exported encoder: export its encoder first (micrograph export --run %s --out enc.pt) and give enc.pt", flag, path, path)}
 		}
 		return usageError{fmt.Errorf("%s %s is a folder; want an exported encoder (.pt with its .json)", flag, path)}
@@ -45,8 +45,8 @@ func checkEncoderFile(flag, path string) error {
 // (torch.save stores the meta strings uncompressed).
 func isCheckpoint(path string) bool {
 	dir := filepath.Dir(path)
-	if filepath.Base(dir) == "checkpoints" {
-		if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "config.json")); err == nil {
+	if run := filepath.Dir(dir); dir == runfolder.CheckpointDir(run) {
+		if _, err := os.Stat(runfolder.ConfigPath(run)); err == nil {
 			return true
 		}
 	}

@@ -67,13 +67,3 @@ func limitFlags(fs *pflag.FlagSet, l *data.Limits) {
 	fs.IntVar(&l.MaxAtoms, "max-atoms", l.MaxAtoms, "reject a CSV row whose SMILES has more atoms (RDKit's time grows steeply with size)")
 	fs.IntVar(&l.MaxSMILESBytes, "max-smiles-bytes", l.MaxSMILESBytes, "reject a CSV row whose SMILES is longer, in bytes")
 }
-
-// datasetOptions are how every command opens --data: featurised CSVs and
-// caches under cache, rows beyond limits rejected, and the count of rejected
-// rows with where they are listed said on stderr.
-func datasetOptions(fs *pflag.FlagSet, cache string, limits data.Limits) (data.OpenOptions, error) {
-	if err := limits.Validate(); err != nil {
-		return data.OpenOptions{}, flagError(fs, &limits, err)
-	}
-	return data.OpenOptions{CacheDir: cache, Limits: limits, Report: notes}, nil
-}

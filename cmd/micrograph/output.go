@@ -48,12 +48,10 @@ func fileKind(m os.FileMode) string {
 	switch {
 	case m&os.ModeNamedPipe != 0:
 		return "a FIFO"
-	case m&os.ModeCharDevice != 0, m&os.ModeDevice != 0:
+	case m&os.ModeDevice != 0: // character devices too
 		return "a device"
 	case m&os.ModeSocket != 0:
 		return "a socket"
-	case m&os.ModeSymlink != 0:
-		return "a symbolic link"
 	}
 	return m.Type().String()
 }

@@ -148,14 +148,23 @@ func runPretrain(args []string) error {
 	defer signal.Stop(signals)
 	env.Stop = stop
 	var opened atomic.Bool // a stop before the data is open (a CSV featurised) ends at once, and says so after
+	done := make(chan struct{})
+	defer close(done) // ends the watcher when no second signal comes
 	go func() {
-		<-signals
+		select {
+		case <-signals:
+		case <-done:
+			return
+		}
 		if opened.Load() {
 			logf("signal received: finishing the step and checkpointing (again to quit at once)")
 		}
 		close(stop)
-		<-signals
-		os.Exit(130)
+		select {
+		case <-signals:
+			os.Exit(130)
+		case <-done:
+		}
 	}()
 
 	res, err := pretrain.Run(run, cfg, env, pretrain.Options{Resume: resume, Job: job, Timeout: jf.timeout,
@@ -186,8 +195,6 @@ func runPretrain(args []string) error {
 	return nil
 }
 
-// validatePretrain judges every setting of a pre-training run before
-// anything is written; fs's flags were registered into cfg.
 // Bounds on --run, in bytes: Linux's on a name (NAME_MAX), and its on a
 // path (PATH_MAX less the terminating NUL) less room for the longest name
 // a run holds, checkpoints/.step-000000000.pt.tmp-NNNNNNNNNN.
@@ -214,6 +221,8 @@ func checkRunFlag(run string) error {
 	return nil
 }
 
+// validatePretrain judges every setting of a pre-training run before
+// anything is written; fs's flags were registered into cfg.
 func validatePretrain(fs *pflag.FlagSet, cfg *runfolder.Config, run string, resume bool) error {
 	if err := cfg.Validate(); err != nil {
 		return flagError(fs, cfg, err)

@@ -17,8 +17,8 @@ import (
 )
 
 // A corpus is a folder of molecules for pre-training too large to hold in
-// memory: FeaturizeCorpus writes it from a SMILES file in shards of a fixed
-// number of input rows, and OpenCorpus maps the shards into memory without
+// memory: Featurize writes it from a SMILES file in shards of a fixed
+// number of input rows, and Open maps the shards into memory without
 // reading them, so that only the molecules a batch touches are paged in.
 //
 // data.CorpusManifestFile lists the complete shards. Each shard file is
@@ -42,7 +42,7 @@ const (
 	filterKeyAtoms   = 1<<14 - 1 // atoms beyond this count as this many: far above any η
 )
 
-// CorpusManifest is a corpus's corpus.json.
+// Manifest is a corpus's corpus.json.
 type Manifest struct {
 	Format       string      `json:"format"`
 	Source       string      `json:"source"`        // base name of the SMILES file
@@ -87,7 +87,7 @@ func layout(g, n, m int64) shardSizes {
 	return s
 }
 
-// ReadCorpusManifest reads dir's corpus.json.
+// ReadManifest reads dir's corpus.json.
 func ReadManifest(dir string) (*Manifest, error) {
 	path := filepath.Join(dir, data.CorpusManifestFile)
 	blob, err := os.ReadFile(path)
@@ -139,19 +139,13 @@ type shard struct {
 // the files' byte order (x86-64 and arm64 do).
 var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 1 }()
 
-// OpenCorpus maps the shards of the complete corpus folder dir. It checks
+// Open maps the shards of the complete corpus folder dir. It checks
 // each shard's size, CRC-32C and header against the manifest, so that a
 // shard damaged since featurisation is refused with its name before any
 // molecule of it is read: the check reads the whole corpus once, through
 // read(2), and drops it from the page cache again (see evict). Collation
 // still checks every molecule's offsets and bond endpoints as it reads them.
 func Open(dir string) (*Corpus, error) {
-	return openShards(dir, true)
-}
-
-// openShards is OpenCorpus, with the CRC check only when verify is set:
-// without it only to measure what the check costs.
-func openShards(dir string, verify bool) (*Corpus, error) {
 	if !littleEndian {
 		return nil, errors.New("corpus: shards are little-endian and used in place; this host is not")
 	}
@@ -164,7 +158,7 @@ func openShards(dir string, verify bool) (*Corpus, error) {
 	}
 	c := &Corpus{Dir: dir, Manifest: m, first: []int{0}}
 	for _, info := range m.Shards {
-		s, err := mapShard(filepath.Join(dir, info.File), info, verify)
+		s, err := mapShard(filepath.Join(dir, info.File), info)
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("corpus %s: %w", dir, err)
@@ -180,8 +174,8 @@ func openShards(dir string, verify bool) (*Corpus, error) {
 }
 
 // mapShard maps path read-only and views its sections, checking its size,
-// its CRC-32C when verify is set, and its header against info.
-func mapShard(path string, info ShardInfo, verify bool) (*shard, error) {
+// its CRC-32C and its header against info.
+func mapShard(path string, info ShardInfo) (*shard, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -194,10 +188,8 @@ func mapShard(path string, info ShardInfo, verify bool) (*shard, error) {
 	if st.Size() != info.Bytes || st.Size() < shardHeaderBytes {
 		return nil, fmt.Errorf("%s: %d bytes, the manifest says %d", info.File, st.Size(), info.Bytes)
 	}
-	if verify {
-		if err := checkShardCRC(f, info); err != nil {
-			return nil, fmt.Errorf("%w: featurize the corpus again (the same featurize command redoes damaged shards)", err)
-		}
+	if err := checkShardCRC(f, info); err != nil {
+		return nil, fmt.Errorf("%w: featurize the corpus again (the same featurize command redoes damaged shards)", err)
 	}
 	mem, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
@@ -348,11 +340,12 @@ type PretrainSet struct {
 	Molecules data.Molecules
 	Indices   []int32          // the molecules the filter keeps, in increasing order
 	Filter    data.FilterStats // what it kept and left out
-	closer    io.Closer        // the corpus, when data.Molecules is one
+	Key       string           // the source's content (data.ContentKey)
+	closer    io.Closer        // the corpus, when Molecules is one
 }
 
 // OpenPretrainSet opens path for pre-training with η = eta: a corpus folder
-// through OpenCorpus, with the filter read from its stored keys; anything
+// through Open, with the filter read from its stored keys; anything
 // else through Open, filtered molecule by molecule.
 func OpenPretrainSet(path string, opt data.OpenOptions, eta int) (*PretrainSet, error) {
 	if data.IsCorpus(path) {
@@ -360,15 +353,20 @@ func OpenPretrainSet(path string, opt data.OpenOptions, eta int) (*PretrainSet, 
 		if err != nil {
 			return nil, err
 		}
+		key, err := data.ContentKey(path) // the manifest's hash: cheap
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
 		idx, st := c.PretrainFilter(eta)
-		return &PretrainSet{Molecules: c, Indices: idx, Filter: st, closer: c}, nil
+		return &PretrainSet{Molecules: c, Indices: idx, Filter: st, Key: key, closer: c}, nil
 	}
-	d, err := data.Open(path, opt)
+	d, key, err := data.OpenWithKey(path, opt)
 	if err != nil {
 		return nil, err
 	}
 	idx, st := data.PretrainFilter(d, d.All(), eta)
-	return &PretrainSet{Molecules: d, Indices: idx, Filter: st}, nil
+	return &PretrainSet{Molecules: d, Indices: idx, Filter: st, Key: key}, nil
 }
 
 // Close releases a corpus's mappings; for an in-memory dataset it does

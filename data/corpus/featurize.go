@@ -21,7 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// CorpusOptions control FeaturizeCorpus.
+// Options control Featurize.
 type Options struct {
 	SMILESColumn string      // empty tries "smiles", then "mol"
 	ShardRows    int         // input rows per shard; 0 means DefaultShardRows
@@ -41,7 +41,7 @@ const DefaultShardRows = 100_000
 // to make hand-over negligible, few enough that N workers hold little.
 const corpusChunkRows = 1024
 
-// CorpusReport summarises a FeaturizeCorpus run.
+// Report summarises a Featurize run.
 type Report struct {
 	Manifest *Manifest
 	Resumed  int // shards found complete and kept
@@ -66,7 +66,7 @@ func (m *Manifest) Totals() (rows, molecules int, atoms, bonds int64, rejected i
 	return
 }
 
-// FeaturizeCorpus featurises every SMILES of the CSV file src (gzip-compressed
+// Featurize featurises every SMILES of the CSV file src (gzip-compressed
 // or not) as Featurize does (docs/method.md §8), in opt.Workers goroutines,
 // into the corpus folder out: shards of opt.ShardRows input rows, each written
 // atomically and then recorded in the manifest, molecules in the order of the
@@ -215,8 +215,8 @@ func checkShardFile(path string, info ShardInfo) error {
 // the file from the page cache (see evict).
 func checkShardCRC(f *os.File, info ShardInfo) error {
 	h := crc32.New(castagnoli)
-	n, err := io.Copy(h, io.NewSectionReader(f, 0, 1<<62))
-	unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+	n, err := io.Copy(h, io.NewSectionReader(f, 0, 1<<62)) // from the start, whatever f's offset
+	evictFile(f)
 	switch {
 	case err != nil:
 		return fmt.Errorf("%s: %w", info.File, err)
@@ -459,10 +459,13 @@ func (b *shardBuilder) write(out string) (ShardInfo, error) {
 // batches read. Failure only costs that memory.
 func evict(path string) {
 	if f, err := os.Open(path); err == nil {
-		unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+		evictFile(f)
 		f.Close()
 	}
 }
+
+// evictFile is evict for a file already open.
+func evictFile(f *os.File) { unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED) }
 
 // shardRejectFile names the list of a shard's rejected rows.
 func shardRejectFile(shardFile string) string {

@@ -97,7 +97,7 @@ func NewLoader(cfg LoaderConfig) (*Loader, error) {
 	}
 	indices := cfg.Indices
 	if indices == nil {
-		indices = allIndices(cfg.Dataset.NumGraphs())
+		indices = data.AllIndices(cfg.Dataset.NumGraphs())
 	}
 	for _, g := range indices {
 		if g < 0 || int(g) >= cfg.Dataset.NumGraphs() {
@@ -265,13 +265,4 @@ func (l *Loader) Close() {
 		}
 		b.Aux = nil
 	}
-}
-
-// allIndices lists 0..n-1.
-func allIndices(n int) []int32 {
-	idx := make([]int32, n)
-	for i := range idx {
-		idx[i] = int32(i)
-	}
-	return idx
 }

@@ -26,7 +26,7 @@ func Write(path string, perm os.FileMode, fill func(w io.Writer) error) (err err
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, cause(err))
+		return writeError(path, err)
 	}
 	tmp := f.Name()
 	forget := track(tmp)
@@ -41,31 +41,27 @@ func Write(path string, perm os.FileMode, fill func(w io.Writer) error) (err err
 		return err
 	}
 	if err = f.Chmod(perm); err != nil {
-		return err
+		return writeError(path, err)
 	}
 	if err = f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", path, err)
+		return writeError(path, err)
 	}
 	if err = f.Close(); err != nil {
-		return err
+		return writeError(path, err)
 	}
 	failpoint.Crash("before rename " + filepath.Base(path))
 	if err = renameTemp(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, cause(err))
+		return writeError(path, err)
 	}
 	return SyncDir(dir)
 }
 
-// checkTarget refuses a path that exists as anything but a regular file.
+// checkTarget refuses a path that exists, or links to something that
+// exists, as anything but a regular file.
 func checkTarget(path string) error {
-	st, err := os.Lstat(path)
+	st, err := os.Stat(path)
 	if err != nil {
-		return nil // absent, or reported by the write itself
-	}
-	if st.Mode()&os.ModeSymlink != 0 {
-		if st, err = os.Stat(path); err != nil {
-			return nil
-		}
+		return nil // absent (a dangling link too), or reported by the write itself
 	}
 	switch {
 	case st.IsDir():
@@ -74,6 +70,11 @@ func checkTarget(path string) error {
 		return fmt.Errorf("write %s: it is not a regular file (%v)", path, st.Mode().Type())
 	}
 	return nil
+}
+
+// writeError is a failure to write path, named by path alone.
+func writeError(path string, err error) error {
+	return fmt.Errorf("write %s: %w", path, cause(err))
 }
 
 // cause is the system's reason inside a path error, without the path (of
@@ -111,7 +112,7 @@ func WriteDir(path string, fill func(tmp string) error) (err error) {
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, cause(err))
+		return writeError(path, err)
 	}
 	forget := track(tmp)
 	defer forget()
@@ -127,10 +128,10 @@ func WriteDir(path string, fill func(tmp string) error) (err error) {
 		return err
 	}
 	if err = os.Chmod(tmp, 0o755); err != nil {
-		return err
+		return writeError(path, err)
 	}
 	if err = renameTemp(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, cause(err))
+		return writeError(path, err)
 	}
 	return SyncDir(parent)
 }

@@ -49,7 +49,7 @@ func run(opt Options, env runenv.Env) (_ *Diagnosis, err error) {
 		return nil, err
 	}
 	defer dm.free()
-	ds, err := data.Open(opt.Data, env.Dataset)
+	ds, err := data.Open(opt.Data, env.OpenOptions())
 	if err != nil {
 		return nil, err
 	}

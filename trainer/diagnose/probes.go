@@ -22,7 +22,7 @@ const recalibratedFeatures = "e, batch norm re-estimated without dropout"
 // recalibrated says the norms hold recalibrateNorms' statistics (e only).
 func probe(m *diagModel, path string, opt Options, env runenv.Env, recalibrated bool) ([]ProbeResult, error) {
 	dev := env.Device
-	ds, err := data.Open(path, env.Dataset)
+	ds, err := data.Open(path, env.OpenOptions())
 	if err != nil {
 		return nil, err
 	}

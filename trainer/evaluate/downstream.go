@@ -332,7 +332,7 @@ func (c Common) validate() error {
 
 // session is what an evaluation opens before its runs: the encoder's
 // architecture and weights (nil without EncoderPath), the device, the
-// and the dataset.
+// collating goroutines, where progress goes, and the dataset.
 type session struct {
 	arch       model.EncoderConfig
 	state      []torch.Named
@@ -346,23 +346,25 @@ type session struct {
 
 // open loads c's encoder and dataset where env says, after runenv.Run's
 // prologue (which validated the configuration).
-func (c Common) open(env runenv.Env) (*session, error) {
+func (c Common) open(env runenv.Env) (_ *session, err error) {
+	if err := c.Precision.Check(env.Device); err != nil {
+		return nil, err // before any file is read
+	}
 	arch, state, err := downstreamEncoder(c.EncoderPath, c.Encoder)
 	if err != nil {
 		return nil, err
 	}
 	s := &session{arch: arch, state: state, dev: env.Device, workers: env.Workers, progress: env.Progress}
-	if s.ds, s.types, err = downstreamSetup(c.Data, env.Dataset, c.TaskTypes); err != nil {
-		s.close()
-		return nil, err
-	}
-	if err := c.Precision.Check(s.dev); err != nil {
-		s.close()
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if s.ds, s.types, err = downstreamSetup(c.Data, env.OpenOptions(), c.TaskTypes); err != nil {
 		return nil, err
 	}
 	s.regression = s.types[0] == data.Regression
 	if err := c.Protocol.checkDataset(filepath.Base(c.Data), s.ds); err != nil {
-		s.close()
 		return nil, err
 	}
 	return s, nil

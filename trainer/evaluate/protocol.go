@@ -33,25 +33,20 @@ var ProtocolWant = fmt.Sprintf("must be %s or %s (cvK: K-fold cross-validation, 
 // Validate reports a protocol that is neither ProtocolScaffold nor "cvK"
 // with K ≥ 2, as the field "protocol".
 func (p Protocol) Validate() error {
-	if p == ProtocolScaffold {
+	if p == ProtocolScaffold || p.Folds() > 0 {
 		return nil
-	}
-	if k, ok := strings.CutPrefix(string(p), "cv"); ok {
-		if n, err := strconv.Atoi(k); err == nil && n >= 2 && strconv.Itoa(n) == k {
-			return nil
-		}
 	}
 	return field.Errorf("protocol", string(p), "%s", ProtocolWant)
 }
 
-// Folds is the number of cross-validation folds: K for "cvK", 0 for
-// ProtocolScaffold (and for a protocol Validate refuses).
+// Folds is the number of cross-validation folds: K for "cvK" with K ≥ 2
+// written plainly, 0 for ProtocolScaffold and anything else.
 func (p Protocol) Folds() int {
-	if p.Validate() != nil || p == ProtocolScaffold {
-		return 0
+	k, ok := strings.CutPrefix(string(p), "cv")
+	if n, err := strconv.Atoi(k); ok && err == nil && n >= 2 && strconv.Itoa(n) == k {
+		return n
 	}
-	n, _ := strconv.Atoi(strings.TrimPrefix(string(p), "cv"))
-	return n
+	return 0
 }
 
 // CrossValidated says the protocol draws its own folds, has no valid part,
@@ -100,10 +95,7 @@ func (p Protocol) splits(name string, ds *data.Dataset, regression bool, seed ui
 			return nil, err
 		}
 	} else {
-		if err := p.checkDataset(name, ds); err != nil {
-			return nil, err
-		}
-		splits = []*data.Split{ds.Split}
+		splits = []*data.Split{ds.Split} // present: Common.open checked it (checkDataset)
 	}
 	for _, s := range splits {
 		if len(s.Train) == 0 {

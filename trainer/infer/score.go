@@ -1,6 +1,7 @@
 package infer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -34,8 +35,8 @@ type Options struct {
 	Chunk        int // CSV rows featurised at once (bounds memory); 0: 4096
 	BatchSize    int // molecules per forward pass; 0: 256
 	RDKitWorkers int // goroutines featurising CSV rows with RDKit; 0: GOMAXPROCS
-	// Precision of the model's matrix products (docs/method.md §13),
-	// checked against the device by the caller; "" is FP32.
+	// Precision of the model's matrix products (docs/method.md §13); ""
+	// is FP32.
 	Precision model.Precision
 }
 
@@ -62,7 +63,13 @@ const (
 // row, smiles, e_0 … e_{d-1}. The model runs where env says (its Dataset
 // gives a folder's cache and the CSV row limits).
 func Embed(arch model.EncoderConfig, state []torch.Named, opt Options, env runenv.Env, out string) (*Report, error) {
-	return runenv.Run(env, nil, func() (*Report, error) { return embed(arch, state, opt, env, out) })
+	return runenv.Run(env, opt.checkPrecision(env), func() (*Report, error) { return embed(arch, state, opt, env, out) })
+}
+
+// checkPrecision is the check, for runenv.Run, that the precision can run
+// where env says.
+func (o Options) checkPrecision(env runenv.Env) func() error {
+	return func() error { return cmp.Or(o.Precision, model.FP32).Check(env.Device) }
 }
 
 // embed is Embed after runenv's prologue.
@@ -95,7 +102,7 @@ func embed(arch model.EncoderConfig, state []torch.Named, opt Options, env runen
 // runs where env says.
 func Predict(dir string, opt Options, env runenv.Env, out string) (*SavedModel, *Report, error) {
 	var m *SavedModel
-	rep, err := runenv.Run(env, nil, func() (rep *Report, err error) {
+	rep, err := runenv.Run(env, opt.checkPrecision(env), func() (rep *Report, err error) {
 		m, rep, err = predict(dir, opt, env, out)
 		return rep, err
 	})
@@ -105,15 +112,13 @@ func Predict(dir string, opt Options, env runenv.Env, out string) (*SavedModel, 
 // predict is Predict after runenv's prologue.
 func predict(dir string, opt Options, env runenv.Env, out string) (_ *SavedModel, _ *Report, err error) {
 	m, clf, err := LoadModel(dir, env.Device)
-	if err == nil {
-		if err = opt.Precision.Apply(clf.Store); err != nil {
-			clf.Free()
-		}
-	}
 	if err != nil {
 		return nil, nil, err
 	}
 	defer clf.Free()
+	if err := opt.Precision.Apply(clf.Store); err != nil {
+		return nil, nil, err
+	}
 	names := make([]string, len(m.Tasks))
 	for i, t := range m.Tasks {
 		names[i] = t.Name

@@ -75,9 +75,6 @@ func runPretraining(run string, cfg runfolder.Config, env runenv.Env, opt Option
 	// Everything that can be refused is checked before RUNDIR is touched.
 	// env.Stop closed while a CSV is featurised into the cache ends Run at
 	// once with nothing written (Result.Stopped without a Checkpoint).
-	if env.Dataset.Stop == nil {
-		env.Dataset.Stop = env.Stop
-	}
 	se, err := openSession(cfg, env)
 	if errors.Is(err, data.ErrStopped) {
 		return &Result{Stopped: true}, nil // while featurising: nothing written
@@ -89,9 +86,7 @@ func runPretraining(run string, cfg runfolder.Config, env runenv.Env, opt Option
 	if opt.Opened != nil {
 		opt.Opened()
 	}
-	if cfg.DataKey, err = data.ContentKey(cfg.Data); err != nil {
-		return nil, err
-	}
+	cfg.DataKey = se.set.Key
 	if opt.Job != nil && opt.Job.WorldSize > 1 && cfg.Model.Released != nil {
 		se.close()
 		return nil, field.Errorf("model.released", "set", "trains in one process only: the data-parallel form of §3.3 is the paper objective's")
@@ -468,7 +463,7 @@ func openSession(cfg runfolder.Config, env runenv.Env) (*session, error) {
 	if err := cfg.Precision.Check(dev); err != nil {
 		return nil, err
 	}
-	set, err := corpus.OpenPretrainSet(cfg.Data, env.Dataset, cfg.Model.Eta)
+	set, err := corpus.OpenPretrainSet(cfg.Data, env.OpenOptions(), cfg.Model.Eta)
 	if err != nil {
 		return nil, err
 	}

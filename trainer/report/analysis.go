@@ -24,20 +24,7 @@ func AtomMotifs(m *model.MicroGraph, ds *data.Dataset, graphs []int32, batchSize
 			s := torch.NewScope()
 			defer s.Close()
 			if m.Config.Released != nil {
-				// The motif of an atom's subgraph, -1 for an atom in none.
-				first := len(motifs)
-				for range b.NumAtoms() {
-					motifs = append(motifs, -1)
-				}
-				var sub releasedSubgraphs
-				torch.NoGrad(func() { sub = releasedBatch(m, &b, dev) })
-				for j, atoms := range sub.members {
-					for _, a := range atoms {
-						if motifs[first+a] < 0 {
-							motifs[first+a] = sub.motif[j]
-						}
-					}
-				}
+				motifs = append(motifs, releasedBatch(m, &b, dev).atomMotifs(b.NumAtoms())...)
 				return
 			}
 			var a model.Assignment

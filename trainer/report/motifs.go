@@ -190,7 +190,7 @@ func buildMotifReport(opt MotifReportOptions, env runenv.Env) (_ *MotifReport, e
 	if r.BatchSize == 0 {
 		r.BatchSize = ck.Config.BatchSize
 	}
-	ds, err := data.Open(r.Data, env.Dataset)
+	ds, err := data.Open(r.Data, env.OpenOptions())
 	if err != nil && opt.Data == "" {
 		return nil, field.Errorf("data", r.Data, "(the run's dataset) cannot be opened: %v; give the dataset's path", err)
 	}
@@ -367,22 +367,15 @@ func (r *MotifReport) collectBatch(m *model.MicroGraph, ds *data.Dataset, b *fee
 func (r *MotifReport) collectReleasedBatch(m *model.MicroGraph, ds *data.Dataset, b *feed.Batch, dev torch.Device) ([]int, error) {
 	s := torch.NewScope()
 	defer s.Close()
-	var sub releasedSubgraphs
-	torch.NoGrad(func() { sub = releasedBatch(m, b, dev) })
+	sub := releasedBatch(m, b, dev)
 	k := m.Config.Motifs
-	atomMotifs := make([]int, b.NumAtoms())
-	for i := range atomMotifs {
-		atomMotifs[i] = -1
-	}
+	atomMotifs := sub.atomMotifs(b.NumAtoms())
 	for j, atoms := range sub.members {
 		mol := sub.molecule[j]
 		best := sub.motif[j]
 		local := make([]int, len(atoms))
 		for i, a := range atoms {
 			local[i] = a - int(b.GraphPtr[mol])
-			if atomMotifs[a] < 0 {
-				atomMotifs[a] = best
-			}
 		}
 		slices.Sort(local)
 		g := int(b.Graphs[mol])
@@ -407,12 +400,19 @@ type releasedSubgraphs struct {
 	logP, cosine []float32
 }
 
+// releasedBatch samples and reads back b's subgraphs, without autograd; the
+// caller's scope frees the tensors.
 func releasedBatch(m *model.MicroGraph, b *feed.Batch, dev torch.Device) releasedSubgraphs {
-	out := m.Forward(b.Graph(dev), false)
+	var out model.Output
+	var cosine *torch.Tensor
+	torch.NoGrad(func() {
+		out = m.Forward(b.Graph(dev), false)
+		cosine = ops.Cosine(m.Head.Forward(out.S), m.Motifs)
+	})
 	k := m.Config.Motifs
 	var r releasedSubgraphs
 	r.logP = torch.ToSlice[float32](out.LogP.ToDType(torch.Float32))
-	r.cosine = torch.ToSlice[float32](ops.Cosine(m.Head.Forward(out.S), m.Motifs).ToDType(torch.Float32))
+	r.cosine = torch.ToSlice[float32](cosine.ToDType(torch.Float32))
 	live := torch.ToSlice[bool](out.Subgraphs.Live)
 	node, slot := torch.ToSlice[int64](out.Subgraphs.Node), torch.ToSlice[int64](out.Subgraphs.Slot)
 	row := map[int64]int{}
@@ -438,6 +438,23 @@ func releasedBatch(m *model.MicroGraph, b *feed.Batch, dev torch.Device) release
 		r.motif = append(r.motif, best)
 	}
 	return r
+}
+
+// atomMotifs is the motif of each of a batch's atoms: that of the first
+// subgraph it is a member of, -1 for an atom in none.
+func (r releasedSubgraphs) atomMotifs(atoms int) []int {
+	out := make([]int, atoms)
+	for i := range out {
+		out[i] = -1
+	}
+	for j, members := range r.members {
+		for _, a := range members {
+			if out[a] < 0 {
+				out[a] = r.motif[j]
+			}
+		}
+	}
+	return out
 }
 
 // summarise fills r.Motifs and r.NMI from the subgraphs and atomMotifs, the

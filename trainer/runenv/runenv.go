@@ -30,7 +30,7 @@ type Env struct {
 	Workers int
 	// Dataset says where Open keeps what it derives from a dataset (the
 	// featurised CSVs, binary caches), the bounds on CSV rows and where it
-	// reports rejected rows.
+	// reports rejected rows; its Stop is Stop's (OpenOptions).
 	Dataset data.OpenOptions
 	// Progress receives progress lines and messages; nil is silent. A
 	// terminal (*os.File) gets pre-training's progress bar.
@@ -53,6 +53,14 @@ func (e Env) Validate() error {
 		return field.Errorf("workers", e.Workers, "must be positive")
 	}
 	return nil
+}
+
+// OpenOptions are how entry points open a dataset: Dataset, with Stop
+// ending a CSV's featurisation too.
+func (e Env) OpenOptions() data.OpenOptions {
+	o := e.Dataset
+	o.Stop = e.Stop
+	return o
 }
 
 // Terminal is Progress when it is a file (for a progress bar), else nil.

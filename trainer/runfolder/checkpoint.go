@@ -243,7 +243,7 @@ func LatestCheckpoint(run string) (ck *Checkpoint, skipped []string, err error) 
 		if err == nil {
 			return ck, skipped, nil
 		}
-		reported.Store(f.Path, true) // the caller reports it
+		reported.Store(f.Path, true) // said in skipped, which Prepare reports
 		skipped = append(skipped, err.Error())
 	}
 	if len(files) == 0 {

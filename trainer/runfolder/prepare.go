@@ -72,44 +72,39 @@ func Prepare(run string, cfg *Config, resume bool) (ck *Checkpoint, release func
 	if err != nil {
 		return nil, nil, fmt.Errorf("resume: %w", err)
 	}
+	var latest *Checkpoint // ck once returned; freed here on any refusal
+	defer func() {
+		if err != nil && latest != nil {
+			latest.Free()
+		}
+	}()
 	if len(paths) > 0 {
 		var skipped []string
-		if ck, skipped, err = LatestCheckpoint(run); err != nil {
+		if latest, skipped, err = LatestCheckpoint(run); err != nil {
 			return nil, nil, err
 		}
 		for _, s := range skipped {
 			fmt.Fprintf(os.Stderr, "micrograph: skipping an unreadable checkpoint: %s\n", s)
 		}
-		if ModelShape(ck.Config) != ModelShape(saved) {
-			err := fmt.Errorf("resume: %s holds a model of another shape (hidden, layers, mlp-layers, learn-t, bond-per-layer, motifs, objective: %v) than the run's %s (%v): it is not this run's checkpoint; move it out of %s to resume from the one before",
-				ck.Path, ModelShape(ck.Config), ConfigPath(run), ModelShape(saved), CheckpointDir(run))
-			ck.Free()
-			return nil, nil, err
+		if ModelShape(latest.Config) != ModelShape(saved) {
+			return nil, nil, fmt.Errorf("resume: %s holds a model of another shape (hidden, layers, mlp-layers, learn-t, bond-per-layer, motifs, objective: %v) than the run's %s (%v): it is not this run's checkpoint; move it out of %s to resume from the one before",
+				latest.Path, ModelShape(latest.Config), ConfigPath(run), ModelShape(saved), CheckpointDir(run))
 		}
-		saved = ck.Config
+		saved = latest.Config
 	}
 	switch {
 	case saved.DataKey == "":
 		cfg.DataKey = "" // a run from before data keys resumes as it did
 	case saved.DataKey != cfg.DataKey:
-		if ck != nil {
-			ck.Free()
-		}
 		return nil, nil, fmt.Errorf("resume: the data %s has changed since the run began (content %.20s…, the run's %.20s…): resume with the run's data, or start a new run", cfg.Data, cfg.DataKey, saved.DataKey)
 	}
 	if err := CheckResume(saved, *cfg); err != nil {
-		if ck != nil {
-			ck.Free()
-		}
 		return nil, nil, fmt.Errorf("resume: %w", err)
 	}
 	if err := WriteConfig(run, *cfg); err != nil {
-		if ck != nil {
-			ck.Free()
-		}
 		return nil, nil, err
 	}
-	return ck, unlock, nil
+	return latest, unlock, nil
 }
 
 // removeNewRun removes what a failed new run wrote: the whole folder when

@@ -51,8 +51,10 @@ type Tensor struct {
 	Data []byte
 }
 
-// WriteFile writes entries to path as Write does, replacing the file
-// atomically: a reader sees the old file or the complete new one.
+// WriteFile writes entries, in order, to path as a torch.save file,
+// replacing the file atomically: a reader sees the old file or the complete
+// new one. It fails on a name used twice, a value of another type, or a
+// tensor whose Data does not match its DType and Shape.
 func WriteFile(path string, entries []Entry) error {
 	err := atomicfile.Write(path, 0o644, func(w io.Writer) error {
 		return write(w, entries)
@@ -63,7 +65,12 @@ func WriteFile(path string, entries []Entry) error {
 	return nil
 }
 
-// ReadFile reads the torch.save file at path as Read does.
+// ReadFile reads the torch.save file at path holding a state dict and
+// returns its entries in the file's order. Tensors come back contiguous,
+// whatever view of a storage the file describes, and share no memory with
+// each other. Because a view can be larger than its storage (torch's
+// expand), it refuses a file whose tensors would take more than 1 GiB plus
+// 8 times the file's size.
 func ReadFile(path string) ([]Entry, error) {
 	f, err := os.Open(path)
 	if err != nil {

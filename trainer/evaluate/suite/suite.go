@@ -244,17 +244,15 @@ func runSuite(cfg Config, env runenv.Env) (*Result, error) {
 	start := time.Now()
 	var arch model.EncoderConfig
 	for i, path := range cfg.EncoderPaths {
-		info, state, err := model.LoadEncoder(path)
+		a, err := encoderArch(path)
 		if err != nil {
 			return nil, err
 		}
-		torch.FreeNamed(state)   // each evaluation loads the weights itself
-		info.Encoder.Dropout = 0 // set by each evaluation
 		if i == 0 {
-			arch = info.Encoder
-		} else if info.Encoder != arch {
+			arch = a
+		} else if a != arch {
 			return nil, field.Errorf("encoder_paths", path, "has architecture %+v, but %s has %+v; the random baseline needs one",
-				info.Encoder, cfg.EncoderPaths[0], arch)
+				a, cfg.EncoderPaths[0], arch)
 		}
 	}
 	// Refused now rather than after hours of the other evaluations.
@@ -334,6 +332,49 @@ func entryKey(e Entry) string {
 	return fmt.Sprintf("%s\x00%s\x00%s\x00%v\x00%d", e.Benchmark, e.Evaluation, e.Protocol, e.Pretrained, e.Replicate)
 }
 
+// encoderArch is the architecture of the exported encoder at path, checked
+// against its weights, with dropout 0 (each evaluation sets its own).
+func encoderArch(path string) (model.EncoderConfig, error) {
+	info, state, err := model.LoadEncoder(path)
+	if err != nil {
+		return model.EncoderConfig{}, err
+	}
+	torch.FreeNamed(state) // each evaluation loads the weights itself
+	info.Encoder.Dropout = 0
+	return info.Encoder, nil
+}
+
+// ResultFile is the suite.json of a suite's --out folder, or path itself
+// when it names a file.
+func ResultFile(path string) string {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return filepath.Join(path, "suite.json")
+	}
+	return path
+}
+
+// ReadResult reads a suite's result, from its --out folder or its
+// suite.json; its errors, "cannot be read: …" or "is not a suite result",
+// are for the caller to put after the path. Results written before
+// precision was a setting read as fp32 ones, which they were.
+func ReadResult(path string) (*Result, error) {
+	file := ResultFile(path)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("cannot be read: %w", err)
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil || r.Entries == nil {
+		return nil, errors.New("is not a suite result")
+	}
+	for _, c := range []*evaluate.Common{&r.Config.Finetune.Common, &r.Config.Linear.Common} {
+		if c.Precision == "" {
+			c.Precision = model.FP32
+		}
+	}
+	return &r, nil
+}
+
 // randomRuns reads cfg.RandomFrom's runs without pre-training, by entryKey,
 // after checking that they are the runs cfg would make: the same datasets
 // (paths), the same settings of each evaluation, and random encoders of the
@@ -342,30 +383,21 @@ func randomRuns(cfg Config, arch model.EncoderConfig) (map[string]Entry, error) 
 	if cfg.RandomFrom == "" {
 		return nil, nil
 	}
-	path := cfg.RandomFrom
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		path = filepath.Join(path, "suite.json")
-	}
-	b, err := os.ReadFile(path)
+	earlier, err := ReadResult(cfg.RandomFrom)
 	if err != nil {
-		return nil, field.Errorf("random_from", cfg.RandomFrom, "cannot be read: %v", err)
-	}
-	var earlier Result
-	if err := json.Unmarshal(b, &earlier); err != nil {
-		return nil, field.Errorf("random_from", cfg.RandomFrom, "is not a suite's result: %v", err)
+		return nil, field.Errorf("random_from", cfg.RandomFrom, "%v", err)
 	}
 	differs := func(what string) error {
 		return field.Errorf("random_from", cfg.RandomFrom, "was run with other %s; its random encoders are not this suite's", what)
 	}
+	// The settings of the evaluations this suite runs, whose random runs
+	// it takes.
 	settings := func(c Config) string {
-		for _, common := range []*evaluate.Common{&c.Finetune.Common, &c.Linear.Common} {
-			if common.Precision == "" {
-				common.Precision = model.FP32 // suites run before precision was a setting
-			}
-		}
 		var all []any
 		for _, k := range evaluationKinds {
-			all = append(all, k.of(c))
+			if slices.Contains(cfg.Evaluations, k.name) {
+				all = append(all, k.of(c))
+			}
 		}
 		j, _ := json.Marshal(all)
 		return string(j)
@@ -378,13 +410,11 @@ func randomRuns(cfg Config, arch model.EncoderConfig) (map[string]Entry, error) 
 	case len(earlier.Config.EncoderPaths) == 0:
 		return nil, differs("encoders (none)")
 	}
-	info, state, err := model.LoadEncoder(earlier.Config.EncoderPaths[0])
+	theirs, err := encoderArch(earlier.Config.EncoderPaths[0])
 	if err != nil {
 		return nil, field.Errorf("random_from", cfg.RandomFrom, "names the encoder %s, whose architecture cannot be read: %v", earlier.Config.EncoderPaths[0], err)
 	}
-	torch.FreeNamed(state)
-	info.Encoder.Dropout = 0
-	if info.Encoder != arch {
+	if theirs != arch {
 		return nil, differs("an encoder architecture")
 	}
 	out := map[string]Entry{}
