@@ -33,6 +33,9 @@ SHIM_HDR := $(wildcard torch/shim/*.h torch/shim/kernels/*.h)
 CUDA_SRC := $(wildcard torch/shim/kernels/*.cu)
 SHIM := $(LIB)/libmgtorch.so
 SHIM_TESTING := $(LIB)/libmgtorch_testing.so
+# The shims' translation units compile side by side, one per core: `make`,
+# `make test` and `make run` pass -j$(JOBS) to the make that builds them.
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 
 .PHONY: all build shim chem deps test run clean cuda-check cuda-check-objects image-test
 
@@ -85,14 +88,15 @@ $(SHIM): $(patsubst torch/shim/%.cpp,$(BUILD)/shim/%.o,$(SHIM_SRC)) $(CUDA_SRC)
 	$(CXX) -shared -o $@ $(filter %.o,$^) $$cu -L$$libdir -Wl,-rpath,$$libdir \
 		-Wl,--no-as-needed -ltorch $$([ "$$cuda" = 1 ] && echo -ltorch_cuda -lc10_cuda) -ltorch_cpu -lc10 -Wl,--as-needed
 
-# libmgtorch_testing.so: libtorch's own reader of torch.save files, with which
-# the tests of package torch check Save's files (torch/internal/libtorchread).
-# The program never links it.
-TESTING_DIR := torch/internal/libtorchread/shim
-$(BUILD)/testing/%.o: $(TESTING_DIR)/%.cpp $(TESTING_DIR)/read.h third_party/libtorch.sh
+# libmgtorch_testing.so: libtorch's own code for the binding's tests
+# (torch/internal/libtorchtest): its reader of torch.save files, with which
+# the tests of package torch check Save's files, and its oneDNN switch. The
+# program never links it.
+TESTING_DIR := torch/internal/libtorchtest/shim
+$(BUILD)/testing/%.o: $(TESTING_DIR)/%.cpp $(TESTING_DIR)/testing.h third_party/libtorch.sh
 	$(compile_against_torch)
 
-$(SHIM_TESTING): $(BUILD)/testing/read.o
+$(SHIM_TESTING): $(patsubst $(TESTING_DIR)/%.cpp,$(BUILD)/testing/%.o,$(wildcard $(TESTING_DIR)/*.cpp))
 	@mkdir -p $(@D)
 	libdir='$(call torch_var,TORCH_LIBDIR)'; \
 	$(CXX) -shared -o $@ $^ -L$$libdir -Wl,-rpath,$$libdir -Wl,--no-as-needed -ltorch -ltorch_cpu -lc10 -Wl,--as-needed
@@ -147,7 +151,7 @@ CUDA_CHECK_MACROS := $(CUDA_CHECK)/include/c10/cuda/impl/cuda_cmake_macros.h
 # template's demangled name starts with its return type, hence the pattern.)
 cuda-check: deps
 	sh third_party/cuda-toolkit.sh
-	@$(MAKE) --no-print-directory cuda-check-objects
+	@$(MAKE) --no-print-directory -j$(JOBS) cuda-check-objects
 	@missing=$$(comm -23 <(nm -C $(CUDA_CHECK_OBJ) | sed -n 's/^ *U //p' | grep -E '(^| )mg(::|_)' | sort -u) \
 		<(nm -C $(CUDA_CHECK_OBJ) | sed -n 's/^[0-9a-f]* [TWVRDB] //p' | sort -u)); \
 	if [ -n "$$missing" ]; then echo "cuda-check: called but defined by no object:" >&2; echo "$$missing" >&2; exit 1; fi
@@ -179,14 +183,15 @@ $(CUDA_CHECK)/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch.sh | $(CUDA
 image-test:
 	bash scripts/image-test.sh
 
-build: shim chem
+build:
+	@$(MAKE) --no-print-directory -j$(JOBS) shim chem
 	$(GO) build -o bin/micrograph ./cmd/micrograph
 
 deps:
 	@sh third_party/deps.sh
 
 test: deps
-	@$(MAKE) --no-print-directory shim chem
+	@$(MAKE) --no-print-directory -j$(JOBS) shim chem
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 45m ./...
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/internal/testenv"
-	"github.com/micrograph/micrograph/torch/internal/libtorchread"
+	"github.com/micrograph/micrograph/torch/internal/libtorchtest"
 	"github.com/micrograph/micrograph/torch/internal/ptfile"
 )
 
@@ -95,7 +95,7 @@ func TestLibtorchReadsSavedFiles(t *testing.T) {
 	if err := Save(path, state, nil); err != nil {
 		t.Fatal(err)
 	}
-	got, err := libtorchread.Read(path)
+	got, err := libtorchtest.Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestSaveLoadErrors(t *testing.T) {
 			t.Errorf("%s: error %q does not name the file", tc.name, err)
 		}
 	}
-	if _, err := libtorchread.Read(filepath.Join(dir, "text.pt")); err == nil {
+	if _, err := libtorchtest.Read(filepath.Join(dir, "text.pt")); err == nil {
 		t.Error("libtorch read a text file")
 	}
 	if err := Save(filepath.Join(dir, "no", "such", "dir", "x.pt"), sampleState(), nil); err == nil {

@@ -1,4 +1,4 @@
-// libtorch's reader of torch.save files (read.h), for the tests of package
+// libtorch's reader of torch.save files (testing.h), for the tests of package
 // torch: the files Save writes must load with torch::pickle_load too.
 #include <torch/csrc/jit/serialization/pickle.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "read.h"
+#include "testing.h"
 
 namespace {
 

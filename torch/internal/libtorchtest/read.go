@@ -1,14 +1,16 @@
-// Package libtorchread reads torch.save files with libtorch's own C++ reader
-// (torch::pickle_load). It exists for the tests of package torch, which check
-// that libtorch reads the files Save writes; nothing in the program imports
-// it. It links build/lib/libmgtorch_testing.so, which `make shim` builds.
-package libtorchread
+// Package libtorchtest is libtorch's own C++ code that the binding's tests
+// compare against or switch: its reader of torch.save files
+// (torch::pickle_load), with which the tests of package torch check that
+// libtorch reads the files Save writes, and its oneDNN switch. Nothing in the
+// program imports it. It links build/lib/libmgtorch_testing.so, which `make
+// shim` builds.
+package libtorchtest
 
 /*
 #cgo CFLAGS: -I${SRCDIR}/shim
 #cgo LDFLAGS: -L${SRCDIR}/../../../build/lib -Wl,-rpath,${SRCDIR}/../../../build/lib -lmgtorch_testing
 #include <stdlib.h>
-#include "read.h"
+#include "testing.h"
 */
 import "C"
 
@@ -53,4 +55,13 @@ func Read(path string) ([]Entry, error) {
 		}
 	}
 	return out, nil
+}
+
+// SetOneDNN turns libtorch's use of oneDNN (mkldnn) on or off for the whole
+// process, as torch.backends.mkldnn.enabled does, and returns the previous
+// setting. Off, a bfloat16 matrix product on the CPU takes libtorch's own
+// kernels, which a CPU without avx512 instructions always takes: a test can
+// then check, on any CPU, the products such a CPU computes.
+func SetOneDNN(on bool) (was bool) {
+	return bool(C.mgt_set_onednn(C.bool(on)))
 }

@@ -1,10 +1,11 @@
-/* libtorch's own reader of torch.save files, for tests only: it is built into
+/* libtorch's own code for the binding's tests only: it is built into
  * build/lib/libmgtorch_testing.so (Makefile), which nothing in the shipped
  * program links. */
-#ifndef MICROGRAPH_TORCH_LIBTORCHREAD_H
-#define MICROGRAPH_TORCH_LIBTORCHREAD_H
+#ifndef MICROGRAPH_TORCH_LIBTORCHTEST_H
+#define MICROGRAPH_TORCH_LIBTORCHTEST_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -27,6 +28,11 @@ typedef struct {
  * allocated with malloc. */
 char *mgt_pickle_load(const void *bytes, size_t size, mgt_entry **entries, int *count);
 void mgt_free_entries(mgt_entry *entries, int count);
+
+/* Turns libtorch's use of oneDNN on or off (at::globalContext's
+ * userEnabledMkldnn, torch.backends.mkldnn.enabled) and returns the previous
+ * setting. */
+bool mgt_set_onednn(bool on);
 
 #ifdef __cplusplus
 }
