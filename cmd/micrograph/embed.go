@@ -12,21 +12,18 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// scoreFlags are the flags embed and predict share: the input, the output
-// and how the model runs.
+// scoreFlags are the flags embed, predict and explain share: the input, the
+// output and how the model runs.
 type scoreFlags struct {
 	data, out, smilesCol    string
 	precision               model.Precision
-	skipInvalid             bool
 	batchSize, rdkitWorkers int
 	rt                      runtimeFlags
 }
 
-func (s *scoreFlags) register(fs *pflag.FlagSet) {
+func (s *scoreFlags) register(fs *pflag.FlagSet, outHelp string) {
 	fs.StringVar(&s.data, "data", "", "CSV file of SMILES (gzip-compressed or not), read as a stream, or an OGB dataset folder")
-	fs.StringVar(&s.out, "out", "", "output file, .npy or .csv by its extension; written atomically (no partial file)")
-	fs.BoolVar(&s.skipInvalid, "skip-invalid", false, "leave rows RDKit rejects out (.csv only: its row column says which input row each line is)\n"+
-		"instead of writing them as NaN rows")
+	fs.StringVar(&s.out, "out", "", outHelp+"; written atomically (no partial file)")
 	fs.StringVar(&s.smilesCol, "smiles-col", "", `SMILES column of the CSV (case ignored; default: "smiles", else "mol")`)
 	fs.IntVar(&s.batchSize, "batch-size", 256, "molecules per forward pass (the outputs do not depend on it)")
 	fs.IntVar(&s.rdkitWorkers, "rdkit-workers", 0, "goroutines featurising CSV rows with RDKit (0: one per core)")
@@ -37,14 +34,11 @@ func (s *scoreFlags) register(fs *pflag.FlagSet) {
 
 // options checks the flags that need no file and turns them into
 // infer.Options and the runtime's Env; misuse is a usage error (exit 2).
-// inputs are the files the command reads besides --data, which --out must not be.
-func (s *scoreFlags) options(fs *pflag.FlagSet, inputs ...input) (infer.Options, runenv.Env, error) {
-	format, err := matrixfile.Format(s.out)
-	if err != nil {
-		return infer.Options{}, runenv.Env{}, usageError{fmt.Errorf("--out %s: want a .npy or .csv file", s.out)}
-	}
-	if s.skipInvalid && format == ".npy" {
-		return infer.Options{}, runenv.Env{}, usageError{fmt.Errorf("--skip-invalid needs a .csv --out (a .npy file has no row column to say which rows were kept)")}
+// checkOut checks --out's format; inputs are the files the command reads
+// besides --data, which --out must not be.
+func (s *scoreFlags) options(fs *pflag.FlagSet, checkOut func() error, inputs ...input) (infer.Options, runenv.Env, error) {
+	if err := checkOut(); err != nil {
+		return infer.Options{}, runenv.Env{}, usageError{err}
 	}
 	switch {
 	case s.batchSize < 1:
@@ -63,14 +57,37 @@ func (s *scoreFlags) options(fs *pflag.FlagSet, inputs ...input) (infer.Options,
 		return infer.Options{}, runenv.Env{}, err
 	}
 	return infer.Options{
-		Data: s.data, SmilesCol: s.smilesCol, SkipInvalid: s.skipInvalid,
+		Data: s.data, SmilesCol: s.smilesCol,
 		BatchSize: s.batchSize, RDKitWorkers: s.rdkitWorkers, Precision: s.precision,
 	}, env, nil
 }
 
-// report prints what a scoring pass did: the invalid rows on stderr, by
-// line, and a summary on stdout.
-func (s *scoreFlags) report(what string, rep *infer.Report) {
+// matrixOut is --out and --skip-invalid of the commands that write a
+// matrix (.npy or .csv), embed and predict.
+type matrixOut struct {
+	s           *scoreFlags
+	skipInvalid bool
+}
+
+func (m *matrixOut) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&m.skipInvalid, "skip-invalid", false, "leave rows RDKit rejects out (.csv only: its row column says which input row each line is)\n"+
+		"instead of writing them as NaN rows")
+}
+
+// check refuses an --out that is no matrix file, or a .npy with --skip-invalid.
+func (m *matrixOut) check() error {
+	format, err := matrixfile.Format(m.s.out)
+	if err != nil {
+		return fmt.Errorf("--out %s: want a .npy or .csv file", m.s.out)
+	}
+	if m.skipInvalid && format == ".npy" {
+		return fmt.Errorf("--skip-invalid needs a .csv --out (a .npy file has no row column to say which rows were kept)")
+	}
+	return nil
+}
+
+// listInvalid lists the rows a pass rejected on stderr, by line.
+func (s *scoreFlags) listInvalid(rep *infer.Report) {
 	for _, r := range rep.Invalid {
 		smiles := r.SMILES
 		if len(smiles) > 80 {
@@ -78,8 +95,15 @@ func (s *scoreFlags) report(what string, rep *infer.Report) {
 		}
 		fmt.Fprintf(notes, "micrograph: %s:%d (row %d) %q: %s\n", s.data, r.Line, r.Row, smiles, r.Reason)
 	}
+}
+
+// report prints what a scoring pass did: the invalid rows on stderr, by
+// line, and a summary on stdout.
+func (m *matrixOut) report(what string, rep *infer.Report) {
+	s := m.s
+	s.listInvalid(rep)
 	invalid := "written as NaN rows"
-	if s.skipInvalid {
+	if m.skipInvalid {
 		invalid = "left out"
 	}
 	mols := rep.Rows - len(rep.Invalid)
@@ -89,35 +113,39 @@ func (s *scoreFlags) report(what string, rep *infer.Report) {
 }
 
 func runEmbed(args []string) error {
-	fs := newFlags("embed", "--encoder encoder.pt --data CSV|DIR --out FILE.npy|FILE.csv [flags]",
+	fs := newFlags("embed", "--data CSV|DIR --out FILE.npy|FILE.csv [--encoder NAME|encoder.pt] [flags]",
 		"Writes the graph embedding of every molecule (the mean of the encoder's node embeddings,\n"+
 			"evaluation mode, as linear-eval uses and the snippet of docs/pytorch.md computes) in input row\n"+
 			"order: .npy is float32 N×d (numpy.load); .csv has the columns row, smiles, e_0 … e_{d-1}.\n"+
+			"Without --encoder the shipped model "+defaultModel+" embeds (docs/model-card.md).\n"+
 			"Rows RDKit rejects are listed on stderr by line and written as NaN rows, or left out with\n"+
 			"--skip-invalid. The input is read and featurised in chunks, so memory does not grow with it.")
-	encoder := fs.String("encoder", "", "exported encoder (.pt, with its .json beside it)")
+	encoder := fs.String("encoder", defaultModel, encoderHelp)
 	var s scoreFlags
-	s.register(fs)
-	if err := parseFlags(fs, args, "encoder", "data", "out"); err != nil {
+	s.register(fs, "output file, .npy or .csv by its extension")
+	out := matrixOut{s: &s}
+	out.register(fs)
+	if err := parseFlags(fs, args, "data", "out"); err != nil {
 		return err
 	}
 	if err := checkEncoderFile("--encoder", *encoder); err != nil {
 		return err
 	}
-	opt, env, err := s.options(fs, input{"--encoder", *encoder, false}, input{"--encoder", model.EncoderInfoPath(*encoder), false})
+	opt, env, err := s.options(fs, out.check, encoderInputs(*encoder)...)
 	if err != nil {
 		return err
 	}
+	opt.SkipInvalid = out.skipInvalid
 	info, state, err := model.LoadEncoder(*encoder)
 	if err != nil {
-		return err
+		return encoderError("--encoder", err)
 	}
 	defer torch.FreeNamed(state)
 	rep, err := infer.Embed(info.Encoder, state, opt, env, s.out)
 	if err != nil {
 		return flagError(fs, &s, err)
 	}
-	s.report("embedded", rep)
+	out.report("embedded", rep)
 	return nil
 }
 
@@ -130,18 +158,21 @@ func runPredict(args []string) error {
 			"left out with --skip-invalid.")
 	dir := fs.String("model", "", "folder written by finetune --save (model.pt, model.json)")
 	var s scoreFlags
-	s.register(fs)
+	s.register(fs, "output file, .npy or .csv by its extension")
+	out := matrixOut{s: &s}
+	out.register(fs)
 	if err := parseFlags(fs, args, "model", "data", "out"); err != nil {
 		return err
 	}
-	opt, env, err := s.options(fs, input{"--model", *dir, false})
+	opt, env, err := s.options(fs, out.check, input{"--model", *dir, false})
 	if err != nil {
 		return err
 	}
+	opt.SkipInvalid = out.skipInvalid
 	m, rep, err := infer.Predict(*dir, opt, env, s.out)
 	if err != nil {
 		return flagError(fs, &s, err)
 	}
-	s.report(fmt.Sprintf("predicted %d tasks for", len(m.Tasks)), rep)
+	out.report(fmt.Sprintf("predicted %d tasks for", len(m.Tasks)), rep)
 	return nil
 }

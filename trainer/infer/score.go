@@ -66,6 +66,22 @@ func Embed(arch model.EncoderConfig, state []torch.Named, opt Options, env runen
 	return runenv.Run(env, opt.checkPrecision(env), func() (*Report, error) { return embed(arch, state, opt, env, out) })
 }
 
+// chunkRows is Chunk, or its default.
+func (o Options) chunkRows() int {
+	if o.Chunk <= 0 {
+		return defaultChunk
+	}
+	return o.Chunk
+}
+
+// batchSize is BatchSize, or its default.
+func (o Options) batchSize() int {
+	if o.BatchSize <= 0 {
+		return defaultBatchSize
+	}
+	return o.BatchSize
+}
+
 // checkPrecision is the check, for runenv.Run, that the precision can run
 // where env says.
 func (o Options) checkPrecision(env runenv.Env) func() error {
@@ -140,13 +156,7 @@ func score(opt Options, env runenv.Env, out string, cols matrixfile.Columns, for
 	if opt.SkipInvalid && format == ".npy" {
 		return nil, fmt.Errorf("%s: a .npy file has no row column to say which rows were skipped; write .csv, or keep invalid rows as NaN rows", out)
 	}
-	chunk, batch := opt.Chunk, opt.BatchSize
-	if chunk <= 0 {
-		chunk = defaultChunk
-	}
-	if batch <= 0 {
-		batch = defaultBatchSize
-	}
+	chunk, batch := opt.chunkRows(), opt.batchSize()
 	cols.Keys = []string{"row", "smiles"}
 	k := len(cols.Values)
 	rep := &Report{}
