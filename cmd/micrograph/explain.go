@@ -49,15 +49,18 @@ func runExplain(args []string) error {
 	if *pageMolecules < 0 {
 		return usageError{fmt.Errorf("--page-molecules %d must not be negative", *pageMolecules)}
 	}
-	if err := encoderError("--model", checkModelName(modelNameOf(*ref))); err != nil {
-		return err
-	}
 	checkOut := func() error {
 		_, err := infer.ExplanationFormat(s.out)
 		if err != nil {
 			return fmt.Errorf("--out %w", err)
 		}
 		return nil
+	}
+	if err := checkOut(); err != nil {
+		return usageError{err}
+	}
+	if err := encoderError("--model", checkModelName(modelNameOf(*ref))); err != nil {
+		return err
 	}
 	inputs := encoderInputs(*ref)
 	if *page != "" {
