@@ -14,25 +14,12 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
+	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/optim"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
-
-// stepDevice is where the step tests run: $MICROGRAPH_TEST_DEVICE (e.g.
-// "cuda" on a GPU machine), else the CPU.
-func stepDevice(t *testing.T) torch.Device {
-	s := os.Getenv("MICROGRAPH_TEST_DEVICE")
-	if s == "" {
-		return torch.CPU
-	}
-	d, err := torch.ParseDevice(s)
-	if err != nil {
-		t.Fatalf("MICROGRAPH_TEST_DEVICE: %v", err)
-	}
-	return d
-}
 
 var stepData struct {
 	once sync.Once
@@ -204,7 +191,7 @@ func deterministicOnGPU(t *testing.T, dev torch.Device) {
 // stateful source of randomness the checkpoint missed would make the replay
 // differ.
 func TestCheckpointReplaysEveryRandomDrawOfAStep(t *testing.T) {
-	dev := stepDevice(t)
+	dev := testdevice.Get(t)
 	deterministicOnGPU(t, dev)
 	for _, tc := range stepConfigs() {
 		t.Run(tc.name, func(t *testing.T) {
@@ -281,7 +268,7 @@ func TestCheckpointReplaysEveryRandomDrawOfAStep(t *testing.T) {
 // for are reported (they continue from the run's seed); a malformed state is an
 // error naming the file and the generator.
 func TestRestoreToleratesForeignAndMissingGenerators(t *testing.T) {
-	dev := stepDevice(t)
+	dev := testdevice.Get(t)
 	cfg := smallStepConfig(dev)
 	r := newStepRun(t, cfg, dev, feed.Position{})
 	path, err := runfolder.SaveCheckpoint(t.TempDir(), 0, r.loader.Position(), cfg, r.model, r.adam, processRNG(t), 1)
