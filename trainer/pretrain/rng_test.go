@@ -167,22 +167,6 @@ func smallStepConfig(dev torch.Device) runfolder.Config {
 	return cfg
 }
 
-// deterministicOnGPU asks libtorch for deterministic algorithms when the
-// step runs on a GPU, where scatter-adds otherwise sum in a varying order:
-// the generator states alone cannot make two GPU steps bit-identical.
-func deterministicOnGPU(t *testing.T, dev torch.Device) {
-	if !dev.IsCUDA() {
-		return
-	}
-	if os.Getenv("CUBLAS_WORKSPACE_CONFIG") == "" {
-		t.Setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-	}
-	if err := torch.SetDeterministic(true); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { torch.SetDeterministic(false) })
-}
-
 // A checkpoint carries every generator a pre-training step draws from: a
 // step run after saving one, and the same step run after resuming from it
 // in a new model, give bit-identical losses, gradients and parameters, for
@@ -192,7 +176,7 @@ func deterministicOnGPU(t *testing.T, dev torch.Device) {
 // differ.
 func TestCheckpointReplaysEveryRandomDrawOfAStep(t *testing.T) {
 	dev := testdevice.Get(t)
-	deterministicOnGPU(t, dev)
+	testdevice.Deterministic(t)
 	for _, tc := range stepConfigs() {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := smallStepConfig(dev)
