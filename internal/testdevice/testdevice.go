@@ -1,7 +1,7 @@
 // Package testdevice says where the device-agnostic tests run: the CPU, or
 // the device named by $MICROGRAPH_TEST_DEVICE ("cuda" on a GPU machine, as
 // scripts/gpu-check.sh sets it). Tests of the packages with a CUDA path
-// (torch, torch/nn, torch/optim, ops, model, trainer/pretrain,
+// (torch, torch/nn, torch/optim, ops, model, data/feed, trainer/pretrain,
 // trainer/evaluate) take their device from Get; the rest run on the CPU.
 package testdevice
 
