@@ -21,6 +21,7 @@ cd "$(dirname "$0")/.."
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gpu-dry-run.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 shared=${MICROGRAPH_SHARED:-../shared}
+[[ -d $shared/data/ogb && -e $shared/bench/ref_micrograph.py ]] || shared=none
 
 bash scripts/gpu-prepare.sh --out "$tmp/gpu" --shared "$shared" \
 	--packages "torch/optim trainer/pretrain" --seeds 3 --molecules 200 >"$tmp/prepare.log" 2>&1 ||

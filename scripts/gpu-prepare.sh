@@ -21,9 +21,10 @@
 #
 #   scripts/gpu-prepare.sh [--out DIR] [--shared DIR] [--packages "P ..."] [--seeds N] [--molecules M]
 #
-# --shared defaults to $MICROGRAPH_SHARED, else ../shared. The CPU dry run
+# --shared defaults to $MICROGRAPH_SHARED, else ../shared; it must hold
+# data/ogb and bench/, unless it is "none". The CPU dry run
 # (scripts/gpu-check-dry-run.sh) prepares a small folder: fewer packages, a
-# smaller recording, and no shared folder if none is at hand.
+# smaller recording, and no shared files if none are at hand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,6 +43,10 @@ while (($#)); do
 	shift
 done
 GO=${GO:-go}
+if [[ $shared != none ]] && [[ ! -d $shared/data/ogb || ! -e $shared/bench/ref_micrograph.py ]]; then
+	echo "gpu-prepare: $shared has no data/ogb or bench/ref_micrograph.py: set MICROGRAPH_SHARED to the shared folder" >&2
+	exit 1
+fi
 
 rm -rf "$out"
 mkdir -p "$out/bin"
@@ -57,12 +62,10 @@ rm -rf "$out/bin"
 
 $GO run ./internal/cmd/synth-recording -out "$out/chem.rec" -seeds "$seeds" -molecules "$molecules"
 
-if [[ -d $shared/data/ogb ]]; then
+if [[ $shared != none ]]; then
 	mkdir -p "$out/shared/data/ogb" "$out/shared/bench"
 	cp -r "$shared/data/ogb/ogbg_molhiv" "$shared/data/ogb/ogbg_molbace" "$out/shared/data/ogb/"
 	cp "$shared/bench/ref_micrograph.py" "$out/shared/bench/"
-else
-	echo "gpu-prepare: no $shared/data/ogb: .gpu/shared left out (the check needs it on a GPU)"
 fi
 
 tree=$(git ls-files --cached --others --exclude-standard -z | xargs -0 du -cb 2>/dev/null | tail -n 1 | cut -f 1)
