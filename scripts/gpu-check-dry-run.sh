@@ -12,7 +12,8 @@
 #     torch/optim's tests and trainer/pretrain's step-replay test, which
 #     featurises a synthetic dataset;
 #   - bench (fp32), the reference (when at hand), the released objective,
-#     SIGKILL and resume compared bit for bit, the table and the archive.
+#     SIGKILL and resume compared bit for bit, the table and the archive;
+#   - a stage over its budget (--budget) stopped, and the table still made.
 # Its table and logs are left in out/gpu-check-dry-run/. Time: about 20 s of
 # CPU, under a minute on two busy cores (mostly linking three binaries).
 set -euo pipefail
@@ -42,6 +43,13 @@ if ! bash scripts/gpu-check.sh --dry-run --gpu "$tmp/gpu" --data "$tmp/synth" --
 	exit 1
 fi
 
+# A stage over its budget is stopped and the table still comes: the resume
+# stage alone, with 3 s, on the same carried folder and shim.
+bash scripts/gpu-check.sh --dry-run --gpu "$tmp/gpu" --data "$tmp/synth" --build "$tmp/build" \
+	--out "$tmp/overrun" --stages "resume report" --budget resume=3 >"$tmp/overrun.log" 2>&1 || true
+grep -q '^| resume | stopped: over its budget | [0-9]* s | 3 s |$' "$tmp/overrun/summary.md" ||
+	{ cat "$tmp/overrun.log" "$tmp/overrun/summary.md" >&2; echo "gpu-check dry run: an overrunning stage was not stopped and reported" >&2; exit 1; }
+
 # What the check must have produced: every stage passed, both test binaries
 # ran tests and passed, a bench row, the resume verdict; and the archive.
 summary=$tmp/out/summary.md
@@ -53,6 +61,7 @@ grep -Eq '^\| torch-optim \| 0 \| [1-9][0-9]* \| 0 \|' "$summary" || fail "torch
 grep -Eq '^\| trainer-pretrain \| 0 \| 1 \| 0 \|' "$summary" || fail "trainer/pretrain's step-replay test did not run and pass"
 grep -Eq '^\| fp32 \| [0-9,]+ \|' "$summary" || fail "no bench row"
 grep -q 'then `--resume`: [0-9]* of [0-9]* records identical$' "$summary" || fail "no resume verdict"
-tar -tzf "$tmp/out/logs.tar.gz" | grep -q 'tests/trainer-pretrain.log' || fail "the logs are not archived"
+archived=$(tar -tzf "$tmp/out/logs.tar.gz")
+grep -qx './tests/trainer-pretrain.log' <<<"$archived" || fail "the logs are not archived"
 rm -rf out/gpu-check-dry-run && mkdir -p out && cp -r "$tmp/out" out/gpu-check-dry-run
 echo "gpu-check dry run: passed; its table and logs are in out/gpu-check-dry-run/"

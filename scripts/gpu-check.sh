@@ -15,12 +15,13 @@
 #
 # Time budget: 8 minutes in all. Each stage runs under `timeout` with its own
 # budget, cut further so that the whole ends by the deadline; a stage that
-# overruns is stopped, marked so, and the next one starts. Expected times
+# overruns is stopped (SIGTERM to it and its children, SIGKILL 5 s later),
+# marked so, and the next one starts. Expected times
 # are estimates for one H100 (from the 2026-11-22 run of an older tree and
 # this project's build times), not measurements:
 #
 #   stage     budget  expected  what
-#   env         10 s      3 s   GPU, driver, PyTorch, nvcc
+#   env         10 s      1 s   GPU, driver, nvcc, cores
 #   shim       150 s     90 s   make shim against this PyTorch and nvcc, into build/gpu-check
 #                               (kept between calls on a warm machine: a rerun relinks only)
 #   tests      150 s    100 s   every carried test binary at once, MICROGRAPH_TEST_DEVICE=cuda
@@ -39,6 +40,9 @@
 #                  GPU/shared/data/ogb/ogbg_molhiv)
 #   --build DIR    where the shim is built (default build/gpu-check)
 #   --run REGEX    only the tests matching REGEX (go test -run)
+#   --stages LIST  only these stages, e.g. "env shim bench report" for a rerun
+#                  on a warm machine (the shim built by the first call is kept)
+#   --budget NAME=SECONDS  another budget for a stage (repeatable)
 #   --dry-run      --device cpu, small sizes, fp32 only
 set -u
 
@@ -49,15 +53,13 @@ root=$PWD
 # ---- Stages (each runs as `bash gpu-check.sh --stage NAME` under timeout,
 # with the settings below exported; it writes its facts into $logs/NAME/). ----
 
-# env: what the machine is.
+# env: what the machine is (PyTorch's version: the shim stage and bench say).
 stage_env() {
 	if command -v nvidia-smi >/dev/null; then
 		nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 	else
 		echo "no nvidia-smi (no GPU driver)"
 	fi
-	(cd / && "$python" -I -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda,
-		"GPU", torch.cuda.get_device_name() if torch.cuda.is_available() else "none")')
 	if command -v nvcc >/dev/null; then nvcc --version | tail -n 1; else echo "no nvcc on PATH"; fi
 	echo "$(nproc) cores, $(free -g | awk '/^Mem/ {print $2}') GiB"
 }
@@ -225,7 +227,8 @@ def gib(b):
 machine = read(f"{logs}/env.log").splitlines()[:2]
 commit = next((l for l in read(manifest).splitlines() if l.startswith("commit")), "commit unknown")
 print(f"# GPU check: {'; '.join(machine) or 'machine unknown'}\n")
-print(f"Carried tree: {commit}. Wall time to the report: {int(time.time()) - start} s.\n")
+print(f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(start))}; carried tree: {commit}. "
+      f"Wall time to the report: {int(time.time()) - start} s.\n")
 print("| stage | result | took | budget |")
 print("|---|---|--:|--:|")
 for line in read(f"{logs}/stages.tsv").splitlines():
@@ -240,8 +243,9 @@ for log in sorted(glob.glob(f"{logs}/tests/*.log")):
     lines = read(log).splitlines()
     count = lambda tag: sum(l.startswith(f"--- {tag}: ") for l in lines)
     which = [l.split()[2] for l in lines if l.startswith("--- FAIL: ")]
-    if "running tests:" in lines:  # go test -timeout's report
-        which += [l.split()[0] + " (timed out)" for l in lines[lines.index("running tests:") + 1:] if l.startswith("\t")]
+    if "\trunning tests:" in lines:  # go test -timeout's report: the tests, one a line, tab-indented
+        after = lines[lines.index("\trunning tests:") + 1:]
+        which += [l.split()[0] + " (timed out)" for l in after[:next((i for i, l in enumerate(after) if not l.startswith("\t\t")), len(after))]]
     rc = read(f"{logs}/tests/{name}.rc", "stopped")
     print(f"| {name} | {rc} | {count('PASS')} | {count('FAIL')} | {count('SKIP')} | {' '.join(which)} |")
 
@@ -293,19 +297,24 @@ fi
 # ---- Settings ----
 start=$(date +%s)
 out=out/gpu-check gpu=.gpu data="" build=build/gpu-check run="" dry=""
+stages="env shim tests bench released resume report"
+declare -A budgets
 while (($#)); do
 	case $1 in
+	--stages) stages=$2 && shift ;;
+	--budget) budgets[${2%%=*}]=${2#*=} && shift ;;
 	--out) out=$2 && shift ;;
 	--gpu) gpu=$2 && shift ;;
 	--data) data=$2 && shift ;;
 	--build) build=$2 && shift ;;
 	--run) run=$2 && shift ;;
 	--dry-run) dry=1 ;;
-	*) echo "usage: gpu-check.sh [--out DIR] [--gpu DIR] [--data DIR] [--build DIR] [--run REGEX] [--dry-run]" >&2 && exit 2 ;;
+	*) echo "usage: gpu-check.sh [--out DIR] [--gpu DIR] [--data DIR] [--build DIR] [--run REGEX] [--stages LIST] [--budget NAME=SECONDS] [--dry-run]" >&2 && exit 2 ;;
 	esac
 	shift
 done
 mkdir -p "$out" "$build"
+rm -f "$out/summary.md" "$out/logs.tar.gz"
 out=$(readlink -f "$out") gpu=$(readlink -f "$gpu") build=$(readlink -f "$build")
 data=$(readlink -f "${data:-$gpu/shared/data/ogb/ogbg_molhiv}")
 shared=$gpu/shared
@@ -351,11 +360,13 @@ export LD_LIBRARY_PATH=$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 deadline=$((start + 480))
 tar -C "$bin" -xzf "$gpu/bin.tar.gz" || { echo "no $gpu/bin.tar.gz: run make gpu-check where Go is" >&2 && exit 1; }
 
-# run_stage NAME BUDGET: runs stage NAME for at most BUDGET seconds, fewer if
-# the deadline (less the report's 10 s) comes first, and records the result.
+# run_stage NAME BUDGET: runs stage NAME, if asked for, for at most BUDGET
+# seconds (or --budget's), fewer if the deadline (less the report's 10 s)
+# comes first, and records the result.
 failures=0
 run_stage() {
-	local name=$1 budget=$2 left began rc result
+	local name=$1 budget=${budgets[$1]:-$2} left began rc result
+	[[ " $stages " == *" $name "* ]] || return 0
 	left=$((deadline - 10 - $(date +%s)))
 	[[ $name == report ]] && left=$((deadline - $(date +%s)))
 	((budget > left)) && budget=$left
