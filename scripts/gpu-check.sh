@@ -22,7 +22,7 @@
 #
 #   stage     budget  expected  what
 #   env         10 s      1 s   GPU, driver, nvcc, cores
-#   shim       150 s     90 s   make shim against this PyTorch and nvcc, into build/gpu-check
+#   shim       140 s     90 s   make shim against this PyTorch and nvcc, into build/gpu-check
 #                               (kept between calls on a warm machine: a rerun relinks only)
 #   tests      150 s    100 s   every carried test binary at once, MICROGRAPH_TEST_DEVICE=cuda
 #   bench       95 s     70 s   bench and the reference, paper sizes, one epoch, fp32, bf16, tf32
@@ -30,7 +30,7 @@
 #   resume      40 s     25 s   100 --deterministic steps; the same run killed (SIGKILL) after
 #                               45, resumed; the two logs compared bit for bit
 #   report      10 s      2 s   summary.md, logs.tar.gz
-#   total      480 s    300 s
+#   total      470 s    300 s   (the rest of the 480: what a stopped stage may take to die)
 #
 # --dry-run is the same script on the CPU at small sizes (make test runs it:
 # scripts/gpu-check-dry-run.sh). Options:
@@ -361,14 +361,15 @@ deadline=$((start + 480))
 tar -C "$bin" -xzf "$gpu/bin.tar.gz" || { echo "no $gpu/bin.tar.gz: run make gpu-check where Go is" >&2 && exit 1; }
 
 # run_stage NAME BUDGET: runs stage NAME, if asked for, for at most BUDGET
-# seconds (or --budget's), fewer if the deadline (less the report's 10 s)
-# comes first, and records the result.
+# seconds (or --budget's), fewer if it would otherwise end after the
+# deadline, less the report's 15 s, counting the 5 s timeout gives a stopped
+# stage to die; and records the result.
 failures=0
 run_stage() {
 	local name=$1 budget=${budgets[$1]:-$2} left began rc result
 	[[ " $stages " == *" $name "* ]] || return 0
-	left=$((deadline - 10 - $(date +%s)))
-	[[ $name == report ]] && left=$((deadline - $(date +%s)))
+	left=$((deadline - 5 - $(date +%s)))
+	[[ $name == report ]] || left=$((left - 15))
 	((budget > left)) && budget=$left
 	if ((budget < 3)); then
 		printf '%s\tskipped: no time left\t0\t0\n' "$name" >>"$logs/stages.tsv"
@@ -390,7 +391,7 @@ run_stage() {
 }
 
 run_stage env 10
-run_stage shim 150
+run_stage shim 140
 run_stage tests 150
 run_stage bench 95
 run_stage released 25
