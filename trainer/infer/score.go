@@ -196,14 +196,14 @@ func score(opt Options, env runenv.Env, out string, cols matrixfile.Columns, for
 						row[j] = float64(v)
 					}
 					m++
-					if err := add(keys, row); err != nil {
+					if err := add(matrixfile.Row{Keys: keys, Values: row}); err != nil {
 						return err
 					}
 				} else {
 					if opt.SkipInvalid {
 						continue
 					}
-					if err := add(keys, nan); err != nil {
+					if err := add(matrixfile.Row{Keys: keys, Values: nan}); err != nil {
 						return err
 					}
 				}
