@@ -64,12 +64,13 @@ var progressEvery = 15 * time.Second
 // featurised and scored opt.Chunk rows at a time, or a dataset folder) and
 // hands each row to each in input order: a molecule with its outputs, or a
 // row the featurisation rejected, which also goes to opt.Rejected. Memory
-// follows the chunk and the batch, not the input. Every env.Progress gets a
-// line with the rows done, the rejected ones and the rate. The outputs of
-// a molecule do not depend on the chunk or batch sizes (evaluation mode).
-// An output that is not finite is an error naming the row: the weights are
-// damaged. Stream runs in the body of runenv.Run, where env's device and
-// threads are in force.
+// follows the chunk and the batch, not the input. env.Progress, when not
+// nil, gets a line every 15 seconds with the rows done, the rejected ones
+// and the rate. The outputs of a molecule do not depend on the chunk or
+// batch sizes (evaluation mode). An output that is not finite is an error
+// naming the row: the weights are damaged. Stream runs in the body of
+// runenv.Run, where env's device and threads are in force; an error from
+// each ends it and comes back as it is.
 func Stream(opt Options, env runenv.Env, m Model, each func(*Molecule) error) (*Report, error) {
 	if m.Forward == nil || m.Width < 1 || (m.Level != PerMolecule && m.Level != PerAtom) {
 		return nil, fmt.Errorf("infer: a model needs a forward function, a level and a positive width (have width %d, level %d)", m.Width, m.Level)
