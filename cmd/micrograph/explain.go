@@ -90,10 +90,9 @@ func runExplain(args []string) error {
 	if err != nil {
 		return flagError(fs, &s, err)
 	}
-	s.listInvalid(&rep.Report)
 	if *page != "" {
 		p := report.ExplanationPage{Model: name, Objective: m.Config.Objective(), Data: s.data, Rows: rep.Rows,
-			Invalid: len(rep.Invalid), Molecules: rep.Page, Usage: rep.Usage, Legend: legend.Legend, LegendData: legend.Data}
+			Invalid: rep.Invalid, Molecules: rep.Page, Usage: rep.Usage, Legend: legend.Legend, LegendData: legend.Data}
 		// Rendered in memory first, so that a failure leaves no partial file.
 		var b bytes.Buffer
 		if err := report.WriteExplanations(&b, p); err != nil {
@@ -103,9 +102,9 @@ func runExplain(args []string) error {
 			return err
 		}
 	}
-	mols := rep.Rows - len(rep.Invalid)
+	mols := rep.Rows - rep.Invalid
 	printf("explained %d of %d rows of %s with %s into %s (%d invalid, kept with their reason) in %.2fs: featurisation %.2fs, model %.2fs (%.0f molecules/s)",
-		mols, rep.Rows, filepath.Base(s.data), name, s.out, len(rep.Invalid), rep.Seconds, rep.FeaturizeSeconds, rep.ModelSeconds,
+		mols, rep.Rows, filepath.Base(s.data), name, s.out, rep.Invalid, rep.Seconds, rep.FeaturizeSeconds, rep.ModelSeconds,
 		float64(mols)/max(rep.ModelSeconds, 1e-9))
 	if !rep.Fragments {
 		logf("pieces are not named by their SMILES: RDKit is not available or the input has no SMILES")

@@ -4,7 +4,9 @@
 // The RDKit code lives in libmgchem.so (built by `make chem` from shim/), which
 // this package loads with dlopen at first use rather than linking: a micrograph
 // binary then starts, trains and evaluates on machines without RDKit, and only
-// the calls below fail there, with an error naming the places searched.
+// the calls below fail there, with an error naming the places searched. A
+// recording of featurisations made elsewhere (RecordingEnv, Record) can stand
+// in for RDKit there.
 package rdkit
 
 /*
@@ -117,17 +119,20 @@ var (
 	loadOnce sync.Once
 	loadErr  error
 	version  string
+	active   *recording // with RecordingEnv set: the calls answer from it
 )
 
 // Load loads libmgchem.so if that has not happened yet and reports whether
-// RDKit is usable. The other functions call it themselves; callers use it to
-// fail early, before any work.
+// RDKit is usable; with RecordingEnv set it reads the recording instead. The
+// other functions call it themselves; callers use it to fail early, before
+// any work.
 func Load() error {
 	loadOnce.Do(func() { loadErr = load() })
 	return loadErr
 }
 
-// RDKitVersion is the version of RDKit the loaded library was built with.
+// RDKitVersion is the version of RDKit the loaded library was built with (or
+// that made the recording, which it names).
 func RDKitVersion() (string, error) {
 	if err := Load(); err != nil {
 		return "", err
@@ -159,7 +164,17 @@ func searchPath() []string {
 	return paths
 }
 
-func load() error { return loadFrom(searchPath()) }
+func load() error {
+	if path := os.Getenv(RecordingEnv); path != "" {
+		r, err := readRecording(path)
+		if err != nil {
+			return err
+		}
+		active, version = r, fmt.Sprintf("%s (recorded: %s)", r.rdkit, path)
+		return nil
+	}
+	return loadFrom(searchPath())
+}
 
 // loadFrom opens the first of paths that loads; the error lists every attempt.
 func loadFrom(paths []string) error {
@@ -209,6 +224,9 @@ func SmilesToGraph(smiles string, scaffold bool) (*Graph, error) {
 	if err := Load(); err != nil {
 		return nil, err
 	}
+	if active != nil {
+		return active.graph(smiles, scaffold)
+	}
 	s, n := cstr(smiles)
 	var out *C.mgchem_graph
 	withScaffold := C.int(0)
@@ -240,6 +258,13 @@ func SmilesToGraph(smiles string, scaffold bool) (*Graph, error) {
 func MurckoScaffold(smiles string) (string, error) {
 	if err := Load(); err != nil {
 		return "", err
+	}
+	if active != nil {
+		g, err := active.graph(smiles, true)
+		if err != nil {
+			return "", err
+		}
+		return g.Scaffold, nil
 	}
 	s, n := cstr(smiles)
 	var out *C.char
@@ -287,6 +312,9 @@ func DepictSVGColoured(smiles string, colours map[int]Colour, width, height int)
 func depict(smiles string, highlight []int, rgb []float32, width, height int) (string, error) {
 	if err := Load(); err != nil {
 		return "", err
+	}
+	if active != nil {
+		return "", active.refuse("a depiction")
 	}
 	if width <= 0 || height <= 0 || width > maxImageSide || height > maxImageSide {
 		return "", fmt.Errorf("rdkit: image size %dx%d outside 1..%d", width, height, maxImageSide)
@@ -342,6 +370,9 @@ func FragmentSMILES(smiles string, atoms []int) (string, error) {
 func Fragments(smiles string, pieces [][]int) ([]string, error) {
 	if err := Load(); err != nil {
 		return nil, err
+	}
+	if active != nil {
+		return nil, active.refuse("a fragment's SMILES")
 	}
 	if len(pieces) == 0 {
 		return nil, nil

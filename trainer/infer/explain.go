@@ -8,14 +8,10 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/micrograph/micrograph/data"
-	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/data/rdkit"
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/model"
-	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/metrics"
 	"github.com/micrograph/micrograph/trainer/runenv"
 )
@@ -146,67 +142,36 @@ func explainStream(m *model.MotifModel, opt ExplainOptions, env runenv.Env, sink
 	for i := range counters {
 		counters[i] = metrics.NewTopCounter(legendCapacity)
 	}
-	start := time.Now()
-	src, err := openSource(opt.Options, env)
+	scores := Model{Forward: m.Cosines, Level: PerAtom, Width: k}
+	streamed, err := Stream(opt.Options, env, scores, func(mol *Molecule) error {
+		e := Explanation{Row: mol.Row, SMILES: mol.SMILES}
+		if mol.Rejected != nil {
+			e.Error = mol.Rejected.Reason
+		} else {
+			x := explainMolecule(mol.Out, k, m.Config.Tau, mol.Data.MoleculeBonds(int(mol.Mol)))
+			e.Motifs, e.Confidence, e.Pieces, e.Profile = x.Motifs, x.Confidence, x.Pieces, x.Profile
+			if rep.Fragments && e.SMILES != "" {
+				if err := nameFragments(&e); err != nil {
+					return fmt.Errorf("%s row %d: %w", opt.Data, mol.Row, err)
+				}
+			}
+			for _, p := range e.Pieces {
+				atoms[p.Motif] += int64(len(p.Atoms))
+				if p.Fragment != "" {
+					counters[p.Motif].Add(p.Fragment)
+				}
+			}
+		}
+		if len(rep.Page) < opt.PageMolecules {
+			rep.Page = append(rep.Page, e)
+		}
+		return sink(e)
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer src.close()
-	progress := newRowProgress(env, "explained")
-	defer progress.finish()
-	for {
-		t0 := time.Now()
-		c, err := src.next(opt.chunkRows())
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		rep.FeaturizeSeconds += time.Since(t0).Seconds()
-		t1 := time.Now()
-		explained, err := explainMolecules(m, c.ds, c.mols, opt.batchSize(), env)
-		if err != nil {
-			return nil, err
-		}
-		rep.ModelSeconds += time.Since(t1).Seconds()
-		rep.Invalid = append(rep.Invalid, c.rejected...)
-		reasons := map[int]string{}
-		for _, r := range c.rejected {
-			reasons[r.Row] = r.Reason
-		}
-		next := 0
-		for _, row := range c.rows {
-			e := Explanation{Row: row, SMILES: c.smiles(row)}
-			if next < len(c.kept) && c.kept[next] == row {
-				x := explained[next]
-				e.Motifs, e.Confidence, e.Pieces, e.Profile = x.Motifs, x.Confidence, x.Pieces, x.Profile
-				next++
-				if rep.Fragments && e.SMILES != "" {
-					if err := nameFragments(&e); err != nil {
-						return nil, fmt.Errorf("%s row %d: %w", opt.Data, row, err)
-					}
-				}
-				for _, p := range e.Pieces {
-					atoms[p.Motif] += int64(len(p.Atoms))
-					if p.Fragment != "" {
-						counters[p.Motif].Add(p.Fragment)
-					}
-				}
-			} else {
-				e.Error = reasons[row]
-			}
-			if err := sink(e); err != nil {
-				return nil, err
-			}
-			if len(rep.Page) < opt.PageMolecules {
-				rep.Page = append(rep.Page, e)
-			}
-			rep.Written++
-		}
-		rep.Rows += len(c.rows)
-		progress.add(len(c.rows))
-	}
+	rep.Report = *streamed
+	rep.Written = rep.Rows
 	for i := range k {
 		u := model.MotifUsage{Motif: i, Atoms: atoms[i]}
 		for _, f := range counters[i].Top(legendFragments) {
@@ -214,96 +179,61 @@ func explainStream(m *model.MotifModel, opt ExplainOptions, env runenv.Env, sink
 		}
 		rep.Usage = append(rep.Usage, u)
 	}
-	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
 }
 
-// explainMolecules explains the molecules mols of ds, batch at a time, in
-// evaluation mode without autograd; pieces are not yet named.
-func explainMolecules(m *model.MotifModel, ds *data.Dataset, mols []int32, batch int, env runenv.Env) ([]Explanation, error) {
-	out := make([]Explanation, 0, len(mols))
-	var b feed.Batch
-	for lo := 0; lo < len(mols); lo += batch {
-		if err := feed.Collate(ds, mols[lo:min(lo+batch, len(mols))], &b); err != nil {
-			return nil, err
-		}
-		var cos []float32
-		err := torch.Catch(func() {
-			s := torch.NewScope()
-			defer s.Close()
-			torch.NoGrad(func() {
-				cos = torch.ToSlice[float32](m.Cosines(b.Graph(env.Device)).ToDType(torch.Float32).To(torch.CPU, false))
-			})
-		})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, explainBatch(&b, cos, m.Config.Motifs, m.Config.Tau)...)
-	}
-	return out, nil
-}
-
-// explainBatch turns the cosines of a batch's atoms to the K motifs (N×K,
-// row-major) into each molecule's explanation (docs/method.md §14).
-func explainBatch(b *feed.Batch, cos []float32, k int, tau float64) []Explanation {
-	out := make([]Explanation, b.NumGraphs())
+// explainMolecule turns the cosines of a molecule's atoms to the K motifs
+// (n×K, row-major) and its bonds (pairs of atom indices) into its
+// explanation (docs/method.md §14); the pieces are not yet named.
+func explainMolecule(cos []float32, k int, tau float64, bonds []int32) Explanation {
+	n := len(cos) / k
+	e := Explanation{Motifs: make([]int, n), Confidence: make([]float64, n), Profile: make([]float64, k)}
 	q := make([]float64, k)
-	for g := range out {
-		first, last := int(b.GraphPtr[g]), int(b.GraphPtr[g+1])
-		n := last - first
-		e := Explanation{Motifs: make([]int, n), Confidence: make([]float64, n), Profile: make([]float64, k)}
-		for i := range n {
-			row := cos[(first+i)*k : (first+i+1)*k]
-			best := 0
-			for j := 1; j < k; j++ {
-				if row[j] > row[best] {
-					best = j
-				}
+	for i := range n {
+		row := cos[i*k : (i+1)*k]
+		best := 0
+		for j := 1; j < k; j++ {
+			if row[j] > row[best] {
+				best = j
 			}
-			// softmax_k(c/τ), shifted by the largest logit so that exp
-			// cannot overflow.
-			var sum float64
-			for j := range k {
-				q[j] = math.Exp((float64(row[j]) - float64(row[best])) / tau)
-				sum += q[j]
-			}
-			for j := range k {
-				e.Profile[j] += q[j] / sum / float64(n)
-			}
-			e.Motifs[i], e.Confidence[i] = best, q[best]/sum
 		}
-		e.Pieces = pieces(b, first, e.Motifs)
-		out[g] = e
+		// softmax_k(c/τ), shifted by the largest logit so that exp cannot
+		// overflow.
+		var sum float64
+		for j := range k {
+			q[j] = math.Exp((float64(row[j]) - float64(row[best])) / tau)
+			sum += q[j]
+		}
+		for j := range k {
+			e.Profile[j] += q[j] / sum / float64(n)
+		}
+		e.Motifs[i], e.Confidence[i] = best, q[best]/sum
 	}
-	return out
+	e.Pieces = pieces(e.Motifs, bonds)
+	return e
 }
 
-// pieces splits a molecule's atoms (batch atoms first … first+len(motifs)−1)
-// into connected pieces of one motif: the components of the graph whose
-// edges are the bonds between atoms of the same motif, ordered by their
-// first atom.
-func pieces(b *feed.Batch, first int, motifs []int) []Piece {
+// pieces splits a molecule's atoms into connected pieces of one motif: the
+// components of the graph whose edges are the bonds (pairs of atom indices)
+// between atoms of the same motif, ordered by their first atom.
+func pieces(motifs []int, bonds []int32) []Piece {
 	n := len(motifs)
 	parent := make([]int, n)
 	for i := range parent {
 		parent[i] = i
 	}
-	var root func(int) int
-	root = func(i int) int {
+	root := func(i int) int {
 		for parent[i] != i {
 			parent[i] = parent[parent[i]]
 			i = parent[i]
 		}
 		return i
 	}
-	for a := range n {
-		dst := first + a
-		for e := b.RowPtr[dst]; e < b.RowPtr[dst+1]; e++ {
-			src := int(b.EdgeSrc[e]) - first
-			if motifs[src] == motifs[a] {
-				ra, rs := root(a), root(src)
-				parent[max(ra, rs)] = min(ra, rs)
-			}
+	for b := 0; b+1 < len(bonds); b += 2 {
+		u, v := int(bonds[b]), int(bonds[b+1])
+		if motifs[u] == motifs[v] {
+			ru, rv := root(u), root(v)
+			parent[max(ru, rv)] = min(ru, rv)
 		}
 	}
 	var out []Piece

@@ -19,8 +19,9 @@ import (
 	"github.com/micrograph/micrograph/trainer/runenv"
 )
 
-// featurized is the host batch of the molecules smiles, featurised by RDKit.
-func featurized(t *testing.T, smiles ...string) *feed.Batch {
+// featurized is the molecules smiles, featurised by RDKit, and their host
+// batch.
+func featurized(t *testing.T, smiles ...string) (*data.Dataset, *feed.Batch) {
 	t.Helper()
 	var rows []data.Row
 	for i, s := range smiles {
@@ -34,7 +35,7 @@ func featurized(t *testing.T, smiles ...string) *feed.Batch {
 	if err := feed.Collate(ds, ds.All(), &b); err != nil {
 		t.Fatal(err)
 	}
-	return &b
+	return ds, &b
 }
 
 // A hand-computed case: ethyl methyl ether CCOC (atoms 0–1–2–3 in a chain)
@@ -44,7 +45,7 @@ func featurized(t *testing.T, smiles ...string) *feed.Batch {
 // pieces the chain's runs of one motif (atoms 0–1 and 3 are both motif 1 but
 // not joined), and the profile the mean of the softmaxes.
 func TestExplainBatchHandComputed(t *testing.T) {
-	b := featurized(t, "CCOC", "CO")
+	ds, _ := featurized(t, "CCOC", "CO")
 	cos := []float32{
 		0.1, 0.5, // atom 0: motif 1
 		0.2, 0.25, // atom 1: motif 1
@@ -53,7 +54,10 @@ func TestExplainBatchHandComputed(t *testing.T) {
 		0.7, 0.7, // CO atom 0: a tie, motif 0
 		0.3, -0.3, // CO atom 1: motif 0
 	}
-	got := explainBatch(b, cos, 2, 0.5)
+	got := []Explanation{
+		explainMolecule(cos[:8], 2, 0.5, ds.MoleculeBonds(0)),
+		explainMolecule(cos[8:], 2, 0.5, ds.MoleculeBonds(1)),
+	}
 	softmax := func(c0, c1 float64) (float64, float64) {
 		e0, e1 := math.Exp(c0/0.5), math.Exp(c1/0.5)
 		return e0 / (e0 + e1), e1 / (e0 + e1)
@@ -138,10 +142,10 @@ func TestExplainKeepsRowOrderAcrossChunks(t *testing.T) {
 	alone := map[int]Explanation{}
 	atoms := int64(0)
 	for _, i := range valid {
-		b := featurized(t, lines[i])
+		ds, b := featurized(t, lines[i])
 		var cos []float32
 		torch.NoGrad(func() { cos = torch.ToSlice[float32](m.Cosines(b.Graph(torch.CPU))) })
-		alone[i] = explainBatch(b, cos, 3, m.Config.Tau)[0]
+		alone[i] = explainMolecule(cos, 3, m.Config.Tau, ds.MoleculeBonds(0))
 		atoms += int64(b.NumAtoms())
 	}
 	for _, size := range []struct{ chunk, batch int }{{2, 1}, {3, 2}, {0, 0}} {
@@ -150,8 +154,8 @@ func TestExplainKeepsRowOrderAcrossChunks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep.Rows != 7 || rep.Written != 7 || len(rep.Invalid) != 3 || len(rep.Page) != 5 || !rep.Fragments {
-			t.Fatalf("chunk %d: report rows %d written %d invalid %d page %d fragments %v", size.chunk, rep.Rows, rep.Written, len(rep.Invalid), len(rep.Page), rep.Fragments)
+		if rep.Rows != 7 || rep.Written != 7 || rep.Invalid != 3 || len(rep.Page) != 5 || !rep.Fragments {
+			t.Fatalf("chunk %d: report rows %d written %d invalid %d page %d fragments %v", size.chunk, rep.Rows, rep.Written, rep.Invalid, len(rep.Page), rep.Fragments)
 		}
 		var counted int64
 		for _, u := range rep.Usage {
