@@ -51,7 +51,7 @@ func TestFinetuneStandardisesOnTrainLabels(t *testing.T) {
 
 	cfg := smallFinetune(t, dir)
 	cfg.Epochs, cfg.Seeds, cfg.Save = 1, 1, filepath.Join(t.TempDir(), "model")
-	if _, err := evaluate.Finetune(cfg, cpuEnv(t)); err != nil {
+	if _, err := evaluate.Finetune(cfg, testEnv(t)); err != nil {
 		t.Fatal(err)
 	}
 	saved, clf, err := infer.LoadModel(cfg.Save, torch.CPU)

@@ -16,7 +16,7 @@ import (
 func TestFinetuneKeepsTheEarliestTiedEpoch(t *testing.T) {
 	cfg := smallFinetune(t, oneTaskSynthetic(t, 150, 0.3))
 	cfg.Epochs, cfg.Seeds = 20, 6
-	res, err := evaluate.Finetune(cfg, cpuEnv(t))
+	res, err := evaluate.Finetune(cfg, testEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func oneStep(t *testing.T, cfg runfolder.Config) map[string][]float64 {
 	defer s.Close()
 	cfg.MaxSteps = 1
 	run := filepath.Join(t.TempDir(), "run")
-	if _, err := pretrain.Run(run, cfg, cpuEnv(), pretrain.Options{}); err != nil {
+	if _, err := pretrain.Run(run, cfg, testEnv(t), pretrain.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	ck, _, err := runfolder.LatestCheckpoint(run)
