@@ -237,8 +237,8 @@ func TestReleasedSubgraphsAreTheSamplersDraws(t *testing.T) {
 			molOf[a] = g
 		}
 	}
-	// within is every atom of set reachable from set[0] inside set, and
-	// ball the atoms within k bonds of a.
+	// within counts the atoms of set reachable from set[0] inside set;
+	// ball lists the atoms within k bonds of a.
 	within := func(set []int) int {
 		in := map[int]bool{}
 		for _, a := range set {
