@@ -209,13 +209,11 @@ func checkGradients(t *testing.T, cfg model.Config, g *graph.Graph, seed uint64,
 		values := torch.HostData[float64](v.Tensor)
 		for _, i := range []int{0, r.IntN(len(values)), len(values) - 1} {
 			orig := values[i]
-			var plus, minus float64
-			torch.NoGrad(func() {
-				values[i] = orig + 1e-6
-				plus = m.Forward(g, true).Total.Item()
-				values[i] = orig - 1e-6
-				minus = m.Forward(g, true).Total.Item()
-			})
+			lossAt := func(x float64) float64 {
+				values[i] = x
+				return torch.NoGradValue(func() float64 { return m.Forward(g, true).Total.Item() })
+			}
+			plus, minus := lossAt(orig+1e-6), lossAt(orig-1e-6)
 			values[i] = orig
 			numeric := (plus - minus) / 2e-6
 			if math.Abs(grad[i]-numeric) > 1e-6*math.Max(1, math.Abs(numeric)) {

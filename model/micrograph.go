@@ -169,7 +169,7 @@ func (m *MicroGraph) Forward(g *graph.Graph, train bool) Output {
 		// Slot graph·K + k holds motif k.
 		target = sub.LiveSlots.RemainderScalar(float64(c.Motifs))
 	} else {
-		torch.NoGrad(func() { target = logP.Argmax(1, false) })
+		target = torch.NoGradValue(func() *torch.Tensor { return logP.Argmax(1, false) })
 	}
 	sContra := sLive
 	if c.ContrastDetached {

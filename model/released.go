@@ -51,7 +51,7 @@ func (m *MicroGraph) releasedSubgraphs(g *graph.Graph, h0 *torch.Tensor, rng *ra
 	var emb []float32
 	var d int
 	if c.Sampler == SamplerSpectral {
-		torch.NoGrad(func() { emb = torch.ToSlice[float32](h0.ToDType(torch.Float32).To(torch.CPU, false)) })
+		emb = torch.NoGradValue(func() []float32 { return torch.ToSlice[float32](h0.ToDType(torch.Float32).To(torch.CPU, false)) })
 		d = int(h0.Size(1))
 	}
 	for gi, mol := range mols {
@@ -76,9 +76,8 @@ func (m *MicroGraph) releasedSubgraphs(g *graph.Graph, h0 *torch.Tensor, rng *ra
 // from libtorch's CPU generator, so that a checkpoint's generator state
 // restores them too and a resumed run draws what an uninterrupted one does.
 func hostRNG() *rand.Rand {
-	var words []float64
-	torch.NoGrad(func() {
-		words = torch.ToSlice[float64](torch.Rand([]int64{2}, torch.Options{DType: torch.Float64, Device: torch.CPU}))
+	words := torch.NoGradValue(func() []float64 {
+		return torch.ToSlice[float64](torch.Rand([]int64{2}, torch.Options{DType: torch.Float64, Device: torch.CPU}))
 	})
 	return rand.New(rand.NewPCG(math.Float64bits(words[0]), math.Float64bits(words[1])))
 }
@@ -103,7 +102,7 @@ func (m *MicroGraph) forwardReleased(g *graph.Graph, train bool) Output {
 	if train && c.Sampler == SamplerSpectral {
 		// The sampler's own pass: training mode, no gradient, its own
 		// dropout masks (§12.1).
-		torch.NoGrad(func() { h0 = m.Encoder.Forward(g, true) })
+		h0 = torch.NoGradValue(func() *torch.Tensor { return m.Encoder.Forward(g, true) })
 	}
 	h = m.Encoder.Forward(g, train)
 	if h0 == nil {
@@ -116,13 +115,12 @@ func (m *MicroGraph) forwardReleased(g *graph.Graph, train bool) Output {
 	cos := ops.Cosine(zs, m.Motifs) // J×K
 	logP := cos.DivScalar(c.Tau).LogSoftmax(1)
 	j := s.Size(0)
-	var target *torch.Tensor
-	torch.NoGrad(func() {
-		if j > 0 {
-			target, _ = ops.SinkhornAssign(cos, c.SinkhornLambda, c.SinkhornIters, nil)
-		} else {
-			target = torch.Zeros([]int64{0}, torch.Options{DType: torch.Int64, Device: h.Device()})
+	target := torch.NoGradValue(func() *torch.Tensor {
+		if j == 0 {
+			return torch.Zeros([]int64{0}, torch.Options{DType: torch.Int64, Device: h.Device()})
 		}
+		motif, _ := ops.SinkhornAssign(cos, c.SinkhornLambda, c.SinkhornIters, nil)
+		return motif
 	})
 	l := Losses{
 		Parts: []torch.Named{
@@ -145,10 +143,9 @@ func (m *MicroGraph) forwardReleased(g *graph.Graph, train bool) Output {
 func (m *MicroGraph) samplerLoss(h *torch.Tensor, sub *ops.Subgraphs, cos *torch.Tensor) *torch.Tensor {
 	j, k := int(cos.Size(0)), int(cos.Size(1))
 	if j == 0 {
-		return torch.Zeros(nil, torch.Options{DType: h.DType(), Device: h.Device()})
+		return torch.Zeros(nil, h.Options())
 	}
-	var sims []float32
-	torch.NoGrad(func() { sims = torch.ToSlice[float32](cos.ToDType(torch.Float32).To(torch.CPU, false)) })
+	sims := torch.NoGradValue(func() []float32 { return torch.ToSlice[float32](cos.ToDType(torch.Float32).To(torch.CPU, false)) })
 	top := int(math.Ceil(m.Config.Released.TopFraction * float64(j)))
 	selected := make([]float64, j)
 	order := make([]int, j)
@@ -189,16 +186,16 @@ func (m *MicroGraph) InitMotifs(graphs []*graph.Graph) (rows [][]float64, err er
 	d := int(m.Motifs.Size(1))
 	rng := hostRNG()
 	for _, g := range graphs {
-		s := torch.NewScope()
-		torch.NoGrad(func() {
-			h := m.Encoder.Forward(g, true)
-			sub := m.releasedSubgraphs(g, h, rng)
-			z := m.Head.Forward(sub.LiveRows(sub.Pool(h)))
-			for _, v := range torch.ToSlice[float32](z.ToDType(torch.Float32).To(torch.CPU, false)) {
-				flat = append(flat, float64(v))
-			}
+		z := torch.ScopedValue(func() []float32 {
+			return torch.NoGradValue(func() []float32 {
+				h := m.Encoder.Forward(g, true)
+				sub := m.releasedSubgraphs(g, h, rng)
+				return torch.ToSlice[float32](m.Head.Forward(sub.LiveRows(sub.Pool(h))).ToDType(torch.Float32).To(torch.CPU, false))
+			})
 		})
-		s.Close()
+		for _, v := range z {
+			flat = append(flat, float64(v))
+		}
 	}
 	n := len(flat) / d
 	if n < c.Motifs {

@@ -120,9 +120,7 @@ func TestReleasedGradientMatchesFiniteDifferences(t *testing.T) {
 	defer m.Free()
 	loss := func() float64 {
 		torch.ManualSeed(9) // the same balls every evaluation
-		var v float64
-		torch.NoGrad(func() { v = m.Forward(g, false).Total.Item() })
-		return v
+		return torch.NoGradValue(func() float64 { return m.Forward(g, false).Total.Item() })
 	}
 	torch.ManualSeed(9)
 	m.Forward(g, false).Total.Backward()

@@ -128,13 +128,11 @@ func gradCheck(t *testing.T, name string, x *torch.Tensor, f func(x *torch.Tenso
 	data := torch.HostData[float64](x)
 	for i := range data {
 		orig := data[i]
-		var plus, minus float64
-		torch.NoGrad(func() {
-			data[i] = orig + 1e-6
-			plus = f(x).Item()
-			data[i] = orig - 1e-6
-			minus = f(x).Item()
-		})
+		valueAt := func(v float64) float64 {
+			data[i] = v
+			return torch.NoGradValue(func() float64 { return f(x).Item() })
+		}
+		plus, minus := valueAt(orig+1e-6), valueAt(orig-1e-6)
 		data[i] = orig
 		numeric := (plus - minus) / 2e-6
 		if math.Abs(analytic[i]-numeric) > 1e-6*math.Max(1, math.Abs(numeric)) {

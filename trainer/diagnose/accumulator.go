@@ -62,9 +62,7 @@ func appendFloats(dst []float64, t *torch.Tensor) []float64 {
 func (a *diagAccumulator) batch(b *feed.Batch, dev torch.Device) error {
 	s := torch.NewScope()
 	defer s.Close()
-	var err error
-	torch.NoGrad(func() { err = a.measure(b, b.Graph(dev)) })
-	return err
+	return torch.NoGradValue(func() error { return a.measure(b, b.Graph(dev)) })
 }
 
 func (a *diagAccumulator) measure(b *feed.Batch, g *graph.Graph) error {

@@ -484,13 +484,14 @@ func FitLinear(cfg *LinearEvalConfig, ds *data.Dataset, split *data.Split, embed
 	run.TrainLossByL2 = toValues(torch.ToSlice[float64](bce.MeanDim(1, false).ToDType(torch.Float64)))
 
 	// Scores of every grid value on a part: G×len(idx)×T, row-major.
-	var validScores, testScores []float32
-	torch.NoGrad(func() {
-		if len(split.Valid) > 0 {
-			validScores = torch.ToSlice[float32](standardise(rows(split.Valid)).MatMul(w).Add(b))
-		}
-		testScores = torch.ToSlice[float32](standardise(rows(split.Test)).MatMul(w).Add(b))
-	})
+	scores := func(part []int32) []float32 {
+		return torch.NoGradValue(func() []float32 { return torch.ToSlice[float32](standardise(rows(part)).MatMul(w).Add(b)) })
+	}
+	var validScores []float32
+	if len(split.Valid) > 0 {
+		validScores = scores(split.Valid)
+	}
+	testScores := scores(split.Test)
 	validLabels, testLabels := splitLabels(ds, split.Valid), splitLabels(ds, split.Test)
 	for g := range grid {
 		perTask, mean, err := metrics.ROCAUC(testLabels, testScores[g*len(testLabels):(g+1)*len(testLabels)], tasks)

@@ -231,9 +231,7 @@ func runModel(ds *data.Dataset, mols []int32, batch int, dev torch.Device, k int
 		err := torch.Catch(func() {
 			s := torch.NewScope()
 			defer s.Close()
-			torch.NoGrad(func() {
-				outputs = append(outputs, torch.ToSlice[float32](forward(b.Graph(dev)))...)
-			})
+			outputs = append(outputs, torch.NoGradValue(func() []float32 { return torch.ToSlice[float32](forward(b.Graph(dev))) })...)
 		})
 		if err != nil {
 			return nil, err

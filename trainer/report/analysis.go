@@ -27,8 +27,7 @@ func AtomMotifs(m *model.MicroGraph, ds *data.Dataset, graphs []int32, batchSize
 				motifs = append(motifs, releasedBatch(m, &b, dev).atomMotifs(b.NumAtoms())...)
 				return
 			}
-			var a model.Assignment
-			torch.NoGrad(func() { a = m.Assign(b.Graph(dev), false) })
+			a := torch.NoGradValue(func() model.Assignment { return m.Assign(b.Graph(dev), false) })
 			for _, k := range torch.ToSlice[int64](a.Motif) {
 				motifs = append(motifs, int(k))
 			}

@@ -304,12 +304,8 @@ func (r *MotifReport) collectBatch(m *model.MicroGraph, ds *data.Dataset, b *fee
 	}
 	s := torch.NewScope()
 	defer s.Close()
-	var out model.Output
-	var cosine *torch.Tensor
-	torch.NoGrad(func() {
-		out = m.Forward(b.Graph(dev), false)
-		cosine = ops.Cosine(m.Ws.Forward(out.S), m.Motifs)
-	})
+	out := torch.NoGradValue(func() model.Output { return m.Forward(b.Graph(dev), false) })
+	cosine := torch.NoGradValue(func() *torch.Tensor { return ops.Cosine(m.Ws.Forward(out.S), m.Motifs) })
 	k := m.Config.Motifs
 	sub := out.Subgraphs
 	motif := torch.ToSlice[int64](out.Motif)
@@ -403,12 +399,8 @@ type releasedSubgraphs struct {
 // releasedBatch samples and reads back b's subgraphs, without autograd; the
 // caller's scope frees the tensors.
 func releasedBatch(m *model.MicroGraph, b *feed.Batch, dev torch.Device) releasedSubgraphs {
-	var out model.Output
-	var cosine *torch.Tensor
-	torch.NoGrad(func() {
-		out = m.Forward(b.Graph(dev), false)
-		cosine = ops.Cosine(m.Head.Forward(out.S), m.Motifs)
-	})
+	out := torch.NoGradValue(func() model.Output { return m.Forward(b.Graph(dev), false) })
+	cosine := torch.NoGradValue(func() *torch.Tensor { return ops.Cosine(m.Head.Forward(out.S), m.Motifs) })
 	k := m.Config.Motifs
 	var r releasedSubgraphs
 	r.logP = torch.ToSlice[float32](out.LogP.ToDType(torch.Float32))
