@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/metrics"
 )
 
@@ -21,100 +22,129 @@ import (
 // p < 0.05 is marked †. When not all seven benchmarks ran, averages (the
 // paper's included) cover only those that did and are starred.
 func (r *Result) Markdown() string {
-	ran := benchmarksRun(r)
-	star := ""
-	if len(ran) < len(Benchmarks) {
-		star = "*"
+	t := &table{r: r, ran: benchmarksRun(r), runs: map[int]bool{}, pairedBy: map[string]bool{}}
+	if len(t.ran) < len(Benchmarks) {
+		t.star = "*"
 	}
-	gains, averages := r.ComputeGains()
-	var sb strings.Builder
-	row := func(cells ...string) { sb.WriteString("| " + strings.Join(cells, " | ") + " |\n") }
-	row(slices.Concat([]string{"Evaluation", "Protocol", "Model"}, Benchmarks, []string{"Average"})...)
-	row(slices.Concat([]string{":--", ":--", ":--"}, slices.Repeat([]string{"--:"}, len(Benchmarks)+1))...)
-
-	runs := map[int]bool{}
-	pairedBy := map[string]bool{}
+	t.gains, t.averages = r.ComputeGains()
+	t.row(slices.Concat([]string{"Evaluation", "Protocol", "Model"}, Benchmarks, []string{"Average"})...)
+	t.row(slices.Concat([]string{":--", ":--", ":--"}, slices.Repeat([]string{"--:"}, len(Benchmarks)+1))...)
 	for _, kind := range evaluationKinds {
-		evaluation, name := kind.name, kind.heading
-		if !slices.Contains(r.Config.Evaluations, evaluation) {
+		if !slices.Contains(r.Config.Evaluations, kind.name) {
 			continue
 		}
 		for _, protocol := range r.Config.Protocols {
-			for _, pretrained := range []bool{true, false} {
-				label := map[bool]string{true: "micrograph pre-trained", false: "no pre-training"}[pretrained]
-				cells := []string{name, string(protocol), label}
-				var means []float64
-				var perRun [][]metrics.Value
-				for _, b := range Benchmarks {
-					pre, random := r.sides(b, evaluation, protocol)
-					s := random
-					if pretrained {
-						s = pre
-					}
-					if len(s.replicates) == 0 {
-						cells = append(cells, "—")
-						continue
-					}
-					st := s.stat()
-					cells = append(cells, percent(st))
-					means = append(means, float64(st.Mean))
-					perRun = append(perRun, s.runs())
-					runs[st.N] = true
-				}
-				cells = append(cells, averageCell(means, perRun)+star)
-				row(cells...)
-			}
-			cells := []string{name, string(protocol), "Δ (p)"}
-			for _, b := range Benchmarks {
-				i := slices.IndexFunc(gains, func(g Gain) bool {
-					return g.Benchmark == b && g.Evaluation == evaluation && g.Protocol == protocol
-				})
-				if i < 0 {
-					cells = append(cells, "—")
-					continue
-				}
-				pairedBy[gains[i].PairedBy] = true
-				cells = append(cells, gainCell(gains[i]))
-			}
-			i := slices.IndexFunc(averages, func(g Gain) bool { return g.Evaluation == evaluation && g.Protocol == protocol })
-			if i < 0 {
-				cells = append(cells, "—")
-			} else {
-				cells = append(cells, averageGainCell(averages[i])+star)
-			}
-			row(cells...)
+			t.measuredRow(kind, protocol, true)
+			t.measuredRow(kind, protocol, false)
+			t.gainRow(kind, protocol)
 		}
-		for variant, label := range []string{"paper MICRO-Graph", "paper Non-Pretrain"} {
-			paper := kind.paper[variant]
-			cells := []string{name, "paper's", label}
-			var shown []float64
-			for i, b := range Benchmarks {
-				switch {
-				case paper.figures == nil:
-					cells = append(cells, "—")
-				case slices.Contains(ran, b):
-					cells = append(cells, fmt.Sprintf("%.2f", paper.figures[i]))
-					shown = append(shown, paper.figures[i])
-				default:
-					cells = append(cells, fmt.Sprintf("(%.2f)", paper.figures[i]))
-				}
-			}
-			switch {
-			case paper.figures == nil:
-				cells = append(cells, "—")
-			case star == "":
-				cells = append(cells, fmt.Sprintf("%.2f", paper.average))
-			default:
-				cells = append(cells, fmt.Sprintf("%.2f", metrics.Mean(shown))+star)
-			}
-			row(cells...)
+		t.paperRow(kind, "paper MICRO-Graph", kind.paperPretrained)
+		t.paperRow(kind, "paper Non-Pretrain", kind.paperRandom)
+	}
+	t.footnotes()
+	return t.sb.String()
+}
+
+// table is the Markdown table being written, and what its footnotes say:
+// the run counts of its cells and how its Δs are paired.
+type table struct {
+	r               *Result
+	sb              strings.Builder
+	ran             []string // the benchmarks run, in Benchmarks order
+	star            string   // "*" on averages over fewer than all benchmarks
+	gains, averages []Gain
+	runs            map[int]bool    // runs per measured cell
+	pairedBy        map[string]bool // Gain.PairedBy of the Δ cells
+}
+
+func (t *table) row(cells ...string) { t.sb.WriteString("| " + strings.Join(cells, " | ") + " |\n") }
+
+// measuredRow is the pre-trained (or random) encoders' row of one
+// evaluation and protocol.
+func (t *table) measuredRow(kind evaluationKind, protocol evaluate.Protocol, pretrained bool) {
+	label := "no pre-training"
+	if pretrained {
+		label = "micrograph pre-trained"
+	}
+	cells := []string{kind.heading, string(protocol), label}
+	var means []float64
+	var perRun [][]metrics.Value
+	for _, b := range Benchmarks {
+		pre, random := t.r.sides(b, kind.name, protocol)
+		s := random
+		if pretrained {
+			s = pre
+		}
+		if len(s.replicates) == 0 {
+			cells = append(cells, "—")
+			continue
+		}
+		st := s.stat()
+		cells = append(cells, percent(st))
+		means = append(means, float64(st.Mean))
+		perRun = append(perRun, s.runs())
+		t.runs[st.N] = true
+	}
+	t.row(append(cells, averageCell(means, perRun)+t.star)...)
+}
+
+// gainRow is the Δ row of one evaluation and protocol.
+func (t *table) gainRow(kind evaluationKind, protocol evaluate.Protocol) {
+	cells := []string{kind.heading, string(protocol), "Δ (p)"}
+	for _, b := range Benchmarks {
+		i := slices.IndexFunc(t.gains, func(g Gain) bool {
+			return g.Benchmark == b && g.Evaluation == kind.name && g.Protocol == protocol
+		})
+		if i < 0 {
+			cells = append(cells, "—")
+			continue
+		}
+		t.pairedBy[t.gains[i].PairedBy] = true
+		cells = append(cells, gainCell(t.gains[i]))
+	}
+	i := slices.IndexFunc(t.averages, func(g Gain) bool { return g.Evaluation == kind.name && g.Protocol == protocol })
+	if i < 0 {
+		cells = append(cells, "—")
+	} else {
+		cells = append(cells, averageGainCell(t.averages[i])+t.star)
+	}
+	t.row(cells...)
+}
+
+// paperRow is a row of the paper's figures: in parentheses for benchmarks
+// not run, its average over those run when not all were.
+func (t *table) paperRow(kind evaluationKind, label string, paper paperRow) {
+	cells := []string{kind.heading, "paper's", label}
+	if paper.rocAUC == nil {
+		t.row(append(cells, slices.Repeat([]string{"—"}, len(Benchmarks)+1)...)...)
+		return
+	}
+	var shown []float64
+	for _, b := range Benchmarks {
+		v := paper.rocAUC[b]
+		if slices.Contains(t.ran, b) {
+			cells = append(cells, fmt.Sprintf("%.2f", v))
+			shown = append(shown, v)
+		} else {
+			cells = append(cells, fmt.Sprintf("(%.2f)", v))
 		}
 	}
+	if t.star == "" {
+		cells = append(cells, fmt.Sprintf("%.2f", paper.average))
+	} else {
+		cells = append(cells, fmt.Sprintf("%.2f", metrics.Mean(shown))+t.star)
+	}
+	t.row(cells...)
+}
 
+// footnotes say what the cells hold, how the Δs are paired, and what the
+// paper's rows are.
+func (t *table) footnotes() {
+	sb := &t.sb
 	sb.WriteString("\nTest ROC-AUC (%), mean ± std")
-	if len(runs) == 1 {
-		for n := range runs {
-			fmt.Fprintf(&sb, " over %d runs (encoders × seeds × folds)", n)
+	if len(t.runs) == 1 {
+		for n := range t.runs {
+			fmt.Fprintf(sb, " over %d runs (encoders × seeds × folds)", n)
 		}
 	} else {
 		sb.WriteString(" over each cell's runs (see suite.json)")
@@ -122,15 +152,14 @@ func (r *Result) Markdown() string {
 	sb.WriteString(". No pre-training: the same architecture randomly initialised, fine-tuned from scratch or frozen.\n")
 	sb.WriteString("scaffold: OGB's scaffold split, epoch or λ chosen on valid. cvK: K-fold cross-validation (the paper's cv10), epoch or λ chosen on the test ROC-AUC averaged over the folds, which is optimistic.\n")
 	sb.WriteString("Δ: pre-trained − no pre-training, in points; p: two-sided paired t-test, pairs by " +
-		strings.Join(slices.Sorted(maps.Keys(pairedBy)), ", ") + "; † p < 0.05. Average Δ: mean over the benchmarks [95 % t interval over the pairs].\n")
-	if !pairedBy["encoder"] && len(pairedBy) > 0 {
+		strings.Join(slices.Sorted(maps.Keys(t.pairedBy)), ", ") + "; † p < 0.05. Average Δ: mean over the benchmarks [95 % t interval over the pairs].\n")
+	if !t.pairedBy["encoder"] && len(t.pairedBy) > 0 {
 		sb.WriteString("One pre-trained encoder: its p-values count the evaluation's variance, not pre-training's; evaluate several, from pre-training runs with different seeds.\n")
 	}
 	sb.WriteString("Paper rows: the paper's Tables 1 and 2; it reports no Non-Pretrain feature extraction, and its stated feature-extraction average (69.73) is not the mean of its seven figures (69.89).\n")
-	if star != "" {
-		fmt.Fprintf(&sb, "\\* Average over the benchmarks run here (%s), the paper's rows included; paper figures in parentheses are for benchmarks not run.\n", strings.Join(ran, ", "))
+	if t.star != "" {
+		fmt.Fprintf(sb, "\\* Average over the benchmarks run here (%s), the paper's rows included; paper figures in parentheses are for benchmarks not run.\n", strings.Join(t.ran, ", "))
 	}
-	return sb.String()
 }
 
 // percent writes a ROC-AUC summary as the paper does: "77.22 ± 2.02".
