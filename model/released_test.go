@@ -161,7 +161,7 @@ func TestInitMotifsAreKMeansCentres(t *testing.T) {
 	}
 	defer m.Free()
 	graphs := []*graph.Graph{collate(t, ds, span(0, 32)).Graph(torch.CPU), collate(t, ds, span(32, 64)).Graph(torch.CPU)}
-	rows, err := m.InitMotifs(graphs)
+	rows, err := m.Objective.(*model.ReleasedObjective).InitMotifs(graphs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func probe(m *diagModel, path string, opt Options, env runenv.Env, recalibrated 
 		e := torch.NoGradValue(func() *torch.Tensor { return ops.GraphPool(m.enc.Forward(g, false), g, ops.MeanPool) })
 		es = append(es, e)
 		if m.full != nil && !recalibrated {
-			zs = append(zs, torch.NoGradValue(func() *torch.Tensor { return m.full.We.Forward(e) }))
+			zs = append(zs, torch.NoGradValue(func() *torch.Tensor { return m.paper.We.Forward(e) }))
 		}
 	}
 	features := []struct {

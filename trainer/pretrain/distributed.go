@@ -49,6 +49,9 @@ func joinJob(cfg runfolder.Config, opt Options, dev torch.Device) (*job, error) 
 	if opt.Job == nil || opt.Job.WorldSize <= 1 {
 		return nil, nil
 	}
+	if _, ok := cfg.Model.NewObjective().(model.DataParallel); !ok {
+		return nil, fmt.Errorf("the %s objective trains in one process only (the data-parallel form of docs/method.md §3.3 needs losses that are means over the batch's nodes, subgraphs or molecules)", cfg.Model.Objective())
+	}
 	w := opt.Job.WorldSize
 	if err := CheckSplit(cfg, w); err != nil {
 		return nil, err
@@ -178,28 +181,26 @@ func (j *job) params(m *model.MicroGraph) []*torch.Tensor {
 	return ps
 }
 
-// shareOf is, for each part of the paper objective, the index in
-// globalShares' counts of what the part is a mean over.
-var shareOf = map[string]int64{"node_mot": 0, "mot_sub": 1, "reg": 2, "contra": 3}
-
 // globalShares turns this rank's losses, each a mean over its part of the
 // batch, into its shares of the global batch's means: each is weighted by
-// the rank's share of what it averages over (nodes for L_node-mot, live
-// subgraphs for L_mot-sub, molecules for L_reg, molecules with a live
-// subgraph for L_contra), counted across ranks with one all-reduce. Summed
-// over ranks, the shares (and so the gradients) are the means one process
-// would compute over the whole batch, for every loss whose terms are per
-// node, subgraph or molecule; L_contra's negatives stay within the rank
-// (docs/method.md §3). Subgraphs stays this rank's count: summed, it is the
-// batch's. A failed all-reduce panics with its *torch.Error.
-func (j *job) globalShares(m *model.MicroGraph, out model.Output) model.Losses {
+// the rank's share of what it averages over (model.DataParallel: for the
+// paper's objective nodes for L_node-mot, live subgraphs for L_mot-sub,
+// molecules for L_reg, molecules with a live subgraph for L_contra),
+// counted across ranks with one all-reduce. Summed over ranks, the shares
+// (and so the gradients) are the means one process would compute over the
+// whole batch, for every loss whose terms are per node, subgraph or
+// molecule; L_contra's negatives stay within the rank (docs/method.md §3).
+// Subgraphs stays this rank's count: summed, it is the batch's. A failed
+// all-reduce panics with its *torch.Error.
+func (j *job) globalShares(o model.DataParallel, out model.Output) model.Losses {
 	l := out.Losses
 	dev, dt := l.Total.Device(), l.Total.DType()
 	f64 := torch.Options{DType: torch.Float64, Device: dev}
 	live := out.Subgraphs.Live.ToDType(torch.Float64)
 	molecules := live.Reshape(-1, out.Subgraphs.PerGraph).Size(0)
+	// Indexed by model.MeanOver.
 	counts := torch.Stack([]*torch.Tensor{
-		torch.Full(nil, float64(out.Q.Size(0)), f64),
+		torch.Full(nil, float64(out.H.Size(0)), f64),
 		live.Sum(),
 		torch.Full(nil, float64(molecules), f64),
 		live.Reshape(molecules, out.Subgraphs.PerGraph).Amax(1, false).Sum(),
@@ -210,12 +211,13 @@ func (j *job) globalShares(m *model.MicroGraph, out model.Output) model.Losses {
 	}
 	share := counts.Div(global.ClampMin(1)).ToDType(dt)
 	part := func(i int64) *torch.Tensor { return share.Narrow(0, i, 1).Reshape() }
+	over := o.MeansOver()
 	parts := make([]torch.Named, len(l.Parts))
 	for i, p := range l.Parts {
-		parts[i] = torch.Named{Name: p.Name, Tensor: p.Tensor.Mul(part(shareOf[p.Name]))}
+		parts[i] = torch.Named{Name: p.Name, Tensor: p.Tensor.Mul(part(int64(over[i])))}
 	}
 	l.Parts = parts
-	l.Total = m.Objective(l)
+	l.Total = o.Total(l.Parts)
 	return l
 }
 

@@ -87,10 +87,6 @@ func runPretraining(run string, cfg runfolder.Config, env runenv.Env, opt Option
 		opt.Opened()
 	}
 	cfg.DataKey = se.set.Key
-	if opt.Job != nil && opt.Job.WorldSize > 1 && cfg.Model.Released != nil {
-		se.close()
-		return nil, field.Errorf("model.released", "set", "trains in one process only: the data-parallel form of §3.3 is the paper objective's")
-	}
 	jb, err := joinJob(cfg, opt, se.dev)
 	if err != nil {
 		return nil, err
@@ -145,9 +141,9 @@ func runPretraining(run string, cfg runfolder.Config, env runenv.Env, opt Option
 			return nil, err
 		}
 	}
-	initialised := 0 // subgraphs the released objective's motif table was initialised from
-	if ck == nil && cfg.Model.Released != nil {
-		if initialised, err = se.initMotifs(m); err != nil {
+	var initialised string // what the objective did to a new run's parameters
+	if ck == nil {
+		if initialised, err = se.initialise(m); err != nil {
 			return nil, err
 		}
 	}
@@ -181,11 +177,11 @@ func runPretraining(run string, cfg runfolder.Config, env runenv.Env, opt Option
 	defer bar.finish()
 	bar.printf("micrograph: %s: %d molecules for pre-training (%d left out: %d under η=%d atoms, %d without bonds, %d with isolated atoms); %d steps per epoch",
 		cfg.Data, se.filter.Kept, se.filter.Removed(), se.filter.TooSmall, cfg.Model.Eta, se.filter.NoBonds, se.filter.IsolatedAtoms, perEpoch)
-	if cfg.Model.Released != nil {
-		bar.printf("micrograph: the released objective (docs/method.md §12), %s sampler", cfg.Model.Sampler)
-		if initialised > 0 {
-			bar.printf("micrograph: motif table initialised at the k-means centres of %d subgraphs of the first %d batches", initialised, cfg.Model.Released.InitBatches)
-		}
+	if d := m.Objective.Describe(); d != "" {
+		bar.printf("micrograph: %s", d)
+	}
+	if initialised != "" {
+		bar.printf("micrograph: %s", initialised)
 	}
 	if jb != nil {
 		bar.printf("micrograph: %d processes (%s), %d molecules each per step of %d", jb.Size(), distributed.Backend(dev), cfg.BatchSize/jb.Size(), cfg.BatchSize)
@@ -202,7 +198,7 @@ func runPretraining(run string, cfg runfolder.Config, env runenv.Env, opt Option
 		}
 	}
 
-	t := &pretrainer{cfg: cfg, run: run, dev: dev, job: jb, model: m, adam: adam, clipGroups: m.ClipGroups(),
+	t := &pretrainer{cfg: cfg, run: run, dev: dev, job: jb, model: m, adam: adam, clipGroups: m.Objective.ClipGroups(),
 		loader: loader, log: runLog, bar: bar, lastLog: time.Now()}
 	checkpointed := step
 	for step < total {
@@ -314,7 +310,7 @@ func (t *pretrainer) step(b *feed.Batch, stop bool) (values *torch.Tensor, skipp
 	out := t.model.Forward(b.Graph(t.dev), true)
 	l := out.Losses
 	if t.job != nil {
-		l = t.job.globalShares(t.model, out)
+		l = t.job.globalShares(t.model.Objective.(model.DataParallel), out)
 	}
 	t.adam.ZeroGrad()
 	l.Total.Backward()
@@ -365,7 +361,7 @@ func (t *pretrainer) flush() error {
 	v := torch.ToSlice[float64](p.values)
 	p.values.Free()
 	// v: the loss, its parts, the subgraphs and, in a job, the stop flag.
-	names := model.PartNames(t.cfg.Model)
+	names := t.model.Objective.PartNames()
 	r := runfolder.LogRecord{Step: p.step, Epoch: p.epoch, Loss: metrics.Value(v[0]),
 		Subgraphs: int64(v[1+len(names)]), LR: metrics.Value(t.adam.LR), Skipped: p.skipped}
 	for i, name := range names {
@@ -504,35 +500,43 @@ func (s *session) newModel() (*model.MicroGraph, *optim.Adam, error) {
 	return m, optim.NewAdam(m.Store.Trainable(), s.cfg.LR), nil
 }
 
-// initMotifs sets a new released-objective run's motif table from the
-// subgraphs of the run's first batches (docs/method.md §12.5); those
-// batches are then trained on as usual.
-func (s *session) initMotifs(m *model.MicroGraph) (subgraphs int, err error) {
-	n := s.cfg.Model.Released.InitBatches
-	if n == 0 {
-		return 0, nil
-	}
-	loader, err := s.newLoader(1, feed.Position{})
-	if err != nil {
-		return 0, err
-	}
-	defer loader.Close()
-	var graphs []*graph.Graph
+// initialise lets the objective ready a new run's parameters from the
+// run's first batches (the released objective's motif table,
+// docs/method.md §12.5); those batches are then trained on as usual. It
+// returns what the objective did, for the banner.
+func (s *session) initialise(m *model.MicroGraph) (string, error) {
+	var loader *feed.Loader
+	var held []*feed.Batch // their host structure is read until Initialise returns
 	scope := torch.NewScope()
-	defer scope.Close()
-	for range n {
-		b, err := loader.Next()
-		if err == io.EOF {
-			break
+	defer func() {
+		scope.Close()
+		if loader != nil {
+			for _, b := range held {
+				loader.Release(b)
+			}
+			loader.Close()
 		}
-		if err != nil {
-			return 0, err
+	}()
+	batches := func(n int) ([]*graph.Graph, error) {
+		var err error
+		if loader, err = s.newLoader(1, feed.Position{}); err != nil {
+			return nil, err
 		}
-		graphs = append(graphs, b.Graph(s.dev))
-		defer loader.Release(b) // the host structure is read until InitMotifs returns
+		var graphs []*graph.Graph
+		for range n {
+			b, err := loader.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			held = append(held, b)
+			graphs = append(graphs, b.Graph(s.dev))
+		}
+		return graphs, nil
 	}
-	rows, err := m.InitMotifs(graphs)
-	return len(rows), err
+	return m.Objective.Initialise(batches)
 }
 
 // newLoader streams shuffled whole batches of the filtered molecules for

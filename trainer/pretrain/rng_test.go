@@ -352,6 +352,7 @@ var randomSources = map[string]string{
 	"trainer/diagnose/diagnose.go":   "the diagnosis's molecule sample, drawn once from --seed; not in a pre-training step",
 	"trainer/evaluate/downstream.go": "cross-validation folds, made once from a seed; not in a pre-training step",
 	"model/released.go":              "the released objective's host draws: a PCG seeded each step by two torch.Rand draws on the CPU generator (rng.cpu)",
+	"model/sampler.go":               "host samplers draw only from the *rand.Rand they are given (SampleInput.RNG: model/released.go's)",
 	"ops/sample/sample.go":           "walks and balls, drawn only from the *rand.Rand they are given (model/released.go's)",
 	"ops/sample/spectral.go":         "k-means starts, drawn only from the *rand.Rand they are given (model/released.go's)",
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/data/feed"
+	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 )
@@ -306,8 +307,12 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 	return ck, nil
 }
 
-// NewModel builds the checkpoint's model on dev with its weights.
+// NewModel builds the checkpoint's model on dev with its weights, once its
+// configuration is found valid.
 func (c *Checkpoint) NewModel(dev torch.Device) (*model.MicroGraph, error) {
+	if err := c.Config.Model.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Path, field.Within("model", err))
+	}
 	m, err := model.New(c.Config.Model, dev, torch.Float32)
 	if err != nil {
 		return nil, err
