@@ -102,7 +102,7 @@ func bench(cfg BenchConfig, env runenv.Env) (res *BenchResult, err error) {
 		return nil, fmt.Errorf("nothing to time: %d steps, %d batches per epoch", steps, perEpoch)
 	}
 
-	t := &pretrainer{cfg: pc, dev: dev, model: m, adam: adam}
+	t := &pretrainer{cfg: pc, dev: dev, procs: alone{}, model: m, adam: adam}
 	var wait time.Duration
 	run := func(n int, timed bool) error {
 		for range n {

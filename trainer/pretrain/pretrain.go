@@ -59,6 +59,55 @@ func Run(run string, cfg runfolder.Config, env runenv.Env, opt Options) (*Result
 
 // runPretraining is Run after runenv's prologue.
 func runPretraining(run string, cfg runfolder.Config, env runenv.Env, opt Options) (res *Result, err error) {
+	t, err := newPretrainer(run, cfg, env, opt)
+	if errors.Is(err, data.ErrStopped) {
+		return &Result{Stopped: true}, nil // while featurising: nothing written
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = t.Close(err) }()
+	defer torch.Recover(&err) // a failed tensor op is the error Close is given
+	t.banner()
+	return t.train(env.Stop)
+}
+
+// pretrainer is a run: what it trains, on what, and where it writes, from
+// newPretrainer to Close.
+type pretrainer struct {
+	cfg     runfolder.Config
+	run     string
+	dev     torch.Device
+	session *session
+	procs   processes
+	// release gives the run folder back (rank 0; nil elsewhere).
+	release func(*error)
+	resumed *runfolder.Checkpoint // the checkpoint the run continues; nil for a new run
+	model   *model.MicroGraph
+	adam    *optim.Adam
+	// clipGroups are the model's gradient-clipping groups, listed once.
+	clipGroups [][]*torch.Tensor
+	loader     *feed.Loader
+	log        *runfolder.Log // rank 0's; nil elsewhere
+	bar        *progress
+
+	steps          int64    // optimiser steps done
+	total          int64    // steps the run ends at
+	rngMissing     []string // generators the resumed checkpoint has no state for
+	initialised    string   // what the objective did to a new run's parameters, for the banner
+	pending        *pendingStep
+	molecules      int       // since the last log line
+	lastLog        time.Time // when the step of the last log line was queued
+	lastCheckpoint string
+	stopAgreed     bool // a rank asked to stop, as the last flushed step says
+}
+
+// newPretrainer opens the data, joins the other processes, prepares the run
+// folder and builds (or restores) the model, optimiser, loader, log and
+// progress display. Everything that can be refused is checked before the
+// run folder is touched; env.Stop closed while a CSV is featurised into
+// the cache ends it at once with data.ErrStopped, nothing written.
+func newPretrainer(run string, cfg runfolder.Config, env runenv.Env, opt Options) (_ *pretrainer, err error) {
 	if !opt.Resume {
 		// The run records where its data is from anywhere: a resume from
 		// another working folder finds it.
@@ -66,217 +115,198 @@ func runPretraining(run string, cfg runfolder.Config, env runenv.Env, opt Option
 			cfg.Data = abs
 		}
 	}
-	// Everything that can be refused is checked before RUNDIR is touched.
-	// env.Stop closed while a CSV is featurised into the cache ends Run at
-	// once with nothing written (Result.Stopped without a Checkpoint).
 	se, err := openSession(cfg, env)
-	if errors.Is(err, data.ErrStopped) {
-		return &Result{Stopped: true}, nil // while featurising: nothing written
-	}
 	if err != nil {
 		return nil, err
 	}
-	defer se.close()
+	t := &pretrainer{run: run, dev: se.dev, session: se, procs: alone{}}
+	defer func() {
+		if err != nil {
+			err = t.Close(err)
+		}
+	}()
+	defer torch.Recover(&err)
 	if opt.Opened != nil {
 		opt.Opened()
 	}
 	cfg.DataKey = se.set.Key
-	jb, err := joinJob(cfg, opt, se.dev)
+	procs, err := joinJob(cfg, opt, se.dev)
 	if err != nil {
 		return nil, err
 	}
-	defer jb.close()
-	if err := jb.sameConfig(cfg); err != nil {
+	t.procs, se.job = procs, procs
+	if err := procs.sameConfig(cfg); err != nil {
 		return nil, err
 	}
-	se.job = jb
 	// Rank 0 alone writes the run folder; the others read its checkpoint.
-	var ck *runfolder.Checkpoint
-	if jb.Rank() == 0 {
-		var release func(*error)
-		if ck, release, err = runfolder.Prepare(run, &cfg, opt.Resume); err != nil {
+	if procs.Rank() == 0 {
+		if t.resumed, t.release, err = runfolder.Prepare(run, &cfg, opt.Resume); err != nil {
 			return nil, err
 		}
-		defer release(&err)
 	}
-	// Unwinding runs these before release, which must see a failed tensor
-	// op's error to remove a new run's folder: first the recovery, then, for
-	// a failed collective, the line that says another rank failed.
-	defer func() { err = jb.explain(err) }()
-	defer torch.Recover(&err)
-	if ck, err = jb.sameCheckpoint(run, ck); err != nil {
+	if t.resumed, err = procs.sameCheckpoint(run, t.resumed); err != nil {
 		return nil, err
 	}
-	if ck != nil {
-		defer ck.Free()
-	}
-	se.cfg = cfg // as runfolder.Prepare completed it when resuming
-	res = &Result{Filter: se.filter}
-
-	// Model and optimiser, from the checkpoint when resuming.
-	m, adam, err := se.newModel()
-	if err != nil {
+	t.cfg, se.cfg = cfg, cfg // as runfolder.Prepare completed it when resuming
+	if err := t.buildModel(); err != nil {
 		return nil, err
 	}
-	defer m.Free()
-	defer adam.Free()
-	dev := se.dev
-	var step int64
-	var start feed.Position
-	var rngMissing []string
-	if ck != nil {
-		if rngMissing, err = restore(ck, m, adam, dev, jb.Rank()); err != nil {
-			return nil, err
-		}
-		step, start = ck.Step, ck.Position
+	start := feed.Position{}
+	if t.resumed != nil {
+		t.steps, start = t.resumed.Step, t.resumed.Position
 	}
-	if jb != nil {
-		if err := jb.attach(m, m.Store.State(), cfg); err != nil {
-			return nil, err
-		}
-	}
-	var initialised string // what the objective did to a new run's parameters
-	if ck == nil {
-		if initialised, err = se.initialise(m); err != nil {
-			return nil, err
-		}
-	}
-
-	loader, err := se.newLoader(cfg.Epochs, start)
-	if err != nil {
+	if t.loader, err = se.newLoader(cfg.Epochs, start); err != nil {
 		return nil, err
 	}
-	defer loader.Close()
-	perEpoch := int64(loader.BatchesPerEpoch())
-	total := perEpoch * int64(cfg.Epochs)
+	perEpoch := int64(t.loader.BatchesPerEpoch())
+	t.total = perEpoch * int64(cfg.Epochs)
 	if cfg.MaxSteps > 0 {
-		total = min(total, int64(cfg.MaxSteps))
+		t.total = min(t.total, int64(cfg.MaxSteps))
 	}
-
-	var runLog *runfolder.Log
 	progressTo := env.Terminal()
-	if jb.Rank() == 0 {
-		if runLog, err = runfolder.OpenLog(run, step); err != nil {
+	if procs.Rank() == 0 {
+		if t.log, err = runfolder.OpenLog(run, t.steps); err != nil {
 			return nil, err
 		}
-		defer func() {
-			if cerr := runLog.Close(); err == nil && cerr != nil {
-				err = cerr
-			}
-		}()
 	} else {
 		progressTo = nil // rank 0 speaks for the run
 	}
-	bar := newProgress(progressTo, step, total, perEpoch)
-	defer bar.finish()
-	bar.printf("micrograph: %s: %d molecules for pre-training (%d left out: %d under η=%d atoms, %d without bonds, %d with isolated atoms); %d steps per epoch",
-		cfg.Data, se.filter.Kept, se.filter.Removed(), se.filter.TooSmall, cfg.Model.Eta, se.filter.NoBonds, se.filter.IsolatedAtoms, perEpoch)
-	if d := m.Objective.Describe(); d != "" {
-		bar.printf("micrograph: %s", d)
-	}
-	if initialised != "" {
-		bar.printf("micrograph: %s", initialised)
-	}
-	if jb != nil {
-		bar.printf("micrograph: %d processes (%s), %d molecules each per step of %d", jb.Size(), distributed.Backend(dev), cfg.BatchSize/jb.Size(), cfg.BatchSize)
-	}
-	if ck != nil {
-		bar.printf("micrograph: resuming %s at step %d (%s)", ck.Path, step, start)
-		if ck.World != jb.Size() {
-			bar.printf("micrograph: %s was written by %d process(es), this run has %d: the batch sequence continues, each process's random draws (dropout, subgraph perturbations) do not",
-				ck.Path, ck.World, jb.Size())
-		}
-		if len(rngMissing) > 0 {
-			bar.printf("micrograph: %s holds no state for the %s generator(s): they continue from the run's seed %d, so random draws (dropout, subgraph perturbations) differ from an uninterrupted run",
-				ck.Path, strings.Join(rngMissing, ", "), cfg.Seed)
-		}
-	}
+	t.bar = newProgress(progressTo, t.steps, t.total, perEpoch)
+	return t, nil
+}
 
-	t := &pretrainer{cfg: cfg, run: run, dev: dev, job: jb, model: m, adam: adam, clipGroups: m.Objective.ClipGroups(),
-		loader: loader, log: runLog, bar: bar, lastLog: time.Now()}
-	checkpointed := step
-	for step < total {
-		asked := false
-		select {
-		case <-env.Stop:
-			asked = true
-		default:
+// buildModel makes the model and optimiser, from the resumed checkpoint or
+// freshly (the objective then readies its parameters), and attaches them to
+// the other processes.
+func (t *pretrainer) buildModel() (err error) {
+	if t.model, t.adam, err = t.session.newModel(); err != nil {
+		return err
+	}
+	t.clipGroups = t.model.Objective.ClipGroups()
+	if t.resumed != nil {
+		if t.rngMissing, err = restore(t.resumed, t.model, t.adam, t.dev, t.procs.Rank()); err != nil {
+			return err
 		}
-		// Alone, a stop is obeyed at once; in a job every rank stops after
-		// the step whose summed losses carry the first rank's request.
-		if asked && jb == nil || t.stopAgreed {
+	}
+	if err := t.procs.attach(t.model, t.cfg); err != nil {
+		return err
+	}
+	if t.resumed == nil {
+		t.initialised, err = t.session.initialise(t.model)
+	}
+	return err
+}
+
+// Close releases everything the run holds, given the run's error err, and
+// returns the run's error: err (a failed collective explained), or the
+// first failure to close the log. Given an error, it also removes a new
+// run's folder that holds no checkpoint yet (runfolder.Prepare).
+func (t *pretrainer) Close(err error) error {
+	if t.bar != nil {
+		t.bar.finish()
+	}
+	if t.log != nil {
+		if cerr := t.log.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}
+	if t.loader != nil {
+		t.loader.Close()
+	}
+	if t.pending != nil {
+		t.pending.values.Free()
+	}
+	if t.model != nil {
+		t.adam.Free()
+		t.model.Free()
+	}
+	if t.resumed != nil {
+		t.resumed.Free()
+	}
+	err = t.procs.explain(err)
+	if t.release != nil {
+		t.release(&err)
+	}
+	t.procs.close()
+	t.session.close()
+	return err
+}
+
+// banner says what the run trains on, with what, and from where.
+func (t *pretrainer) banner() {
+	cfg, f, bar := t.cfg, t.session.filter, t.bar
+	bar.printf("micrograph: %s: %d molecules for pre-training (%d left out: %d under η=%d atoms, %d without bonds, %d with isolated atoms); %d steps per epoch",
+		cfg.Data, f.Kept, f.Removed(), f.TooSmall, cfg.Model.Eta, f.NoBonds, f.IsolatedAtoms, t.loader.BatchesPerEpoch())
+	for _, line := range []string{t.model.Objective.Describe(), t.initialised, t.procs.describe(cfg, t.dev)} {
+		if line != "" {
+			bar.printf("micrograph: %s", line)
+		}
+	}
+	ck := t.resumed
+	if ck == nil {
+		return
+	}
+	bar.printf("micrograph: resuming %s at step %d (%s)", ck.Path, ck.Step, ck.Position)
+	if ck.World != t.procs.Size() {
+		bar.printf("micrograph: %s was written by %d process(es), this run has %d: the batch sequence continues, each process's random draws (dropout, subgraph perturbations) do not",
+			ck.Path, ck.World, t.procs.Size())
+	}
+	if len(t.rngMissing) > 0 {
+		bar.printf("micrograph: %s holds no state for the %s generator(s): they continue from the run's seed %d, so random draws (dropout, subgraph perturbations) differ from an uninterrupted run",
+			ck.Path, strings.Join(t.rngMissing, ", "), cfg.Seed)
+	}
+}
+
+// train runs steps until the run's length, a stop or the end of the data,
+// checkpointing every CheckpointEvery steps and at the end.
+func (t *pretrainer) train(stop <-chan struct{}) (*Result, error) {
+	res := &Result{Filter: t.session.filter}
+	checkpointed := t.steps
+	t.lastLog = time.Now()
+	for t.steps < t.total {
+		asked := closed(stop)
+		if t.procs.stopping(asked) || t.stopAgreed {
 			res.Stopped = true
-		}
-		if res.Stopped {
 			break
 		}
-		b, err := loader.Next()
+		b, err := t.loader.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			if t.pending != nil {
-				t.pending.values.Free()
-			}
 			return nil, err
 		}
-		step++
-		values, skipped, err := t.step(b, asked) // queued on the device, not yet read
-		next := &pendingStep{step: step, epoch: b.Pos.Epoch + 1, values: values, skipped: skipped,
-			molecules: b.NumGraphs() * jb.Size(), queued: time.Now()}
-		loader.Release(b)
-		if err != nil {
-			if t.pending != nil {
-				t.pending.values.Free()
-			}
+		if err := t.advance(b, asked); err != nil {
 			return nil, err
 		}
-		// Read the previous step's losses now that this one is queued: the
-		// device never waits for the host.
-		if err := t.flush(); err != nil {
-			next.values.Free()
-			return nil, err
-		}
-		t.pending = next
-		if step%int64(cfg.CheckpointEvery) == 0 {
-			if err := t.checkpoint(step); err != nil {
+		if t.steps%int64(t.cfg.CheckpointEvery) == 0 {
+			if err := t.checkpoint(); err != nil {
 				return nil, err
 			}
-			checkpointed = step
+			checkpointed = t.steps
 		}
 	}
 	if err := t.flush(); err != nil {
 		return nil, err
 	}
-	if step > checkpointed || ck == nil && step == 0 {
-		if err := t.checkpoint(step); err != nil {
+	if t.steps > checkpointed || t.resumed == nil && t.steps == 0 {
+		if err := t.checkpoint(); err != nil {
 			return nil, err
 		}
 	}
-	res.Steps, res.Checkpoint = step, t.lastCheckpoint
-	if res.Checkpoint == "" && ck != nil {
-		res.Checkpoint = ck.Path
+	res.Steps, res.Checkpoint = t.steps, t.lastCheckpoint
+	if res.Checkpoint == "" && t.resumed != nil {
+		res.Checkpoint = t.resumed.Path
 	}
 	return res, nil
 }
 
-// pretrainer carries a run's state through its steps.
-type pretrainer struct {
-	cfg   runfolder.Config
-	run   string
-	dev   torch.Device
-	job   *job // nil alone
-	model *model.MicroGraph
-	adam  *optim.Adam
-	// clipGroups are the model's gradient-clipping groups, listed once.
-	clipGroups [][]*torch.Tensor
-	loader     *feed.Loader
-	log        *runfolder.Log
-	bar        *progress
-
-	pending        *pendingStep
-	molecules      int       // since the last log line
-	lastLog        time.Time // when the step of the last log line was queued
-	lastCheckpoint string
-	stopAgreed     bool // a rank asked to stop, as the last flushed step says
+// closed says whether c is closed, without waiting.
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }

@@ -88,7 +88,7 @@ func newStepRun(t *testing.T, cfg runfolder.Config, dev torch.Device, start feed
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &stepRun{pretrainer: &pretrainer{cfg: cfg, dev: dev, model: m, adam: adam, loader: loader}, indices: indices}
+	r := &stepRun{pretrainer: &pretrainer{cfg: cfg, dev: dev, procs: alone{}, model: m, adam: adam, loader: loader}, indices: indices}
 	t.Cleanup(func() {
 		loader.Close()
 		adam.Free()

@@ -24,7 +24,7 @@ type session struct {
 	cfg     runfolder.Config
 	dev     torch.Device
 	workers int                 // goroutines collating batches
-	job     *job                // nil alone
+	job     processes           // alone, until a run joins its job
 	set     *corpus.PretrainSet // the molecules: a dataset in memory, or a mapped corpus
 	indices []int32             // every molecule that can form a subgraph (§4's η filter)
 	filter  data.FilterStats    // what the filter left out
@@ -45,7 +45,7 @@ func openSession(cfg runfolder.Config, env runenv.Env) (*session, error) {
 		set.Close()
 		return nil, err
 	}
-	return &session{cfg: cfg, dev: dev, workers: env.Workers, set: set, indices: set.Indices, filter: set.Filter}, nil
+	return &session{cfg: cfg, dev: dev, workers: env.Workers, job: alone{}, set: set, indices: set.Indices, filter: set.Filter}, nil
 }
 
 // close releases the molecules (a corpus's mappings); loaders must be

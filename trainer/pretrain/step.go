@@ -9,9 +9,7 @@ import (
 	"github.com/micrograph/micrograph/trainer/metrics"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 
-	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
-	"github.com/micrograph/micrograph/torch/distributed"
 )
 
 // pendingStep is a step whose losses are still on the device.
@@ -34,11 +32,7 @@ type pendingStep struct {
 func (t *pretrainer) step(b *feed.Batch, stop bool) (values *torch.Tensor, skipped bool, err error) {
 	s := torch.NewScope()
 	defer s.Close()
-	out := t.model.Forward(b.Graph(t.dev), true)
-	l := out.Losses
-	if t.job != nil {
-		l = t.job.globalShares(t.model.Objective.(model.DataParallel), out)
-	}
+	l := t.procs.shares(t.model, t.model.Forward(b.Graph(t.dev), true))
 	t.adam.ZeroGrad()
 	l.Total.Backward()
 	parts := []*torch.Tensor{l.Total}
@@ -46,22 +40,8 @@ func (t *pretrainer) step(b *feed.Batch, stop bool) (values *torch.Tensor, skipp
 		parts = append(parts, p.Tensor)
 	}
 	parts = append(parts, l.Subgraphs.ToDType(l.Total.DType()))
-	if t.job != nil {
-		// A rank's stop request travels with the losses it sums.
-		stopFlag := 0.0
-		if stop {
-			stopFlag = 1
-		}
-		parts = append(parts, torch.Full(nil, stopFlag, torch.Options{DType: l.Total.DType(), Device: t.dev}))
-	}
-	values = torch.Stack(parts, 0).ToDType(torch.Float64)
-	if t.job != nil {
-		if err := t.job.group.AllReduce(values, torch.ReduceSum); err != nil {
-			return nil, false, err
-		}
-		if err := distributed.SumGradients(t.job.group, t.job.params(t.model)); err != nil {
-			return nil, false, err
-		}
+	if values, err = t.procs.reduce(parts, stop, t.model); err != nil {
+		return nil, false, err
 	}
 	if t.cfg.ClipGradNorm > 0 {
 		for _, group := range t.clipGroups {
@@ -77,14 +57,36 @@ func (t *pretrainer) step(b *feed.Batch, stop bool) (values *torch.Tensor, skipp
 	return s.Keep(values), skipped, nil
 }
 
-// flush reads the pending step's losses, logs them, and stops the run on a
-// non-finite loss unless it was skipped.
+// advance runs one optimiser step on b, and then logs the step before it,
+// whose losses the device has computed by now: the device never waits for
+// the host.
+func (t *pretrainer) advance(b *feed.Batch, stop bool) error {
+	t.steps++
+	values, skipped, err := t.step(b, stop) // queued on the device, not yet read
+	next := &pendingStep{step: t.steps, epoch: b.Pos.Epoch + 1, values: values, skipped: skipped,
+		molecules: b.NumGraphs() * t.procs.Size(), queued: time.Now()}
+	t.loader.Release(b)
+	if err != nil {
+		return err
+	}
+	previous := t.pending
+	t.pending = next
+	return t.logStep(previous)
+}
+
+// flush logs the pending step, if any.
 func (t *pretrainer) flush() error {
 	p := t.pending
+	t.pending = nil
+	return t.logStep(p)
+}
+
+// logStep reads a step's losses (freeing them), logs them, and stops the run
+// on a non-finite loss unless it was skipped; nil logs nothing.
+func (t *pretrainer) logStep(p *pendingStep) error {
 	if p == nil {
 		return nil
 	}
-	t.pending = nil
 	v := torch.ToSlice[float64](p.values)
 	p.values.Free()
 	// v: the loss, its parts, the subgraphs and, in a job, the stop flag.
@@ -141,13 +143,14 @@ func (e *NonFiniteLossError) Error() string {
 		e.Step, e.Loss, strings.Join(parts, ", "), where)
 }
 
-// checkpoint saves the run's state after step (flushing first, so that a
-// checkpoint never holds the result of a non-finite step).
-func (t *pretrainer) checkpoint(step int64) error {
+// checkpoint saves the run's state after its last step (flushing first, so
+// that a checkpoint never holds the result of a non-finite step).
+func (t *pretrainer) checkpoint() error {
+	step := t.steps
 	if err := t.flush(); err != nil {
 		return err
 	}
-	rngs, err := t.job.gatherRNG()
+	rngs, err := t.procs.gatherRNG()
 	if err != nil {
 		return fmt.Errorf("checkpoint at step %d: %w", step, err)
 	}
@@ -156,10 +159,10 @@ func (t *pretrainer) checkpoint(step int64) error {
 			n.Tensor.Free()
 		}
 	}()
-	if t.job.Rank() != 0 {
+	if t.procs.Rank() != 0 {
 		return nil
 	}
-	path, err := runfolder.SaveCheckpoint(t.run, step, t.loader.Position(), t.cfg, t.model, t.adam, rngs, t.job.Size())
+	path, err := runfolder.SaveCheckpoint(t.run, step, t.loader.Position(), t.cfg, t.model, t.adam, rngs, t.procs.Size())
 	if err != nil {
 		return fmt.Errorf("checkpoint at step %d: %w", step, err)
 	}
