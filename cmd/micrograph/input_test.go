@@ -178,7 +178,7 @@ func TestPretrainRunMisuse(t *testing.T) {
 		{"long name", []string{"pretrain", "--data", cfg.Data, "--run", filepath.Join(dir, strings.Repeat("b", 256))}, 2,
 			"--run " + (filepath.Join(dir, strings.Repeat("b", 256)))[:40] + "…: a folder name of 256 bytes, more than the 255 a name may have"},
 		{"resume, other hidden", []string{"pretrain", "--run", run, "--resume", "--hidden", "64"}, 2,
-			"--resume " + run + ": the model's shape differs from the run's (hidden, layers, mlp-layers, learn-t, bond-per-layer, motifs, objective: run [300 5 1 false false 20 paper], asked [64 5 1 false false 20 paper])"},
+			"--resume " + run + ": the model's shape differs from the run's: model.encoder.hidden 300 in the run, 64 asked"},
 		{"resume, other seed", []string{"pretrain", "--run", run, "--resume", "--seed", "5"}, 2,
 			"--resume " + run + ": seed is 0 in the run but 5 was asked; only the run's length and where it runs can change on resume"},
 		{"resume, other data", []string{"pretrain", "--run", run, "--resume", "--data", csvOf(dir)}, 2,

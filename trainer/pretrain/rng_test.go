@@ -97,6 +97,12 @@ func newStepRun(t *testing.T, cfg runfolder.Config, dev torch.Device, start feed
 	return r
 }
 
+// checkpoint is the run's state after step, as a single process saves it.
+func (r *stepRun) checkpoint(cfg runfolder.Config, step int64, rng []torch.Named) runfolder.Checkpoint {
+	return runfolder.Checkpoint{Step: step, Position: r.loader.Position(), Config: cfg, World: 1,
+		Model: r.model.Store.State(), Optim: r.adam.State(), RNG: rng}
+}
+
 // outcome is everything a step leaves behind, as bits: its losses, every
 // parameter's gradient, and the model's state after the update (parameters
 // and batch-norm statistics).
@@ -216,7 +222,7 @@ func TestCheckpointReplaysEveryRandomDrawOfAStep(t *testing.T) {
 			dir := t.TempDir()
 			r := newStepRun(t, cfg, dev, feed.Position{})
 			r.run(t) // Adam's moments and the generators move off their start
-			path, err := runfolder.SaveCheckpoint(dir, 1, r.loader.Position(), cfg, r.model, r.adam, processRNG(t), 1)
+			path, err := runfolder.SaveCheckpoint(dir, r.checkpoint(cfg, 1, processRNG(t)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -284,7 +290,7 @@ func TestRestoreToleratesForeignAndMissingGenerators(t *testing.T) {
 	dev := stepDevice(t)
 	cfg := smallStepConfig(dev)
 	r := newStepRun(t, cfg, dev, feed.Position{})
-	path, err := runfolder.SaveCheckpoint(t.TempDir(), 0, r.loader.Position(), cfg, r.model, r.adam, processRNG(t), 1)
+	path, err := runfolder.SaveCheckpoint(t.TempDir(), r.checkpoint(cfg, 0, processRNG(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

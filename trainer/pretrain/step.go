@@ -162,7 +162,10 @@ func (t *pretrainer) checkpoint() error {
 	if t.procs.Rank() != 0 {
 		return nil
 	}
-	path, err := runfolder.SaveCheckpoint(t.run, step, t.loader.Position(), t.cfg, t.model, t.adam, rngs, t.procs.Size())
+	path, err := runfolder.SaveCheckpoint(t.run, runfolder.Checkpoint{
+		Step: step, Position: t.loader.Position(), Config: t.cfg, World: t.procs.Size(),
+		Model: t.model.Store.State(), Optim: t.adam.State(), RNG: rngs,
+	})
 	if err != nil {
 		return fmt.Errorf("checkpoint at step %d: %w", step, err)
 	}
