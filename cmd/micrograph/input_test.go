@@ -65,12 +65,12 @@ func TestSplitlessDataset(t *testing.T) {
 	}
 	out := filepath.Join(dir, "out.json")
 	small := []string{"--seeds", "1", "--hidden", "16", "--layers", "2", "--device", "cpu", "--threads", "1", "--cache", filepath.Join(dir, "cache")}
-	need := `--protocol "scaffold" needs a split, and dataset bbbp has none (split/ is missing): use cv10 (cross-validation), or featurize it with --split scaffold`
+	need := `--protocol "scaffold" needs a split, and dataset bbbp has none (split/ is missing): use cv10 (cross-validation), or featurize it with a scaffold split (micrograph featurize --split scaffold)`
 	checkCLI(t, []cliCase{
 		{"finetune", append([]string{"finetune", "--data", ds, "--out", out, "--epochs", "1"}, small...), 2, need},
 		{"linear-eval", append([]string{"linear-eval", "--data", ds, "--out", out}, small...), 2, need},
 		{"suite", []string{"suite", "--encoder", writeTinyEncoder(t), "--datasets", ds, "--out", filepath.Join(dir, "suite"), "--seeds", "1", "--device", "cpu"}, 2,
-			`--datasets "` + ds + `" has no split (split/ is missing), which the scaffold protocol needs: leave scaffold out of the protocols, or featurize it with --split scaffold`},
+			`--datasets "` + ds + `" has no split (split/ is missing), which the scaffold protocol needs: leave scaffold out of the protocols, or featurize it with a scaffold split (micrograph featurize --split scaffold)`},
 	})
 	for _, p := range []string{out, filepath.Join(dir, "suite")} {
 		if _, err := os.Stat(p); err == nil {

@@ -263,7 +263,7 @@ func openSource(opt Options, env runenv.Env) (*source, error) {
 		return nil, fmt.Errorf("data %s: %w", opt.Data, errors.Unwrap(err))
 	}
 	if st.IsDir() && data.IsCorpus(opt.Data) {
-		return nil, fmt.Errorf("data %s is a pre-training corpus (featurize --shard-rows), which keeps no SMILES to score by: give the CSV it was made from", opt.Data)
+		return nil, fmt.Errorf("data %s is a pre-training corpus, which keeps no SMILES to score by: give the CSV it was made from", opt.Data)
 	}
 	if st.IsDir() {
 		return folderSource(opt, env)

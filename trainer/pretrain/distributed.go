@@ -92,9 +92,24 @@ type job struct {
 	size  int
 }
 
-// CheckSplit refuses a batch that the given number of processes cannot
-// split evenly: each takes an equal part of every batch (docs/method.md §3.3).
-func CheckSplit(cfg runfolder.Config, processes int) error {
+// CheckLaunch judges, for a launcher about to start the given number of
+// processes of run, what each would refuse as it starts (Run): the
+// settings, the run folder, the objective and the split of the batch, so
+// that a bad setting starts none.
+func CheckLaunch(run string, cfg runfolder.Config, resume bool, processes int) error {
+	if err := check(run, cfg, resume); err != nil {
+		return err
+	}
+	return checkSplit(cfg, processes)
+}
+
+// checkSplit refuses an objective that cannot train split across
+// processes, and a batch that the given number of processes cannot split
+// evenly: each takes an equal part of every batch (docs/method.md §3.3).
+func checkSplit(cfg runfolder.Config, processes int) error {
+	if _, ok := cfg.Model.NewObjective().(model.DataParallel); !ok {
+		return fmt.Errorf("the %s objective trains in one process only (the data-parallel form of docs/method.md §3.3 needs losses that are means over the batch's nodes, subgraphs or molecules)", cfg.Model.Objective())
+	}
 	if cfg.BatchSize%processes != 0 {
 		return field.Errorf("batch_size", cfg.BatchSize, "is not a multiple of the %d processes: each takes an equal part of every batch", processes)
 	}
@@ -108,11 +123,8 @@ func joinJob(cfg runfolder.Config, opt Options, dev torch.Device) (processes, er
 	if opt.Job == nil || opt.Job.WorldSize <= 1 {
 		return alone{}, nil
 	}
-	if _, ok := cfg.Model.NewObjective().(model.DataParallel); !ok {
-		return nil, fmt.Errorf("the %s objective trains in one process only (the data-parallel form of docs/method.md §3.3 needs losses that are means over the batch's nodes, subgraphs or molecules)", cfg.Model.Objective())
-	}
 	w := opt.Job.WorldSize
-	if err := CheckSplit(cfg, w); err != nil {
+	if err := checkSplit(cfg, w); err != nil {
 		return nil, err
 	}
 	timeout := opt.Timeout

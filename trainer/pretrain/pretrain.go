@@ -54,7 +54,16 @@ type Result struct {
 // receives the progress display (a bar on a terminal) and messages; closing
 // env.Stop ends the run after the current step with a checkpoint.
 func Run(run string, cfg runfolder.Config, env runenv.Env, opt Options) (*Result, error) {
-	return runenv.Run(env, cfg.Validate, func() (*Result, error) { return runPretraining(run, cfg, env, opt) })
+	validate := func() error { return check(run, cfg, opt.Resume) }
+	return runenv.Run(env, validate, func() (*Result, error) { return runPretraining(run, cfg, env, opt) })
+}
+
+// check judges a run's settings and its folder, before any work.
+func check(run string, cfg runfolder.Config, resume bool) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	return runfolder.CheckRunFolder(run, resume)
 }
 
 // runPretraining is Run after runenv's prologue.

@@ -155,9 +155,9 @@ func checkPretrainData(cfg runfolder.Config, f data.FilterStats) error {
 // random op on CPU tensors) and, on a GPU, from that GPU's (dropout, rand,
 // bernoulli); each generator saved for a device this process has is
 // restored. missing names the generators the step draws from that the
-// checkpoint has no state for (a run moved to another device, or a file
-// written before every GPU's state was saved, or a rank the run did not have
-// before): those continue from --seed (rankSeed), so their draws differ from
+// checkpoint has no state for (a run moved to another device, a file that
+// holds only some GPUs' states, or a rank the run did not have): those
+// continue from the run's seed (rankSeed), so their draws differ from
 // an uninterrupted run's. rank picks this process's states in a data-parallel
 // run's checkpoint (rank 0's are those of a single process).
 func restore(ck *runfolder.Checkpoint, m *model.MicroGraph, adam *optim.Adam, dev torch.Device, rank int) (missing []string, err error) {

@@ -28,7 +28,7 @@ const CheckpointFormat = "micrograph-checkpoint/1"
 //	model.<name>    every parameter and buffer of the model
 //	optim.<name>.*  Adam's moments and step counts
 //	rng.<device>    every default generator's state: rng.cpu, and
-//	                rng.cuda:N for each GPU (earlier files hold only the
+//	                rng.cuda:N for each GPU (a file may hold only the
 //	                GPU the run was on); in a data-parallel run these are
 //	                rank 0's, and rng.rank<r>/<device> rank r's
 //	meta.*          format, step, epoch, data position (global: of the
@@ -177,7 +177,7 @@ func checkReadable(path string) error {
 
 // ReadableCheckpoints is the run's checkpoints that read back whole, newest
 // first; report (when not nil) hears of each unreadable one, which is left
-// alone and counted nowhere: not for --keep, not for resume.
+// alone and counted nowhere: not among those kept, not for resume.
 func ReadableCheckpoints(run string, report func(path string, err error)) ([]string, error) {
 	files, err := ListCheckpoints(run)
 	if err != nil {
@@ -225,7 +225,7 @@ var reported sync.Map
 // reportUnreadable says once on stderr that path is unreadable and left alone.
 func reportUnreadable(path string, err error) {
 	if _, done := reported.LoadOrStore(path, true); !done {
-		fmt.Fprintf(os.Stderr, "micrograph: leaving the unreadable checkpoint %s alone, not counted for --keep or resume: %v\n", path, err)
+		fmt.Fprintf(os.Stderr, "micrograph: leaving the unreadable checkpoint %s alone, not counted among those kept nor resumed from: %v\n", path, err)
 	}
 }
 

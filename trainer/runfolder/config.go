@@ -19,28 +19,29 @@ import (
 // Config is a pre-training run, saved as RUNDIR/config.json and in
 // every checkpoint. Defaults are docs/method.md §1's.
 type Config struct {
-	Data string `json:"data"` // OGB folder, CSV of SMILES, or corpus folder; absolute in runs made since issue #28
+	Data string `json:"data"` // OGB folder, CSV of SMILES, or corpus folder; Run makes it absolute
 	// DataKey is Data's content when the run began (data.ContentKey), set
-	// by Run: a resume on other data is refused. Empty in older runs.
+	// by Run: a resume on other data is refused. Empty: none recorded, and
+	// none checked.
 	DataKey string       `json:"data_key,omitempty"`
 	Model   model.Config `json:"model"` //
 
 	BatchSize    int     `json:"batch_size"`
 	LR           float64 `json:"lr"`
-	ClipGradNorm float64 `json:"clip_grad_norm"` // 0: no clipping; per group of model.ClipGroups
+	ClipGradNorm float64 `json:"clip_grad_norm"` // 0: no clipping; per group of the objective's ClipGroups
 	// WeightDecay > 0 makes the optimiser AdamW with this decoupled decay
 	// (the released objective's, docs/method.md §12.5); 0 is Adam.
 	WeightDecay float64 `json:"weight_decay,omitempty"`
 	Epochs      int     `json:"epochs"`
 	MaxSteps    int     `json:"max_steps"` // 0: no limit beyond Epochs
 	Seed        uint64  `json:"seed"`
-	// Precision of the matrix products (docs/method.md §13); runs made
-	// before it was a setting are FP32.
+	// Precision of the matrix products (docs/method.md §13); a config
+	// that names none is FP32.
 	Precision model.Precision `json:"precision"`
 
 	// Where and how the run runs (device, threads, workers) is not here but
-	// in the runenv.Env it is given: runs made before that kept them in
-	// config.json, where they are now ignored.
+	// in the runenv.Env it is given; a config.json that holds them still
+	// reads, and they are ignored.
 	CheckpointEvery int  `json:"checkpoint_every"` // steps
 	Keep            int  `json:"keep"`             // checkpoints kept
 	LogEvery        int  `json:"log_every"`        // steps per log.jsonl line

@@ -43,8 +43,8 @@ func ResultFile(path string) string {
 
 // ReadResult reads a suite's result, from its --out folder or its
 // suite.json; its errors, "cannot be read: …" or "is not a suite result",
-// are for the caller to put after the path. Results written before
-// precision was a setting read as fp32 ones, which they were.
+// are for the caller to put after the path. A result that names no
+// precision reads as fp32, which such results were.
 func ReadResult(path string) (*Result, error) {
 	file := ResultFile(path)
 	b, err := os.ReadFile(file)

@@ -59,8 +59,8 @@ func runSuite(cfg Config, env runenv.Env) (*Result, error) {
 	if slices.Contains(cfg.Protocols, evaluate.ProtocolScaffold) {
 		for _, path := range cfg.Datasets {
 			if data.LacksSplit(path) {
-				return nil, field.Errorf("datasets", path, "has no split (split/ is missing), which the %s protocol needs: leave %s out of the protocols, or featurize it with --split scaffold",
-					evaluate.ProtocolScaffold, evaluate.ProtocolScaffold)
+				return nil, field.Errorf("datasets", path, "has no split (%w), which the %s protocol needs: leave %s out of the protocols, or featurize it with a scaffold split",
+					data.ErrNoSplit, evaluate.ProtocolScaffold, evaluate.ProtocolScaffold)
 			}
 		}
 	}

@@ -108,7 +108,7 @@ type paperRow struct {
 // without pre-training (the same architecture, randomly initialised).
 //
 // Several encoders (pre-training runs with different seeds) make the
-// comparison carry pre-training's own variance (issue 12). Encoder i is
+// comparison carry pre-training's own variance. Encoder i is
 // evaluated with the seeds Seed + i·Seeds … Seed + (i+1)·Seeds − 1 of its
 // evaluation's settings, and so is the i-th random replicate: the random
 // side has as many independent initialisations as the pre-trained side has
