@@ -143,7 +143,7 @@ func newPretrainer(run string, cfg runfolder.Config, env runenv.Env, opt Options
 	if err != nil {
 		return nil, err
 	}
-	t.procs, se.job = procs, procs
+	t.procs, se.procs = procs, procs
 	if err := procs.sameConfig(cfg); err != nil {
 		return nil, err
 	}

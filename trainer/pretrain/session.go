@@ -24,7 +24,7 @@ type session struct {
 	cfg     runfolder.Config
 	dev     torch.Device
 	workers int                 // goroutines collating batches
-	job     processes           // alone, until a run joins its job
+	procs   processes           // alone, until a run joins its job
 	set     *corpus.PretrainSet // the molecules: a dataset in memory, or a mapped corpus
 	indices []int32             // every molecule that can form a subgraph (§4's η filter)
 	filter  data.FilterStats    // what the filter left out
@@ -45,7 +45,7 @@ func openSession(cfg runfolder.Config, env runenv.Env) (*session, error) {
 		set.Close()
 		return nil, err
 	}
-	return &session{cfg: cfg, dev: dev, workers: env.Workers, job: alone{}, set: set, indices: set.Indices, filter: set.Filter}, nil
+	return &session{cfg: cfg, dev: dev, workers: env.Workers, procs: alone{}, set: set, indices: set.Indices, filter: set.Filter}, nil
 }
 
 // close releases the molecules (a corpus's mappings); loaders must be
@@ -69,7 +69,7 @@ func (s *session) newModel() (*model.MicroGraph, *optim.Adam, error) {
 		m.Free()
 		return nil, nil, err
 	}
-	if r := s.job.Rank(); r > 0 {
+	if r := s.procs.Rank(); r > 0 {
 		torch.ManualSeed(rankSeed(s.cfg.Seed, r))
 	}
 	if s.cfg.WeightDecay > 0 {
@@ -123,7 +123,7 @@ func (s *session) newLoader(epochs int, start feed.Position) (*feed.Loader, erro
 	return feed.NewLoader(feed.LoaderConfig{
 		Dataset: s.set.Molecules, Indices: s.indices, BatchSize: s.cfg.BatchSize, Shuffle: true, Seed: s.cfg.Seed,
 		DropLast: true, Epochs: epochs, Start: start, Workers: s.workers, Prepare: s.prepare,
-		Shard: s.job.Rank(), Shards: s.job.Size(),
+		Shard: s.procs.Rank(), Shards: s.procs.Size(),
 	})
 }
 
