@@ -65,10 +65,19 @@ type Objective interface {
 	// AssignmentTensors are the state-dict names of the tensors
 	// NodeMotifCosines reads: the motif table and the projection.
 	AssignmentTensors() []string
+	// AssignmentHead registers at p, a model's root, the projection
+	// NodeMotifCosines applies, under its pre-training names, and returns
+	// it (a MotifModel's head; Register makes the model's own with it).
+	AssignmentHead(p nn.Path) Projection
 	// ReadMotifs reads the motifs of batch g in evaluation mode, without
 	// gradient: the subgraphs of MotifSampler, the motif each stands for,
 	// and each atom's motif (docs/method.md §3, §12.6).
 	ReadMotifs(g *graph.Graph) MotifReading
+}
+
+// Projection maps the rows of x (n×d) to the space of the motif table.
+type Projection interface {
+	Forward(x *torch.Tensor) *torch.Tensor
 }
 
 // MotifReading is what an objective makes of a batch's motifs: the

@@ -67,7 +67,7 @@ func (o *PaperObjective) MotifSampler() Sampler {
 func (o *PaperObjective) Register(m *MicroGraph, p nn.Path) {
 	d := int64(o.c.Encoder.Hidden)
 	o.m = m
-	o.Wh = nn.NewLinear(p.Sub("W_h"), d, d, false)
+	o.Wh = o.AssignmentHead(p).(*nn.Linear)
 	o.Ws = nn.NewLinear(p.Sub("W_s"), d, d, false)
 	o.We = nn.NewLinear(p.Sub("W_e"), d, d, false)
 }
@@ -172,6 +172,12 @@ func (o *PaperObjective) ClipGroups() [][]*torch.Tensor {
 // NodeMotifCosines is cos(W_h h, M).
 func (o *PaperObjective) NodeMotifCosines(h *torch.Tensor) *torch.Tensor {
 	return ops.Cosine(o.Wh.Forward(h), o.m.Motifs)
+}
+
+// AssignmentHead registers W_h.
+func (o *PaperObjective) AssignmentHead(p nn.Path) Projection {
+	d := int64(o.c.Encoder.Hidden)
+	return nn.NewLinear(p.Sub("W_h"), d, d, false)
 }
 
 // AssignmentTensors are the motif table and W_h.

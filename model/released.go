@@ -138,7 +138,12 @@ func (o *ReleasedObjective) MotifSampler() Sampler {
 // Register adds the projection head.
 func (o *ReleasedObjective) Register(m *MicroGraph, p nn.Path) {
 	o.m = m
-	o.Head = NewProjectionHead(p.Sub("projection_head"), int64(o.c.Encoder.Hidden))
+	o.Head = o.AssignmentHead(p).(*ProjectionHead)
+}
+
+// AssignmentHead registers the projection head.
+func (o *ReleasedObjective) AssignmentHead(p nn.Path) Projection {
+	return NewProjectionHead(p.Sub("projection_head"), int64(o.c.Encoder.Hidden))
 }
 
 // Initialise places the motif table at the k-means centres of the

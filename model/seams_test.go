@@ -146,8 +146,13 @@ func (o *centreObjective) NodeMotifCosines(h *torch.Tensor) *torch.Tensor {
 }
 
 func (o *centreObjective) Register(m *model.MicroGraph, p nn.Path) {
-	d := int64(m.Config.Encoder.Hidden)
-	o.m, o.wc = m, nn.NewLinear(p.Sub("W_c"), d, d, false)
+	o.m = m
+	o.wc = o.AssignmentHead(p).(*nn.Linear)
+}
+
+func (o *centreObjective) AssignmentHead(p nn.Path) model.Projection {
+	d := int64(o.m.Config.Encoder.Hidden)
+	return nn.NewLinear(p.Sub("W_c"), d, d, false)
 }
 
 func (o *centreObjective) Initialise(func(int) ([]*graph.Graph, error)) (string, error) {

@@ -18,7 +18,7 @@ func TestUnreadableCheckpointIsNotCounted(t *testing.T) {
 	cfg := smallConfig(t)
 	cfg.MaxSteps, cfg.Keep = 8, 1
 	run := filepath.Join(t.TempDir(), "run")
-	if _, err := pretrain.Run(run, cfg, cpuEnv(), pretrain.Options{}); err != nil {
+	if _, err := pretrain.Run(run, cfg, testEnv(t), pretrain.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	junk := filepath.Join(run, "checkpoints", "step-000000099.pt")
@@ -26,7 +26,7 @@ func TestUnreadableCheckpointIsNotCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.MaxSteps = 12
-	res, err := pretrain.Run(run, cfg, cpuEnv(), pretrain.Options{Resume: true})
+	res, err := pretrain.Run(run, cfg, testEnv(t), pretrain.Options{Resume: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,11 +66,7 @@ func WriteFile(path string, entries []Entry) error {
 }
 
 // ReadFile reads the torch.save file at path holding a state dict and
-// returns its entries in the file's order. Tensors come back contiguous,
-// whatever view of a storage the file describes, and share no memory with
-// each other. Because a view can be larger than its storage (torch's
-// expand), it refuses a file whose tensors would take more than 1 GiB plus
-// 8 times the file's size.
+// returns its entries in the file's order, as Read does.
 func ReadFile(path string) ([]Entry, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -81,9 +77,19 @@ func ReadFile(path string) ([]Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ptfile: %w", err)
 	}
-	entries, err := read(f, st.Size())
+	return Read(path, f, st.Size())
+}
+
+// Read reads a torch.save file of size bytes from r, named name in errors,
+// holding a state dict, and returns its entries in the file's order.
+// Tensors come back contiguous, whatever view of a storage the file
+// describes, and share no memory with each other. Because a view can be
+// larger than its storage (torch's expand), it refuses a file whose tensors
+// would take more than 1 GiB plus 8 times the file's size.
+func Read(name string, r io.ReaderAt, size int64) ([]Entry, error) {
+	entries, err := read(r, size)
 	if err != nil {
-		return nil, fmt.Errorf("ptfile: %s: %w", path, err)
+		return nil, fmt.Errorf("ptfile: %s: %w", name, err)
 	}
 	return entries, nil
 }
