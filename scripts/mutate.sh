@@ -153,7 +153,7 @@ if [ -n "$pkgs_all" ]; then
 	fi
 fi
 
-escaped=0 total=0 unjudged=0
+escaped=0 total=0 unjudged=0 broken=0
 while IFS=$'\t' read -r id file orig repl pkgs needs; do
 	total=$((total + 1))
 	why=""
@@ -169,6 +169,7 @@ while IFS=$'\t' read -r id file orig repl pkgs needs; do
 	cp "$tree/$file" "$work/saved"
 	if ! why=$(apply "$tree/$file" "$orig" "$repl" 2>&1); then
 		printf '%s\tnot applied: %s\n' "$id" "$why" | tee -a "$table"
+		broken=$((broken + 1))
 		continue
 	fi
 	log=$work/$id.log
@@ -184,6 +185,7 @@ while IFS=$'\t' read -r id file orig repl pkgs needs; do
 		escaped=$((escaped + 1))
 	elif grep -q '\[build failed\]\|\[setup failed\]' "$log"; then
 		result="build failed"
+		broken=$((broken + 1))
 	elif [ -n "$failed" ]; then
 		result="caught by $failed"
 	else
@@ -193,6 +195,7 @@ while IFS=$'\t' read -r id file orig repl pkgs needs; do
 done <"$selected"
 summary="$escaped of $total mutations escaped"
 [ $unjudged -eq 0 ] || summary="$summary, $unjudged not judged on this machine"
+[ $broken -eq 0 ] || summary="$summary, $broken not applied or not built (fix their lines)"
 printf '%s\n' "$summary" | tee -a "$table"
 if [ -n "$out" ]; then
 	cp "$table" "$out"
