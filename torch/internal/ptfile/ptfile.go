@@ -23,9 +23,9 @@ package ptfile
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // Entry is one key of a state dict.
@@ -68,11 +68,13 @@ func WriteFile(path string, entries []Entry) error {
 // ReadFile reads the torch.save file at path holding a state dict and
 // returns its entries in the file's order. Tensors come back contiguous,
 // whatever view of a storage the file describes, and share no memory with
-// each other. Because a view can be larger than its storage (torch's
-// expand), it refuses a file whose tensors would take more than 1 GiB plus
-// 8 times the file's size.
+// each other. A file can describe more than it holds (a view larger than
+// its storage, records that overlap), so it refuses, before allocating
+// them, records and tensors that would take more than Cap of its size
+// (64 MiB plus 8 times it). Anything but a regular file is refused
+// (inputfile.Open).
 func ReadFile(path string) ([]Entry, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("ptfile: %w", err)
 	}

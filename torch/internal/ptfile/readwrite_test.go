@@ -18,9 +18,8 @@ func Write(w io.Writer, entries []Entry) error {
 // Read reads a torch.save file of size bytes holding a state dict and
 // returns its entries in the file's order. Tensors come back contiguous,
 // whatever view of a storage the file describes, and share no memory with
-// each other. Because a view can be larger than its storage (torch's expand),
-// Read refuses a file whose tensors would take more than 1 GiB plus 8 times
-// the file's size.
+// each other. Read refuses a file whose records and tensors would take more
+// than Cap(size).
 func Read(r io.ReaderAt, size int64) ([]Entry, error) {
 	entries, err := read(r, size)
 	if err != nil {
