@@ -33,14 +33,26 @@ type MicroGraph struct {
 
 // New builds a model with fresh parameters on dev, of floating dtype dt
 // (Float32 to train; Float64 for reference checks). M starts from N(0, 1).
-func New(cfg Config, dev torch.Device, dt torch.DType) (*MicroGraph, error) {
+// Weights that do not fit in memory are an error naming the size setting
+// at fault.
+func New(cfg Config, dev torch.Device, dt torch.DType) (_ *MicroGraph, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	s := nn.NewStore(dev, dt)
+	m := &MicroGraph{Config: cfg, Store: s}
+	defer func() {
+		if err != nil {
+			err = outOfMemory(s, cfg.Encoder, "motif_embeddings", "motifs", cfg.Motifs, err)
+			if m.Encoder != nil {
+				m.Encoder.Free()
+			}
+			s.Free()
+		}
+	}()
+	defer torch.Recover(&err)
 	root := s.Root()
 	d := int64(cfg.Encoder.Hidden)
-	m := &MicroGraph{Config: cfg, Store: s}
 	m.Encoder = NewDeeperGCN(root.Sub("encoder"), cfg.Encoder)
 	m.Motifs = root.Param("motif_embeddings", torch.Empty([]int64{int64(cfg.Motifs), d}, root.Options()))
 	nn.Normal(m.Motifs, 0, 1)

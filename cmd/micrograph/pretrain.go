@@ -109,8 +109,19 @@ func runPretrain(args []string) error {
 	} else if cfg.Data == "" {
 		return usageError{errMissing("--data")}
 	}
-	if err := validatePretrain(fs, &cfg, run, resume); err != nil {
-		return err
+	// A setting that fails from here on is a flag's, or on resume, where the
+	// run's settings are config.json's, that file's unless a flag set it.
+	blame := func(err error) error {
+		if resume {
+			return savedError(fs, &cfg, runfolder.ConfigPath(run), err)
+		}
+		return flagError(fs, &cfg, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return blame(err)
+	}
+	if err := runfolder.CheckRunFolder(run, resume); err != nil {
+		return blame(err)
 	}
 	denv, inJob, err := distributed.FromEnv()
 	if err != nil {
@@ -125,7 +136,7 @@ func runPretrain(args []string) error {
 		return usageError{fmt.Errorf("--nproc %d under a launcher that set WORLD_SIZE=%d: give one or the other", jf.nproc, denv.WorldSize)}
 	case jf.nproc > 1:
 		if err := pretrain.CheckSplit(cfg, jf.nproc); err != nil {
-			return flagError(fs, &cfg, err)
+			return blame(err)
 		}
 		return launchRanks(jf.nproc, withoutFlag(args, "nproc"), jf.timeout+30*time.Second)
 	}
@@ -178,7 +189,7 @@ func runPretrain(args []string) error {
 		return fmt.Errorf("%w; %s", err, hint)
 	}
 	if err != nil {
-		return flagError(fs, &cfg, err)
+		return blame(err)
 	}
 	if denv.Rank > 0 {
 		return nil // rank 0 reports for the run
@@ -217,18 +228,6 @@ func checkRunFlag(run string) error {
 		if len(name) > maxName {
 			return usageError{fmt.Errorf("--run %s…: a folder name of %d bytes, more than the %d a name may have", run[:min(len(run), 40)], len(name), maxName)}
 		}
-	}
-	return nil
-}
-
-// validatePretrain judges every setting of a pre-training run before
-// anything is written; fs's flags were registered into cfg.
-func validatePretrain(fs *pflag.FlagSet, cfg *runfolder.Config, run string, resume bool) error {
-	if err := cfg.Validate(); err != nil {
-		return flagError(fs, cfg, err)
-	}
-	if err := runfolder.CheckRunFolder(run, resume); err != nil {
-		return flagError(fs, cfg, err)
 	}
 	return nil
 }

@@ -77,3 +77,15 @@ func First(errs ...error) error {
 	}
 	return nil
 }
+
+// InFile is err, about the content of the file at path, as an error naming
+// the file that is no longer an *Error: a setting read from a file is that
+// file's fault, and cmd/ maps field errors, and only them, to the flags
+// that set them (a value edited into config.json must not be reported as a
+// flag nobody gave).
+func InFile(path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return errors.New(path + ": " + err.Error())
+}

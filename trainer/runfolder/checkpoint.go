@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/data/feed"
+	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 )
@@ -266,17 +267,16 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 		return nil, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...))
 	}
 	if meta["meta.format"] != CheckpointFormat {
-		return fail("format %q, want %q", meta["meta.format"], CheckpointFormat)
+		return fail("format %s, want %q", inputfile.Quote(meta["meta.format"]), CheckpointFormat)
 	}
-	if err := json.Unmarshal([]byte(meta["meta.config"]), &ck.Config); err != nil {
-		return fail("config: %v", err)
+	if ck.Config, err = decodeConfig([]byte(meta["meta.config"])); err != nil {
+		return fail("meta.config: %v", err)
 	}
-	ck.Config = ck.Config.upgraded()
 	var errs []error
 	number := func(key string) int64 {
 		n, err := strconv.ParseInt(meta[key], 10, 64)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %v", key, err))
+			errs = append(errs, fmt.Errorf("%s %s is not an integer", key, inputfile.Quote(meta[key])))
 		}
 		return n
 	}
@@ -300,8 +300,12 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 			}
 		}
 		if !placed {
-			return fail("unexpected entry %q", n.Name)
+			return fail("unexpected entry %s", inputfile.Quote(n.Name))
 		}
+	}
+	// Before anything is built from the configuration (NewModel, export).
+	if err := ck.Config.Model.CheckSizes(ck.Model); err != nil {
+		return fail("meta.config: %v", err)
 	}
 	return ck, nil
 }

@@ -87,8 +87,12 @@ func Prepare(run string, cfg *Config, resume bool) (ck *Checkpoint, release func
 			fmt.Fprintf(os.Stderr, "micrograph: skipping an unreadable checkpoint: %s\n", s)
 		}
 		if ModelShape(latest.Config) != ModelShape(saved) {
-			return nil, nil, fmt.Errorf("resume: %s holds a model of another shape (hidden, layers, mlp-layers, learn-t, bond-per-layer, motifs, objective: %v) than the run's %s (%v): it is not this run's checkpoint; move it out of %s to resume from the one before",
+			return nil, nil, fmt.Errorf("resume: %s holds a model of another shape (hidden, layers, mlp-layers, learn-t, bond-per-layer, motifs, objective: %v) than the run's %s (%v): that file was edited (put it back), or the checkpoint is not this run's (move it out of %s to resume from the one before)",
 				latest.Path, ModelShape(latest.Config), ConfigPath(run), ModelShape(saved), CheckpointDir(run))
+		}
+		if k, was, is, differ := firstDifference(latest.Config, saved); differ {
+			return nil, nil, fmt.Errorf("resume: %s says %s is %v, but the run's newest checkpoint %s was made with %v: that file was edited (put it back), or the checkpoint is not this run's (move it out of %s)",
+				ConfigPath(run), k, is, latest.Path, was, CheckpointDir(run))
 		}
 		saved = latest.Config
 	}
