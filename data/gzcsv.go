@@ -12,6 +12,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // lineReader reads a gzip-compressed, headerless CSV file line by line and
@@ -24,7 +26,7 @@ type lineReader struct {
 }
 
 func openLines(path string) (*lineReader, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +93,7 @@ func (r *lineReader) finish(what string) error {
 	if err != nil {
 		return err
 	}
-	return r.errorf("extra row %q: %s", truncate(line), what)
+	return r.errorf("extra row %s: %s", inputfile.Quote(string(line)), what)
 }
 
 // ints parses a line of exactly len(dst) comma-separated integers into dst.
@@ -106,7 +108,7 @@ func (r *lineReader) ints(line []byte, dst []int64) error {
 		}
 		v, ok := parseInt(line[:end])
 		if !ok {
-			return r.errorf("field %d %q is not an integer", i+1, truncate(line[:end]))
+			return r.errorf("field %d %s is not an integer", i+1, inputfile.Quote(string(line[:end])))
 		}
 		dst[i] = v
 		if end < len(line) {
@@ -170,14 +172,6 @@ func parseLabel(b []byte) (float32, error) {
 		return 0, errors.New("is not a number")
 	}
 	return float32(v), nil
-}
-
-// truncate shortens a field quoted in an error message.
-func truncate(b []byte) string {
-	if len(b) > 40 {
-		return string(b[:40]) + "..."
-	}
-	return string(b)
 }
 
 // gzipWriter writes text to a gzip stream through a buffer: the caller

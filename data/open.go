@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // CorpusManifestFile is the file that makes a folder a pre-training corpus
@@ -177,7 +179,7 @@ func ContentKey(path string) (string, error) {
 		sum, err := FileSHA256(path)
 		return "csv:" + sum, err // as featurized names it
 	case IsCorpus(path):
-		blob, err := os.ReadFile(filepath.Join(path, CorpusManifestFile))
+		blob, err := inputfile.ReadAll(filepath.Join(path, CorpusManifestFile), inputfile.MaxJSONBytes)
 		if err != nil {
 			return "", err
 		}
@@ -196,7 +198,7 @@ func ogbKey(fp [32]byte) string { return fmt.Sprintf("ogb:%x", fp) }
 // FileSHA256 is the hex SHA-256 of the file at path (gzip-compressed
 // files as they are on disk).
 func FileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return "", err
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/micrograph/micrograph/internal/failpoint"
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // Write creates or replaces path with what fill writes. If fill fails, path is
@@ -67,7 +68,7 @@ func checkTarget(path string) error {
 	case st.IsDir():
 		return fmt.Errorf("write %s: it is a folder", path)
 	case !st.Mode().IsRegular():
-		return fmt.Errorf("write %s: it is not a regular file (%v)", path, st.Mode().Type())
+		return fmt.Errorf("write %s: it is not a regular file (%s)", path, inputfile.Kind(st.Mode()))
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/field"
+	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/evaluate"
@@ -354,18 +355,16 @@ func ResultFile(path string) string {
 }
 
 // ReadResult reads a suite's result, from its --out folder or its
-// suite.json; its errors, "cannot be read: …" or "is not a suite result",
-// are for the caller to put after the path. Results written before
-// precision was a setting read as fp32 ones, which they were.
+// suite.json; its errors name the file. Results written before precision
+// was a setting read as fp32 ones, which they were.
 func ReadResult(path string) (*Result, error) {
 	file := ResultFile(path)
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("cannot be read: %w", err)
-	}
 	var r Result
-	if err := json.Unmarshal(b, &r); err != nil || r.Entries == nil {
-		return nil, errors.New("is not a suite result")
+	if err := inputfile.ReadJSON(file, &r); err != nil {
+		return nil, err
+	}
+	if r.Entries == nil {
+		return nil, fmt.Errorf("%s is not a suite result (no entries)", file)
 	}
 	for _, c := range []*evaluate.Common{&r.Config.Finetune.Common, &r.Config.Linear.Common} {
 		if c.Precision == "" {
@@ -385,7 +384,7 @@ func randomRuns(cfg Config, arch model.EncoderConfig) (map[string]Entry, error) 
 	}
 	earlier, err := ReadResult(cfg.RandomFrom)
 	if err != nil {
-		return nil, field.Errorf("random_from", cfg.RandomFrom, "%v", err)
+		return nil, err // the file's content, not the flag, is at fault
 	}
 	differs := func(what string) error {
 		return field.Errorf("random_from", cfg.RandomFrom, "was run with other %s; its random encoders are not this suite's", what)
