@@ -208,7 +208,7 @@ func runPretrain(args []string) error {
 
 // Bounds on --run, in bytes: Linux's on a name (NAME_MAX), and its on a
 // path (PATH_MAX less the terminating NUL) less room for the longest name
-// a run holds, checkpoints/.step-000000000.pt.tmp-NNNNNNNNNN.
+// a run holds, checkpoints/.step-000000000.pt.tmp-PID-NNNNNNNNNN.
 const (
 	maxPath = 4095 - 64
 	maxName = 255
