@@ -28,7 +28,7 @@ func (s *scoreFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&s.skipInvalid, "skip-invalid", false, "leave rows RDKit rejects out (.csv only: its row column says which input row each line is)\n"+
 		"instead of writing them as NaN rows")
 	fs.StringVar(&s.smilesCol, "smiles-col", "", `SMILES column of the CSV (case ignored; default: "smiles", else "mol")`)
-	fs.IntVar(&s.batchSize, "batch-size", 256, "molecules per forward pass (the outputs do not depend on it)")
+	fs.IntVar(&s.batchSize, "batch-size", 256, "molecules per forward pass (the outputs may differ with it in the last float32 bits: docs/pytorch.md)")
 	fs.IntVar(&s.rdkitWorkers, "rdkit-workers", 0, "goroutines featurising CSV rows with RDKit (0: one per core)")
 	s.precision = model.FP32
 	precisionFlag(fs, &s.precision)

@@ -192,6 +192,10 @@ func runPretraining(run string, cfg runfolder.Config, env runenv.Env, opt Option
 	}
 	if ck != nil {
 		bar.printf("micrograph: resuming %s at step %d (%s)", ck.Path, step, start)
+		if n := torch.NumThreads(); ck.Threads > 0 && ck.Threads != n && !dev.IsCUDA() {
+			bar.printf("micrograph: %s was written with %d thread(s), this run has %d: its losses and weights will follow an uninterrupted run's only to the last bits (--threads %d resumes bit-identically; docs/run-folder.md)",
+				ck.Path, ck.Threads, n, ck.Threads)
+		}
 		if ck.World != jb.Size() {
 			bar.printf("micrograph: %s was written by %d process(es), this run has %d: the batch sequence continues, each process's random draws (dropout, subgraph perturbations) do not",
 				ck.Path, ck.World, jb.Size())

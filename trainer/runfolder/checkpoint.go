@@ -32,7 +32,8 @@ const CheckpointFormat = "micrograph-checkpoint/1"
 //	                GPU the run was on); in a data-parallel run these are
 //	                rank 0's, and rng.rank<r>/<device> rank r's
 //	meta.*          format, step, epoch, data position (global: of the
-//	                whole batch sequence), config and world size, as strings
+//	                whole batch sequence), config, world size and the
+//	                libtorch threads of the process that wrote it, as strings
 //
 // named RUNDIR/checkpoints/step-<step>.pt and written atomically.
 
@@ -42,10 +43,14 @@ type Checkpoint struct {
 	Step     int64         // optimiser steps done
 	Position feed.Position // the next batch of the data sequence
 	Config   Config
-	World    int           // processes of the run that wrote it (1 before data-parallel runs)
-	Model    []torch.Named // model.* without the prefix
-	Optim    []torch.Named // optim.* without the prefix
-	RNG      []torch.Named // rng.* without the prefix: "cpu", "cuda:0", …
+	World    int // processes of the run that wrote it (1 before data-parallel runs)
+	// Threads is libtorch's intra-op threads in the process that wrote it
+	// (0 in checkpoints from before it was recorded): on the CPU a resume
+	// is bit-identical to an uninterrupted run only with as many.
+	Threads int
+	Model   []torch.Named // model.* without the prefix
+	Optim   []torch.Named // optim.* without the prefix
+	RNG     []torch.Named // rng.* without the prefix: "cpu", "cuda:0", …
 }
 
 // Free releases the checkpoint's tensors.
@@ -85,13 +90,14 @@ func SaveCheckpoint(run string, step int64, pos feed.Position, cfg Config, m *mo
 		return "", err
 	}
 	meta := map[string]string{
-		"meta.format": CheckpointFormat,
-		"meta.step":   strconv.FormatInt(step, 10),
-		"meta.epoch":  strconv.Itoa(pos.Epoch),
-		"meta.batch":  strconv.Itoa(pos.Batch),
-		"meta.config": string(cfgJSON),
-		"meta.torch":  torch.Version(),
-		"meta.world":  strconv.Itoa(world),
+		"meta.format":  CheckpointFormat,
+		"meta.step":    strconv.FormatInt(step, 10),
+		"meta.epoch":   strconv.Itoa(pos.Epoch),
+		"meta.batch":   strconv.Itoa(pos.Batch),
+		"meta.config":  string(cfgJSON),
+		"meta.torch":   torch.Version(),
+		"meta.world":   strconv.Itoa(world),
+		"meta.threads": strconv.Itoa(torch.NumThreads()),
 	}
 	if err := os.MkdirAll(CheckpointDir(run), 0o755); err != nil {
 		return "", err
@@ -284,6 +290,9 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 	ck.World = 1
 	if _, ok := meta["meta.world"]; ok {
 		ck.World = int(number("meta.world"))
+	}
+	if _, ok := meta["meta.threads"]; ok {
+		ck.Threads = int(number("meta.threads"))
 	}
 	ck.Position = feed.Position{Epoch: int(number("meta.epoch")), Batch: int(number("meta.batch"))}
 	if len(errs) > 0 {
