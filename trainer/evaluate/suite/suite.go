@@ -125,11 +125,15 @@ type Config struct {
 
 // Result is every evaluation of a suite, and the gains of pre-training.
 type Result struct {
-	Config  Config  `json:"config"`
-	Entries []Entry `json:"entries"` // dataset, evaluation, protocol, replicate; pre-trained first
-	Gains   []Gain  `json:"gains"`   // per benchmark, evaluation and protocol
-	Average []Gain  `json:"average"` // per evaluation and protocol, over the benchmarks (Benchmark "average")
-	Seconds float64 `json:"seconds"`
+	Config Config `json:"config"`
+	// DataKeys is each benchmark's data.ContentKey when the suite ran, for
+	// a later --random-from to tell whether the data is still the same;
+	// absent in suites from before 2026-11-26.
+	DataKeys map[string]string `json:"data_keys,omitempty"`
+	Entries  []Entry           `json:"entries"` // dataset, evaluation, protocol, replicate; pre-trained first
+	Gains    []Gain            `json:"gains"`   // per benchmark, evaluation and protocol
+	Average  []Gain            `json:"average"` // per evaluation and protocol, over the benchmarks (Benchmark "average")
+	Seconds  float64           `json:"seconds"`
 }
 
 // Entry is one evaluation under one protocol on one benchmark with one
@@ -263,10 +267,17 @@ func runSuite(cfg Config, env runenv.Env) (*Result, error) {
 			return nil, err
 		}
 	}
+	keys := map[string]string{} // by benchmark
 	for _, path := range cfg.Datasets {
 		if _, err := os.Stat(path); err != nil {
 			return nil, field.Errorf("datasets", path, "cannot be read: %v", errors.Unwrap(err))
 		}
+		key, err := data.ContentKey(path)
+		if err != nil {
+			return nil, err
+		}
+		benchmark, _ := BenchmarkOf(path) // checked by Validate
+		keys[benchmark] = key
 	}
 	if slices.Contains(cfg.Protocols, evaluate.ProtocolScaffold) {
 		for _, path := range cfg.Datasets {
@@ -276,11 +287,11 @@ func runSuite(cfg Config, env runenv.Env) (*Result, error) {
 			}
 		}
 	}
-	reused, err := randomRuns(cfg, arch)
+	reused, err := randomRuns(cfg, arch, keys)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Config: cfg}
+	res := &Result{Config: cfg, DataKeys: keys}
 	// A later failure must not throw away hours of finished evaluations.
 	finish := func(err error) (*Result, error) {
 		res.Gains, res.Average = res.ComputeGains()
@@ -376,9 +387,11 @@ func ReadResult(path string) (*Result, error) {
 
 // randomRuns reads cfg.RandomFrom's runs without pre-training, by entryKey,
 // after checking that they are the runs cfg would make: the same datasets
-// (paths), the same settings of each evaluation, and random encoders of the
-// same architecture (that of the earlier suite's first encoder).
-func randomRuns(cfg Config, arch model.EncoderConfig) (map[string]Entry, error) {
+// (paths) holding the same molecules (keys, each benchmark's
+// data.ContentKey now), the same settings of each evaluation, and random
+// encoders of the same architecture (that of the earlier suite's first
+// encoder).
+func randomRuns(cfg Config, arch model.EncoderConfig, keys map[string]string) (map[string]Entry, error) {
 	if cfg.RandomFrom == "" {
 		return nil, nil
 	}
@@ -415,6 +428,17 @@ func randomRuns(cfg Config, arch model.EncoderConfig) (map[string]Entry, error) 
 	}
 	if theirs != arch {
 		return nil, differs("an encoder architecture")
+	}
+	for _, path := range cfg.Datasets {
+		benchmark, _ := BenchmarkOf(path)
+		switch earlier.DataKeys[benchmark] {
+		case keys[benchmark]:
+		case "":
+			return nil, field.Errorf("random_from", cfg.RandomFrom, "does not record what %s held when it ran (it is older than that record), so its random runs cannot be checked against the data now: run them again (leave --random-from out)", path)
+		default:
+			return nil, field.Errorf("random_from", cfg.RandomFrom, "ran its random encoders on other molecules than %s holds now (content %.20s…, then %.20s…): run them again (leave --random-from out)",
+				path, keys[benchmark], earlier.DataKeys[benchmark])
+		}
 	}
 	out := map[string]Entry{}
 	for _, e := range earlier.Entries {
