@@ -298,3 +298,46 @@ func killedBySIGKILL(err error) bool {
 	ws, ok := exit.Sys().(syscall.WaitStatus)
 	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
+
+// A report that cannot be written (stdout a full device) fails the command
+// with one line and status 1; compare used to end with status 0 and nothing
+// written. (A stdout closed before the program starts cannot be seen: Go's
+// runtime reopens it on /dev/null first; docs/commands.md says so.)
+func TestReportWriteErrors(t *testing.T) {
+	dir := t.TempDir()
+	result := filepath.Join(dir, "lin.json")
+	if err := os.WriteFile(result, []byte(`{"evaluation": "linear", "protocol": "scaffold", "test": {"mean": 0.7, "std": 0, "n": 1}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full here: %v", err)
+	}
+	defer full.Close()
+	cmd := exec.Command(os.Args[0], "compare", result)
+	cmd.Stdout = full
+	cmd.Env = append(os.Environ(), asMainEnv+"=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	want := "micrograph compare: the report could not be written: write /dev/stdout: no space left on device\n"
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || stderr.String() != want {
+		t.Errorf("%v, stderr %q; want status 1 and %q", err, stderr.String(), want)
+	}
+	// In the process, any command whose report fails.
+	savedOut := stdout
+	stdout = failingWriter{}
+	defer func() { stdout = savedOut }()
+	var errs strings.Builder
+	if code := run([]string{"version"}, &errs); code != 1 || errs.String() != "micrograph version: the report could not be written: "+errFailingWriter.Error()+"\n" {
+		t.Errorf("version into a failing stdout: status %d, stderr %q", code, errs.String())
+	}
+}
+
+var errFailingWriter = errors.New("write failed")
+
+// failingWriter fails every write.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errFailingWriter }
