@@ -101,6 +101,12 @@ func OpenWithKey(path string, opt OpenOptions) (*Dataset, string, error) {
 	return ds, key, nil
 }
 
+// rowRules numbers the rules by which a CSV's rows are read and refused
+// (rowRules 2: a SMILES with a space inside, a label that underflows). The
+// featurised folder's name holds it, so that a CSV featurised under older
+// rules is featurised again rather than read from the cache as it was.
+const rowRules = 2
+
 // featurized is the folder holding csv featurised, made if missing, and
 // csv's ContentKey.
 func featurized(csv string, opt OpenOptions, cache string) (dir, key string, err error) {
@@ -117,7 +123,7 @@ func featurized(csv string, opt OpenOptions, cache string) (dir, key string, err
 	}
 	key = "csv:" + sum
 	name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(csv), ".gz"), ".csv")
-	folder := fmt.Sprintf("%s-%s-%s", name, opt.SmilesCol, sum[:16])
+	folder := fmt.Sprintf("%s-%s-%s-rules%d", name, opt.SmilesCol, sum[:16], rowRules)
 	if limits != DefaultLimits() {
 		folder += fmt.Sprintf("-atoms%d-bytes%d", limits.MaxAtoms, limits.MaxSMILESBytes) // other rows rejected
 	}

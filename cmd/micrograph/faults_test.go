@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/failpoint"
@@ -95,6 +96,19 @@ func TestBadCSVThroughData(t *testing.T) {
 	twice := write("twice.csv", "smiles,smiles,label\nCCO,CCO,1\n")
 	binary := write("binary.csv", strings.Replace(strings.TrimSuffix(rows.String(), "C1CC,1\n"), "Cc1ccccc1,0", "Cc1ccccc1,2", 1))
 	huge := write("huge.csv", "smiles\n"+strings.Repeat("C", 1_000_000)+"\n")
+	spaced := write("spaced.csv", strings.Replace(rows.String(), "C1CC,1\n", "C C,1\n", 1)) // line 62: methane, if read past the space
+	tiny := write("tiny.csv", strings.Replace(strings.TrimSuffix(rows.String(), "C1CC,1\n"), "Cc1ccccc1,0", "Cc1ccccc1,1e-400", 1))
+	var unlabelled strings.Builder
+	for _, line := range strings.Split(strings.TrimSuffix(rows.String(), "\nC1CC,1\n"), "\n") {
+		smiles, _, _ := strings.Cut(line, ",")
+		unlabelled.WriteString(smiles + ",\n")
+	}
+	noLabels := write("nolabels.csv", strings.Replace(unlabelled.String(), "smiles,\n", "smiles,label\n", 1))
+	var wide []byte
+	for _, u := range utf16.Encode([]rune("\ufeff" + rows.String())) {
+		wide = append(wide, byte(u), byte(u>>8))
+	}
+	utf16CSV := write("utf16.csv", string(wide))
 	cache := filepath.Join(dir, "cache")
 	out := filepath.Join(dir, "r.json")
 	run := filepath.Join(dir, "run")
@@ -119,6 +133,10 @@ func TestBadCSVThroughData(t *testing.T) {
 		{lin(ragged), 1, ragged + ":3: wrong number of fields"},
 		{lin(good), 0, "micrograph: " + good + ": 1 rows rejected, left out (listed in " + listed},
 		{append([]string{"pretrain", "--data", good, "--run", run}, small...), 0, "micrograph: " + good + ": 1 rows rejected, left out (listed in " + listed},
+		{lin(spaced), 0, "micrograph: " + spaced + ": 1 rows rejected, left out (listed in " + listed},
+		{lin(tiny), 1, tiny + `:2: column "label": "1e-400" is a number too close to 0 for float32 labels (below 1.4e-45 in magnitude, it would be stored as 0)`},
+		{lin(utf16CSV), 1, utf16CSV + ":1: the file is UTF-16 (it starts with a UTF-16 byte order mark): save it as UTF-8"},
+		{lin(noLabels), 1, "dataset " + noLabels + ` has no labels: its label column "label" is empty in every row`},
 	}
 	for _, tc := range tests {
 		code, _, errs := runCLI(t, tc.args...)
@@ -131,6 +149,13 @@ func TestBadCSVThroughData(t *testing.T) {
 		t.Fatalf("rejection lists %v", lists)
 	}
 	if b, _ := os.ReadFile(lists[0]); !strings.Contains(string(b), "60,62,C1CC,") {
+		t.Errorf("%s:\n%s", lists[0], b)
+	}
+	lists, _ = filepath.Glob(filepath.Join(listed, "spaced-*", "rejected.csv"))
+	if len(lists) != 1 {
+		t.Fatalf("rejection lists %v", lists)
+	}
+	if b, _ := os.ReadFile(lists[0]); !strings.Contains(string(b), `60,62,C C,"a space at offset 1: RDKit would read what follows as a name, not as atoms"`) {
 		t.Errorf("%s:\n%s", lists[0], b)
 	}
 }
@@ -341,3 +366,24 @@ var errFailingWriter = errors.New("write failed")
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errFailingWriter }
+
+// embed lists a SMILES with a space inside as invalid, naming its row, and
+// writes a NaN row for it: RDKit reads what follows a space as a name, and
+// "C C" used to be embedded as methane.
+func TestEmbedRefusesASpaceInsideASMILES(t *testing.T) {
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "in.csv")
+	if err := os.WriteFile(csv, []byte("smiles\nC\nC C\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "e.csv")
+	code, _, errs := runCLI(t, "embed", "--encoder", writeTinyEncoder(t), "--data", csv, "--out", out, "--device", "cpu")
+	want := "micrograph: " + csv + `:3 (row 1) "C C": a space at offset 1: RDKit would read what follows as a name, not as atoms` + "\n"
+	if code != 0 || errs != want {
+		t.Fatalf("status %d, stderr %q; want %q", code, errs, want)
+	}
+	rows := readCSV(t, out)
+	if len(rows) != 3 || rows[1][2] == "NaN" || rows[2][1] != "C C" || rows[2][2] != "NaN" {
+		t.Errorf("rows %q: want methane's embedding, then a NaN row for \"C C\"", rows)
+	}
+}
