@@ -149,7 +149,7 @@ func Unmarshal(b []byte, v any) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return errEmpty
 	}
-	return Explain(json.Unmarshal(b, v))
+	return explainIn(b, json.Unmarshal(b, v))
 }
 
 var errEmpty = errors.New("empty: no JSON value")
@@ -163,7 +163,7 @@ func UnmarshalStrict(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return Explain(err)
+		return explainIn(b, err)
 	}
 	if dec.More() {
 		return errors.New("more than one JSON value")
@@ -205,6 +205,27 @@ func Explain(err error) error {
 		return fmt.Errorf("unknown key %s", Quote(unquoted))
 	}
 	return errors.New(Shorten(err.Error()))
+}
+
+// explainIn is Explain for an error about the JSON text b, naming for a
+// syntax error the last key before it (a NaN or a word where a value
+// belongs is then found by its field).
+func explainIn(b []byte, err error) error {
+	var syntax *json.SyntaxError
+	if !errors.As(err, &syntax) || syntax.Offset <= 0 || syntax.Offset > int64(len(b)) ||
+		strings.HasPrefix(syntax.Error(), "unexpected end of JSON input") {
+		return Explain(err)
+	}
+	before := b[:syntax.Offset-1]
+	end := bytes.LastIndex(before, []byte(`":`))
+	if end < 0 {
+		return Explain(err)
+	}
+	start := bytes.LastIndexByte(before[:end], '"')
+	if start < 0 {
+		return Explain(err)
+	}
+	return fmt.Errorf("%w (after the key %s)", Explain(err), Quote(string(before[start+1:end])))
 }
 
 // quoteBytes is how much of a string Quote shows.

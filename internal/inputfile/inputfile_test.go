@@ -94,7 +94,8 @@ func TestReadJSONErrors(t *testing.T) {
 	}{
 		{"empty", "", false, "empty: no JSON value"},
 		{"truncated", `{"hidden": 3, "po`, false, "the JSON ends early (truncated?)"},
-		{"syntax", `{"hidden": NaN}`, false, "not valid JSON at byte 12: invalid character 'N' looking for beginning of value"},
+		{"syntax", `{"hidden": NaN}`, false, `not valid JSON at byte 12: invalid character 'N' looking for beginning of value (after the key "hidden")`},
+		{"syntax before any key", `[}`, false, "not valid JSON at byte 2: invalid character '}' looking for beginning of value"},
 		{"long number", `{"hidden": ` + long + `}`, false, `field "hidden" holds number ` + strings.Repeat("9", 57) + `… (1048583 bytes) (byte ` + "1048587" + `); want int`},
 		{"wrong type", `{"pool": 3}`, false, `field "pool" holds number (byte 10); want string`},
 		{"unknown key", `{"hidden": 3, "objective": "released"}`, true, `unknown key "objective"`},
