@@ -263,7 +263,7 @@ func TestResumeBlamesConfigJSONNotAFlag(t *testing.T) {
 		{"a sampler that cannot work", setting("model", "sampler", "nonsense"), paper, nil, 1,
 			config + `: model.sampler "nonsense" must be motif, random-walk or k-hop`},
 		{"an objective written by hand", setting("model", "objective", "released"), paper, nil, 1,
-			config + `: unknown key "objective"`},
+			config + `: unknown key "objective": config.json holds the run's settings, and this is none (the objective, for one, follows from the model's "released" block)`},
 		{"a sampler the checkpoint was not made with", setting("model", "sampler", "k-hop"), paper, nil, 1,
 			"resume: " + config + " says model.sampler is k-hop, but the run's newest checkpoint " +
 				filepath.Join(paper, "checkpoints", "step-000000001.pt") + " was made with motif: that file was edited (put it back)"},

@@ -202,7 +202,7 @@ func Explain(err error) error {
 		if uerr != nil {
 			unquoted = key
 		}
-		return fmt.Errorf("unknown key %s", Quote(unquoted))
+		return &UnknownKeyError{Key: unquoted}
 	}
 	return errors.New(Shorten(err.Error()))
 }
@@ -227,6 +227,12 @@ func explainIn(b []byte, err error) error {
 	}
 	return fmt.Errorf("%w (after the key %s)", Explain(err), Quote(string(before[start+1:end])))
 }
+
+// UnknownKeyError is a key that a strictly read JSON file holds and its
+// reader has no field for.
+type UnknownKeyError struct{ Key string }
+
+func (e *UnknownKeyError) Error() string { return "unknown key " + Quote(e.Key) }
 
 // quoteBytes is how much of a string Quote shows.
 const quoteBytes = 64

@@ -239,6 +239,10 @@ func WriteConfig(run string, c Config) error {
 func ReadConfig(run string) (Config, error) {
 	var saved savedConfig
 	if err := inputfile.ReadStrictJSON(ConfigPath(run), &saved); err != nil {
+		var unknown *inputfile.UnknownKeyError
+		if errors.As(err, &unknown) {
+			return Config{}, fmt.Errorf("%w: config.json holds the run's settings, and this is none (the objective, for one, follows from the model's \"released\" block)", err)
+		}
 		return Config{}, err
 	}
 	c := saved.Config.upgraded()
