@@ -107,6 +107,7 @@ func TestInputsThatAreNotRegularFiles(t *testing.T) {
 	modelDir, modelFIFO := variant(saved, "model-fifo", "model.json")
 	configRun, configFIFO := variant(run, "run-config", "config.json")
 	logRun, logFIFO := variant(run, "run-log", "log.jsonl")
+	lockRun, lockFIFO := variant(run, "run-lock", "lock")
 	_, resultFIFO := variant(filepath.Join(dir, "ft.json"), "result-fifo.json", "")
 	_, suiteFIFO := variant(filepath.Join(dir, "ft.json"), "suite-fifo.json", "")
 	_, csvFIFO := variant(csv, "mols-fifo.csv", "")
@@ -121,6 +122,7 @@ func TestInputsThatAreNotRegularFiles(t *testing.T) {
 		{"embed, its .json", []string{"embed", "--encoder", encJSON, "--data", csv, "--out", out("e.npy")}, isFIFO(jsonFIFO)},
 		{"predict, model.json", []string{"predict", "--model", modelDir, "--data", csv, "--out", out("p.csv")}, isFIFO(modelFIFO)},
 		{"pretrain --resume, config.json", []string{"pretrain", "--run", configRun, "--resume"}, isFIFO(configFIFO)},
+		{"pretrain --resume, its lock", []string{"pretrain", "--run", lockRun, "--resume", "--device", "cpu", "--cache", cache}, isFIFO(lockFIFO)},
 		{"plot, log.jsonl", []string{"plot", "--run", logRun, "--out", out("c.svg")}, isFIFO(logFIFO)},
 		{"compare", []string{"compare", resultFIFO}, isFIFO(resultFIFO)},
 		{"suite --random-from", []string{"suite", "--encoder", encoder, "--datasets", bace, "--out", out("suite"),
