@@ -131,8 +131,8 @@ func run(args []string, stderr io.Writer) int {
 }
 
 // runReporting runs c with stdout kept by a reportWriter: a report that
-// could not be written (a full disk, a closed stdout) fails the command,
-// which used to end with status 0 and nothing written.
+// could not be written (a full disk) fails the command, which used to end
+// with status 0 and nothing written.
 func runReporting(c command, args []string) error {
 	out := &reportWriter{w: stdout}
 	saved := stdout

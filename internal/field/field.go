@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // Error is a setting that cannot work: the field's dotted JSON name (such as
@@ -26,12 +28,13 @@ func Errorf(name string, value any, format string, args ...any) error {
 	return &Error{Name: name, Value: value, Reason: fmt.Sprintf(format, args...)}
 }
 
-// Format writes a value as a user would type it: strings quoted, floats in
-// their shortest form.
+// Format writes a value as a user would type it: strings quoted (a long
+// one, read from a file, shortened: inputfile.Quote), floats in their
+// shortest form.
 func Format(v any) string {
 	switch x := v.(type) {
 	case string:
-		return fmt.Sprintf("%q", x)
+		return inputfile.Quote(x)
 	case float64:
 		return fmt.Sprintf("%g", x)
 	case float32:
