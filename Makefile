@@ -9,6 +9,8 @@
 #   make run        deps, build, then the main job on the embedded dataset
 #   make cuda-check compile (not link, not run) the CUDA build's sources without
 #                   a GPU; installs Debian's CUDA toolkit first (third_party/cuda-toolkit.sh)
+#   make gpu-check  prepare .gpu/, what scripts/gpu-check.sh needs on a GPU machine
+#                   without Go or RDKit (scripts/gpu-prepare.sh; docs/testing.md)
 #   make image-test build the Docker image on a Debian 12 base with buildah and
 #                   run the program in it (scripts/image-test.sh)
 #
@@ -37,7 +39,7 @@ SHIM_TESTING := $(LIB)/libmgtorch_testing.so
 # `make test` and `make run` pass -j$(JOBS) to the make that builds them.
 JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 
-.PHONY: all build shim chem deps test run clean cuda-check cuda-check-objects image-test
+.PHONY: all build shim chem deps test run clean cuda-check cuda-check-objects image-test gpu-check gpu-check-dry-run
 
 all: build
 
@@ -177,6 +179,21 @@ $(CUDA_CHECK)/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch.sh | $(CUDA
 		$(call torch_var,TORCH_INCLUDES) -isystem $(CUDA_CHECK)/include -c $< -o $@
 # ---- end of cuda-check ----
 
+# ---- The GPU check (docs/testing.md) ----
+# gpu-check prepares .gpu/ here, where Go and RDKit are: the binaries, the
+# test binaries, the data and an RDKit recording; scripts/gpu-check.sh runs
+# the check there, in one call. gpu-check-dry-run runs both on the CPU at
+# small sizes (make test does).
+gpu-check:
+	@$(MAKE) --no-print-directory -j$(JOBS) shim chem
+	bash scripts/gpu-prepare.sh
+	@echo "then, on the GPU machine, from this checkout with .gpu carried: bash scripts/gpu-check.sh --out \$$OUT"
+
+gpu-check-dry-run:
+	@$(MAKE) --no-print-directory -j$(JOBS) shim chem
+	bash scripts/gpu-check-dry-run.sh
+# ---- end of the GPU check ----
+
 # Builds the image from ./Dockerfile on a Debian 12 base (Debian's CPU
 # libtorch) with buildah and runs micrograph in it: version, pretrain, a kill
 # and --resume, export, and PyTorch reading the export.
@@ -194,6 +211,7 @@ test: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) shim chem
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 45m ./...
+	bash scripts/gpu-check-dry-run.sh
 
 # The main job: synthetic data, a few minutes of pre-training, motif recovery
 # and linear evaluation with few and all labels, with and without it; the
@@ -203,4 +221,4 @@ run: deps
 	MICROGRAPH=bin/micrograph bash scripts/demo.sh
 
 clean:
-	rm -rf $(BUILD) bin out
+	rm -rf $(BUILD) bin out .gpu

@@ -70,6 +70,17 @@ func (d *Dataset) NumAtoms(g int) int { return int(d.NodePtr[g+1] - d.NodePtr[g]
 // NumBonds is the number of bonds of molecule g.
 func (d *Dataset) NumBonds(g int) int { return int(d.BondPtr[g+1] - d.BondPtr[g]) }
 
+// AtomicNumber is the atomic number of atom i (RDKit's order) of molecule
+// g, read back from its first feature; 0 for an atom that feature calls
+// "misc" (a dummy atom, whose atomic number is 0).
+func (d *Dataset) AtomicNumber(g, i int) int {
+	f := int(d.AtomFeat[(int(d.NodePtr[g])+i)*NumAtomFeatures])
+	if f >= AtomFeatureDims[0]-1 {
+		return 0
+	}
+	return f + 1
+}
+
 // All lists every molecule index in order.
 func (d *Dataset) All() []int32 {
 	return AllIndices(d.NumGraphs())

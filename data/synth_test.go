@@ -22,6 +22,19 @@ func TestSynthesizeTableDeterministic(t *testing.T) {
 	}
 }
 
+// A synthetic dataset's molecules are the first of its seed's sequence,
+// whatever its size and noise: what internal/cmd/synth-recording relies on to record
+// every small synthetic dataset of a seed at once.
+func TestSynthesizeTablePrefixOfItsSeed(t *testing.T) {
+	long := SynthesizeTable(SynthOptions{Molecules: 300, Seed: 7})
+	for _, opt := range []SynthOptions{{Molecules: 40, Seed: 7}, {Molecules: 299, Seed: 7, Noise: 0.3}, {Molecules: 120, Seed: 7, Noise: -1}} {
+		short := SynthesizeTable(opt)
+		if !slices.Equal(short.SMILES, long.SMILES[:opt.Molecules]) {
+			t.Errorf("%+v: not the first %d molecules of seed 7", opt, opt.Molecules)
+		}
+	}
+}
+
 // Every synthetic molecule parses in RDKit with the atom order the generator
 // recorded, has 10–50 atoms and at least two planted groups.
 func TestSyntheticMolecules(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/nn"
@@ -17,12 +18,12 @@ func TestProbeMatchesForward(t *testing.T) {
 	torch.ManualSeed(3)
 	cfg := model.DefaultEncoderConfig()
 	cfg.Hidden, cfg.Layers, cfg.Dropout = 16, 3, 0
-	m, err := model.New(model.Config{Encoder: cfg, Motifs: 4, Tau: 0.1, SinkhornLambda: 20, Eta: 2, Sampler: model.SamplerMotif}, torch.CPU, torch.Float64)
+	m, err := model.New(model.Config{Encoder: cfg, Motifs: 4, Tau: 0.1, SinkhornLambda: 20, Eta: 2, Sampler: model.SamplerMotif}, testdevice.Get(t), torch.Float64)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Free()
-	g := b.Graph(torch.CPU)
+	g := b.Graph(testdevice.Get(t))
 	// Move the running statistics away from 0 and 1 first.
 	m.Encoder.Forward(g, true)
 	before := vector(m.Encoder.Norms[1].RunningMean)
@@ -56,16 +57,16 @@ func TestProbeMatchesForward(t *testing.T) {
 // the rows' own embeddings.
 func TestCombinations(t *testing.T) {
 	scope(t)
-	c := model.NewCombinations([]int64{2, 3}, torch.CPU)
+	c := model.NewCombinations([]int64{2, 3}, testdevice.Get(t))
 	defer c.Free()
 	if got, want := torch.ToSlice[int64](c.All), []int64{0, 0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 2}; !slices.Equal(got, want) || c.All.Size(0) != 6 {
 		t.Errorf("All: %v (%v), want %v", got, c.All.Shape(), want)
 	}
-	x := torch.FromSlice([]int64{1, 2, 0, 1, 1, 0}, 3, 2)
+	x := torch.FromSlice([]int64{1, 2, 0, 1, 1, 0}, 3, 2).To(testdevice.Get(t), false)
 	if got, want := torch.ToSlice[int64](c.Index(x)), []int64{5, 1, 3}; !slices.Equal(got, want) {
 		t.Errorf("Index: %v, want %v", got, want)
 	}
-	enc := model.NewFeatureEncoder(nn.NewStore(torch.CPU, torch.Float64).Root(), []int64{2, 3}, 4)
+	enc := model.NewFeatureEncoder(nn.NewStore(testdevice.Get(t), torch.Float64).Root(), []int64{2, 3}, 4)
 	defer enc.Free()
 	direct, looked := matrix(enc.Forward(x)), matrix(enc.Forward(c.All).IndexSelect(0, c.Index(x)))
 	for i := range direct {

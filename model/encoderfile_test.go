@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 )
@@ -22,7 +23,7 @@ func TestLoadEncoderRefusesAContradictingDescription(t *testing.T) {
 	scope(t)
 	cfg := model.EncoderConfig{Hidden: 8, Layers: 1, MLPLayers: 1, T: 1}
 	m, err := model.New(model.Config{Encoder: cfg, Motifs: 2, Tau: 0.1, SinkhornLambda: 20, SinkhornIters: 1, Eta: 1,
-		Alpha: 0.5, LambdaNode: 1, LambdaSub: 1, Sampler: model.SamplerMotif, SubgraphsPerGraph: 1}, torch.CPU, torch.Float32)
+		Alpha: 0.5, LambdaNode: 1, LambdaSub: 1, Sampler: model.SamplerMotif, SubgraphsPerGraph: 1}, testdevice.Get(t), torch.Float32)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/graph"
+	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/model/internal/reference"
@@ -182,12 +183,13 @@ func liveSubgraphs(sub *ops.Subgraphs) (slots []int64, members [][]int) {
 // first, a random (from r) and the last entry of every trainable tensor,
 // with the cuts of §2–§3 pinned. Pinning the cut softmax weights needs them
 // materialised: with t fixed the unfused aggregation is checked; with t
-// learned nothing is cut there, and the fused kernel is checked.
+// learned nothing is cut there, and the fused kernel is checked. The model
+// is on the test device, as g must be.
 func checkGradients(t *testing.T, cfg model.Config, g *graph.Graph, seed uint64, r *rand.Rand) {
 	t.Helper()
 	scope(t)
 	torch.ManualSeed(seed)
-	m, err := model.New(cfg, torch.CPU, torch.Float64)
+	m, err := model.New(cfg, testdevice.Get(t), torch.Float64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,17 +208,19 @@ func checkGradients(t *testing.T, cfg model.Config, g *graph.Graph, seed uint64,
 		if gt := v.Tensor.Grad(); gt != nil {
 			grad = vector(gt)
 		}
-		values := torch.HostData[float64](v.Tensor)
-		for _, i := range []int{0, r.IntN(len(values)), len(values) - 1} {
-			orig := values[i]
+		flat := v.Tensor.Reshape(-1) // a view: entries set through it set the parameter's
+		for _, i := range []int{0, r.IntN(len(grad)), len(grad) - 1} {
+			entry := flat.Narrow(0, int64(i), 1)
+			orig := entry.Item()
+			set := func(x float64) { entry.CopyFrom(torch.Full([]int64{1}, x, torch.Options{DType: torch.Float64}), false) }
 			var plus, minus float64
 			torch.NoGrad(func() {
-				values[i] = orig + 1e-6
+				set(orig + 1e-6)
 				plus = m.Forward(g, true).Total.Item()
-				values[i] = orig - 1e-6
+				set(orig - 1e-6)
 				minus = m.Forward(g, true).Total.Item()
+				set(orig)
 			})
-			values[i] = orig
 			numeric := (plus - minus) / 2e-6
 			if math.Abs(grad[i]-numeric) > 1e-6*math.Max(1, math.Abs(numeric)) {
 				t.Errorf("%s[%d]: autograd %.10g, finite difference %.10g", v.Name, i, grad[i], numeric)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/model/internal/reference"
 	"github.com/micrograph/micrograph/ops"
@@ -28,12 +29,12 @@ func TestMatchesReference(t *testing.T) {
 	b := collate(t, ds, span(0, 48))
 	torch.ManualSeed(11)
 	cfg := deterministic(model.DefaultConfig())
-	m, err := model.New(cfg, torch.CPU, torch.Float64)
+	m, err := model.New(cfg, testdevice.Get(t), torch.Float64)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Free()
-	out := m.Forward(b.Graph(torch.CPU), true)
+	out := m.Forward(b.Graph(testdevice.Get(t)), true)
 	ref, err := reference.Forward(referenceWeights(t, m), referenceBatch(b), referenceConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +125,7 @@ func TestGradientMatchesFiniteDifferences(t *testing.T) {
 		cfg  model.Config
 	}{{"fixed t", small}, {"learned t, deeper MLP, bond encoder per layer, selected ortho", variant}} {
 		t.Run(tc.name, func(t *testing.T) {
-			checkGradients(t, tc.cfg, b.Graph(torch.CPU), 5, rand.New(rand.NewPCG(1, 9)))
+			checkGradients(t, tc.cfg, b.Graph(testdevice.Get(t)), 5, rand.New(rand.NewPCG(1, 9)))
 		})
 	}
 }
@@ -137,12 +138,12 @@ func TestLossPartsReachOnlyTheirParameters(t *testing.T) {
 	b := collate(t, ds, span(0, 16))
 	cfg := deterministic(model.DefaultConfig())
 	cfg.Encoder.Hidden, cfg.Encoder.Layers, cfg.Eta = 16, 2, 2
-	m, err := model.New(cfg, torch.CPU, torch.Float64)
+	m, err := model.New(cfg, testdevice.Get(t), torch.Float64)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Free()
-	g := b.Graph(torch.CPU)
+	g := b.Graph(testdevice.Get(t))
 	gradNorm := func(name string) float64 {
 		gt := m.Store.Get(name).Grad()
 		if gt == nil {
@@ -189,12 +190,12 @@ func TestContrastDetachedCutsSubgraphs(t *testing.T) {
 		c := cfg
 		c.ContrastDetached = detached
 		torch.ManualSeed(3)
-		m, err := model.New(c, torch.CPU, torch.Float64)
+		m, err := model.New(c, testdevice.Get(t), torch.Float64)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer m.Free()
-		g := b.Graph(torch.CPU)
+		g := b.Graph(testdevice.Get(t))
 		out := m.Forward(g, true)
 		loss := out.Part("contra")
 		if byHand {
@@ -234,11 +235,11 @@ func TestStepMakesNoHostReads(t *testing.T) {
 	cfg.Encoder.Hidden = 32
 	for _, sampler := range []string{model.SamplerMotif, model.SamplerRandomWalk, model.SamplerKHop} {
 		cfg.Sampler = sampler
-		m, err := model.New(cfg, torch.CPU, torch.Float32)
+		m, err := model.New(cfg, testdevice.Get(t), torch.Float32)
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := b.Graph(torch.CPU)
+		g := b.Graph(testdevice.Get(t))
 		before := torch.HostReads()
 		out := m.Forward(g, true)
 		torch.ZeroGrad(m.Store.Parameters())
@@ -292,14 +293,14 @@ func TestDegenerateBatchesStayFinite(t *testing.T) {
 			if tc.tweak != nil {
 				tc.tweak(&cfg)
 			}
-			m, err := model.New(cfg, torch.CPU, torch.Float32)
+			m, err := model.New(cfg, testdevice.Get(t), torch.Float32)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer m.Free()
 			b := collate(t, tc.ds, tc.ds.All())
 			for _, train := range []bool{true, false} {
-				out := m.Forward(b.Graph(torch.CPU), train)
+				out := m.Forward(b.Graph(testdevice.Get(t)), train)
 				for _, n := range out.Losses.Named() {
 					if v := n.Tensor.Item(); math.IsNaN(v) || math.IsInf(v, 0) {
 						t.Errorf("train=%v: %s = %v", train, n.Name, v)
@@ -324,7 +325,7 @@ func TestParameterNames(t *testing.T) {
 	scope(t)
 	cfg := model.DefaultConfig()
 	cfg.Encoder.Layers = 2
-	m, err := model.New(cfg, torch.CPU, torch.Float32)
+	m, err := model.New(cfg, testdevice.Get(t), torch.Float32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +388,7 @@ func TestTrainingStepsHoldNoMemory(t *testing.T) {
 	cfg := model.DefaultConfig()
 	cfg.Encoder.Hidden, cfg.Encoder.Layers, cfg.Motifs, cfg.Eta = 16, 2, 4, 2
 	cfg.Encoder.LearnT, cfg.OrthoSelected = true, true
-	m, err := model.New(cfg, torch.CPU, torch.Float32)
+	m, err := model.New(cfg, testdevice.Get(t), torch.Float32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +398,7 @@ func TestTrainingStepsHoldNoMemory(t *testing.T) {
 	step := func() {
 		s := torch.NewScope()
 		defer s.Close()
-		out := m.Forward(b.Graph(torch.CPU), true)
+		out := m.Forward(b.Graph(testdevice.Get(t)), true)
 		adam.ZeroGrad()
 		out.Total.Backward()
 		adam.Step()

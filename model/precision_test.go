@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 )
@@ -17,7 +18,7 @@ import (
 // they go through discrete choices (Sinkhorn's targets, the subgraphs) that
 // rounding may flip.
 func TestBF16KeepsEverythingButTheProductsFloat32(t *testing.T) {
-	if err := model.BF16.Check(torch.CPU); err != nil {
+	if err := model.BF16.Check(testdevice.Get(t)); err != nil {
 		t.Skipf("no bfloat16 products here: %v", err)
 	}
 	b := collate(t, bace(t), span(0, 64))
@@ -27,12 +28,12 @@ func TestBF16KeepsEverythingButTheProductsFloat32(t *testing.T) {
 			cfg = deterministic(cfg)
 			cfg.Encoder.Hidden, cfg.Encoder.Layers, cfg.Motifs = 64, 2, 8
 			torch.ManualSeed(1)
-			m, err := model.New(cfg, torch.CPU, torch.Float32)
+			m, err := model.New(cfg, testdevice.Get(t), torch.Float32)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer m.Free()
-			g := b.Graph(torch.CPU)
+			g := b.Graph(testdevice.Get(t))
 			if err := model.FP32.Apply(m.Store); err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/graph"
+	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/model/internal/reference"
 	"github.com/micrograph/micrograph/torch"
@@ -49,11 +50,11 @@ func TestReleasedMatchesReference(t *testing.T) {
 			r.MotifWeight, r.ContraWeight, r.SamplerWeight, r.TopFraction = 0.7, 0.3, 1.9, 0.25
 			cfg.Released = &r
 			torch.ManualSeed(3)
-			m, err := model.New(cfg, torch.CPU, torch.Float64)
+			m, err := model.New(cfg, testdevice.Get(t), torch.Float64)
 			if err != nil {
 				t.Fatal(err)
 			}
-			out := m.Forward(b.Graph(torch.CPU), train)
+			out := m.Forward(b.Graph(testdevice.Get(t)), train)
 			_, members := liveSubgraphs(out.Subgraphs)
 			slotGraph := torch.ToSlice[int64](out.Subgraphs.LiveSlots)
 			in := reference.ReleasedInput{
@@ -110,10 +111,10 @@ func TestReleasedGradientMatchesFiniteDifferences(t *testing.T) {
 	scope(t)
 	ds := synthetic(t, 40)
 	b := collate(t, ds, span(0, 24))
-	g := b.Graph(torch.CPU)
+	g := b.Graph(testdevice.Get(t))
 	cfg := releasedConfig(model.SamplerKHop)
 	torch.ManualSeed(4)
-	m, err := model.New(cfg, torch.CPU, torch.Float64)
+	m, err := model.New(cfg, testdevice.Get(t), torch.Float64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,12 +158,12 @@ func TestInitMotifsAreKMeansCentres(t *testing.T) {
 	cfg := releasedConfig(model.SamplerRandomWalk)
 	cfg.Encoder.Dropout = 0
 	torch.ManualSeed(6)
-	m, err := model.New(cfg, torch.CPU, torch.Float64)
+	m, err := model.New(cfg, testdevice.Get(t), torch.Float64)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Free()
-	graphs := []*graph.Graph{collate(t, ds, span(0, 32)).Graph(torch.CPU), collate(t, ds, span(32, 64)).Graph(torch.CPU)}
+	graphs := []*graph.Graph{collate(t, ds, span(0, 32)).Graph(testdevice.Get(t)), collate(t, ds, span(32, 64)).Graph(testdevice.Get(t))}
 	rows, err := m.InitMotifs(graphs)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/graph"
+	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/model/internal/reference"
 	"github.com/micrograph/micrograph/torch"
@@ -243,16 +244,16 @@ func TestMatchesReferenceAtOtherSettings(t *testing.T) {
 			t.Run(dt.String()+"/"+tc.name, func(t *testing.T) {
 				scope(t)
 				torch.ManualSeed(17)
-				m, err := model.New(tc.cfg, torch.CPU, dt)
+				m, err := model.New(tc.cfg, testdevice.Get(t), dt)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer m.Free()
 				model.SetUnfused(m.Encoder, tc.unfused)
 				if tc.eval {
-					setRunningStatsToBatch(t, m, b.Graph(torch.CPU))
+					setRunningStatsToBatch(t, m, b.Graph(testdevice.Get(t)))
 				}
-				out := m.Forward(b.Graph(torch.CPU), !tc.eval)
+				out := m.Forward(b.Graph(testdevice.Get(t)), !tc.eval)
 				ref := compareWithReference(t, m, out, b, dt)
 				p := parts{ref.NodeMot, ref.MotSub, ref.Reg, ref.Contra, ref.Total}
 				if tc.cfg.LambdaReg > 0 {
@@ -300,12 +301,12 @@ func TestAblationSamplersMatchReference(t *testing.T) {
 				cfg := weighted(smallSynthConfig())
 				cfg.Sampler, cfg.SubgraphsPerGraph = sampler, 3
 				torch.ManualSeed(23)
-				m, err := model.New(cfg, torch.CPU, dt)
+				m, err := model.New(cfg, testdevice.Get(t), dt)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer m.Free()
-				out := m.Forward(b.Graph(torch.CPU), true)
+				out := m.Forward(b.Graph(testdevice.Get(t)), true)
 				w := referenceWeights(t, m)
 				ref, err := reference.Forward(w, referenceBatch(b), referenceConfig(cfg))
 				if err != nil {
@@ -444,7 +445,7 @@ func TestGradientAtOtherSettings(t *testing.T) {
 		cfg  model.Config
 	}{{"fixed t, composed", fixed}, {"learned t, fused, selected ortho", learned}} {
 		t.Run(tc.name, func(t *testing.T) {
-			checkGradients(t, tc.cfg, b.Graph(torch.CPU), 29, rand.New(rand.NewPCG(3, 4)))
+			checkGradients(t, tc.cfg, b.Graph(testdevice.Get(t)), 29, rand.New(rand.NewPCG(3, 4)))
 		})
 	}
 }

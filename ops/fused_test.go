@@ -104,7 +104,7 @@ func TestFusedAggregationMatchesUnfused(t *testing.T) {
 	if len(devices) == 0 {
 		t.Skip("no fused aggregation here (a CPU without AVX2/FMA, no CUDA): the model uses the unfused ops, tested elsewhere")
 	}
-	g, h := deviceGraph(testMols)
+	g, h := graphOn(torch.CPU, testMols)
 	r := rand.New(rand.NewPCG(8, 8))
 	n, e, d, rows := int64(len(h.nodeGraph)), int64(len(h.src)), int64(5), int64(4)
 	hv, tv := randomMatrix(r, int(n), int(d)), randomMatrix(r, int(rows), int(d))
@@ -139,13 +139,13 @@ func TestFusedAggregationMatchesUnfused(t *testing.T) {
 	// temperature too.
 	tt := torch.Full(nil, 0.9, torch.Options{DType: torch.Float64})
 	tab, bt := torch.FromSlice(tv, rows, d), torch.FromSlice(bond)
-	gradCheck(t, "fused dh", torch.FromSlice(hv, n, d), func(x *torch.Tensor) *torch.Tensor {
+	gradCheckOn(t, torch.CPU, "fused dh", torch.FromSlice(hv, n, d), func(x *torch.Tensor) *torch.Tensor {
 		return weighted(torch.FusedGENAggregate(x, tab, bt, tt, g.Src, g.RowPtr, true))
 	})
-	gradCheck(t, "fused dtable", torch.FromSlice(tv, rows, d), func(x *torch.Tensor) *torch.Tensor {
+	gradCheckOn(t, torch.CPU, "fused dtable", torch.FromSlice(tv, rows, d), func(x *torch.Tensor) *torch.Tensor {
 		return weighted(torch.FusedGENAggregate(torch.FromSlice(hv, n, d), x, bt, tt, g.Src, g.RowPtr, true))
 	})
-	gradCheck(t, "fused dt", torch.Full(nil, 0.9, torch.Options{DType: torch.Float64}), func(x *torch.Tensor) *torch.Tensor {
+	gradCheckOn(t, torch.CPU, "fused dt", torch.Full(nil, 0.9, torch.Options{DType: torch.Float64}), func(x *torch.Tensor) *torch.Tensor {
 		return weighted(torch.FusedGENAggregate(torch.FromSlice(hv, n, d), tab, bt, x, g.Src, g.RowPtr, true))
 	})
 }
@@ -241,7 +241,7 @@ func TestPoolKernelMatchesSortedSegments(t *testing.T) {
 	if !torch.FusedKernels(torch.CPU) {
 		t.Skip("this CPU lacks AVX2/FMA: only the sorted pooling runs, tested elsewhere")
 	}
-	g, h := deviceGraph(testMols)
+	g, h := graphOn(torch.CPU, testMols)
 	n := int64(len(h.nodeGraph))
 	torch.ManualSeed(3)
 	motif := torch.FromSlice([]int64{0, 0, 1, 1, 0, 0, 1, 1, 1, 1, 0})
@@ -277,7 +277,7 @@ func TestSinkhornKernelMatchesComposed(t *testing.T) {
 // devices, values and gradients.
 func TestGraphPoolKernelMatchesSegments(t *testing.T) {
 	scope(t)
-	g, h := deviceGraph(testMols)
+	g, h := graphOn(torch.CPU, testMols)
 	r := rand.New(rand.NewPCG(13, 13))
 	x := randomMatrix(r, len(h.nodeGraph), 4)
 	var outs, grads [2][]float64
@@ -302,7 +302,7 @@ func TestMinCutKernelMatchesComposed(t *testing.T) {
 	if !torch.FusedKernels(torch.CPU) {
 		t.Skip("this CPU lacks AVX2/FMA: only the composed MinCut runs, tested elsewhere")
 	}
-	g, h := deviceGraph(testMols)
+	g, h := graphOn(torch.CPU, testMols)
 	n := int64(len(h.nodeGraph))
 	r := rand.New(rand.NewPCG(14, 14))
 	logits := randomMatrix(r, int(n), 3)

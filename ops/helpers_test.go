@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/graph"
+	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/torch"
 )
 
@@ -70,9 +71,17 @@ func collate(mols []mol) hostGraph {
 	return h
 }
 
-// deviceGraph puts a collated batch on the CPU as a graph.Graph (features all 0).
-func deviceGraph(mols []mol) (*graph.Graph, hostGraph) {
+// deviceGraph puts a collated batch on the test device as a graph.Graph
+// (features all 0).
+func deviceGraph(t testing.TB, mols []mol) (*graph.Graph, hostGraph) {
+	return graphOn(testdevice.Get(t), mols)
+}
+
+// graphOn puts a collated batch on device d as a graph.Graph (features all 0).
+func graphOn(d torch.Device, mols []mol) (*graph.Graph, hostGraph) {
 	h := collate(mols)
+	on := func(x []int64) *torch.Tensor { return torch.FromSlice(x).To(d, false) }
+	o := torch.Options{DType: torch.Int64, Device: d}
 	n, e := int64(len(h.nodeGraph)), int64(len(h.src))
 	var most int64
 	for _, m := range mols {
@@ -80,15 +89,15 @@ func deviceGraph(mols []mol) (*graph.Graph, hostGraph) {
 	}
 	return &graph.Graph{
 		NumGraphs: int64(len(mols)), NumNodes: n, NumEdges: e, MaxNodes: most,
-		Atoms: torch.Zeros([]int64{n, 9}, torch.Options{DType: torch.Int64}),
-		Bonds: torch.Zeros([]int64{e, 3}, torch.Options{DType: torch.Int64}),
-		Src:   torch.FromSlice(h.src), Dst: torch.FromSlice(h.dst),
-		RowPtr: torch.FromSlice(h.rowPtr), NodeGraph: torch.FromSlice(h.nodeGraph),
-		GraphPtr: torch.FromSlice(h.graphPtr),
-		Nodes:    torch.FromSlice(h.nodes), Degree: torch.FromSlice(h.degree), PadIndex: torch.FromSlice(h.padIndex),
-		PairLater: torch.FromSlice(h.pairLater), PairEarlier: torch.FromSlice(h.pairEarlier),
+		Atoms: torch.Zeros([]int64{n, 9}, o), Bonds: torch.Zeros([]int64{e, 3}, o),
+		Src: on(h.src), Dst: on(h.dst), RowPtr: on(h.rowPtr), NodeGraph: on(h.nodeGraph), GraphPtr: on(h.graphPtr),
+		Nodes: on(h.nodes), Degree: on(h.degree), PadIndex: on(h.padIndex),
+		PairLater: on(h.pairLater), PairEarlier: on(h.pairEarlier),
 	}, h
 }
+
+// dev is x on the test device ($MICROGRAPH_TEST_DEVICE, else the CPU).
+func dev(t testing.TB, x *torch.Tensor) *torch.Tensor { return x.To(testdevice.Get(t), false) }
 
 func scope(t testing.TB) {
 	s := torch.NewScope()
@@ -119,11 +128,18 @@ func equalInts(t testing.TB, name string, got, want []int64) {
 }
 
 // gradCheck compares autograd's gradient of the scalar f(x) with float64
-// central differences; x must be a float64 CPU leaf.
+// central differences; x must be a float64 CPU leaf, which f gets on the
+// test device.
 func gradCheck(t *testing.T, name string, x *torch.Tensor, f func(x *torch.Tensor) *torch.Tensor) {
 	t.Helper()
+	gradCheckOn(t, testdevice.Get(t), name, x, f)
+}
+
+// gradCheckOn is gradCheck with f's x on device d.
+func gradCheckOn(t *testing.T, d torch.Device, name string, x *torch.Tensor, f func(x *torch.Tensor) *torch.Tensor) {
+	t.Helper()
 	x.SetRequiresGrad(true)
-	f(x).Backward()
+	f(x.To(d, false)).Backward()
 	analytic := values(x.Grad())
 	data := torch.HostData[float64](x)
 	for i := range data {
@@ -131,9 +147,9 @@ func gradCheck(t *testing.T, name string, x *torch.Tensor, f func(x *torch.Tenso
 		var plus, minus float64
 		torch.NoGrad(func() {
 			data[i] = orig + 1e-6
-			plus = f(x).Item()
+			plus = f(x.To(d, false)).Item()
 			data[i] = orig - 1e-6
-			minus = f(x).Item()
+			minus = f(x.To(d, false)).Item()
 		})
 		data[i] = orig
 		numeric := (plus - minus) / 2e-6
@@ -149,5 +165,5 @@ func weighted(y *torch.Tensor) *torch.Tensor {
 	for i := range w {
 		w[i] = math.Cos(float64(3*i+1)) + 0.2
 	}
-	return y.Mul(torch.FromSlice(w, y.Shape()...)).Sum()
+	return y.Mul(torch.FromSlice(w, y.Shape()...).To(y.Device(), false)).Sum()
 }

@@ -27,11 +27,11 @@ func randomMatrix(r *rand.Rand, rows, cols int) []float64 {
 
 func TestSegmentSoftmax(t *testing.T) {
 	scope(t)
-	g, h := deviceGraph(testMols)
+	g, h := deviceGraph(t, testMols)
 	r := rand.New(rand.NewPCG(1, 1))
 	e := len(h.src)
 	z := randomMatrix(r, e, 2)
-	got := values(ops.SegmentSoftmax(torch.FromSlice(z, int64(e), 2), g.RowPtr, g.Dst))
+	got := values(ops.SegmentSoftmax(dev(t, torch.FromSlice(z, int64(e), 2)), g.RowPtr, g.Dst))
 	want := make([]float64, 2*e)
 	for i := range h.rowPtr[:len(h.rowPtr)-1] {
 		lo, hi := h.rowPtr[i], h.rowPtr[i+1]
@@ -53,13 +53,13 @@ func TestSegmentSoftmax(t *testing.T) {
 
 func TestGraphPool(t *testing.T) {
 	scope(t)
-	g, h := deviceGraph(testMols)
+	g, h := deviceGraph(t, testMols)
 	n := len(h.nodeGraph)
 	x := make([]float64, 2*n)
 	for i := range x {
 		x[i] = float64((i*7)%11) - 5
 	}
-	xt := torch.FromSlice(x, int64(n), 2)
+	xt := dev(t, torch.FromSlice(x, int64(n), 2))
 	var mean, sum, mx []float64
 	for b := range testMols {
 		for c := range 2 {
@@ -76,13 +76,13 @@ func TestGraphPool(t *testing.T) {
 	near(t, "sum", values(ops.GraphPool(xt, g, ops.SumPool)), sum, 1e-12)
 	near(t, "max", values(ops.GraphPool(xt, g, ops.MaxPool)), mx, 1e-12)
 	// Segment means are 0, not NaN, for an empty segment.
-	near(t, "empty", values(ops.SegmentMean(torch.FromSlice([]float64{4, 6}, 2, 1), torch.FromSlice([]int64{0, 0, 2}))), []float64{0, 5}, 0)
+	near(t, "empty", values(ops.SegmentMean(dev(t, torch.FromSlice([]float64{4, 6}, 2, 1)), dev(t, torch.FromSlice([]int64{0, 0, 2})))), []float64{0, 5}, 0)
 }
 
 func TestCosine(t *testing.T) {
 	scope(t)
-	a := torch.FromSlice([]float64{3, 4, 0, 0}, 2, 2)
-	b := torch.FromSlice([]float64{1, 0, 0, 2, -3, -4}, 3, 2)
+	a := dev(t, torch.FromSlice([]float64{3, 4, 0, 0}, 2, 2))
+	b := dev(t, torch.FromSlice([]float64{1, 0, 0, 2, -3, -4}, 3, 2))
 	near(t, "cos", values(ops.Cosine(a, b)), []float64{0.6, 0.8, -1, 0, 0, 0}, 1e-12)
 }
 
@@ -151,7 +151,7 @@ func TestSinkhornAssign(t *testing.T) {
 	scope(t)
 	const n, k = 40, 5
 	q := sinkhornInput(n, k)
-	motif, balanced := ops.SinkhornAssign(torch.FromSlice(q, n, k), 20, 5, nil)
+	motif, balanced := ops.SinkhornAssign(dev(t, torch.FromSlice(q, n, k)), 20, 5, nil)
 	if balanced.DType() != torch.Float32 {
 		t.Errorf("Sinkhorn ran in %s, want float32", balanced.DType())
 	}
@@ -176,9 +176,9 @@ func slicesRepeat(v float64, n int) []float64 {
 
 func TestMotifSubgraphs(t *testing.T) {
 	scope(t)
-	g, _ := deviceGraph(testMols)
+	g, _ := deviceGraph(t, testMols)
 	// Ring: motifs 0 0 1 1; triangle: 0 0 1; single atom: 1; path: 1 1 0.
-	motif := torch.FromSlice([]int64{0, 0, 1, 1, 0, 0, 1, 1, 1, 1, 0})
+	motif := dev(t, torch.FromSlice([]int64{0, 0, 1, 1, 0, 0, 1, 1, 1, 1, 0}))
 	const k = 2
 	tests := []struct {
 		name        string
@@ -219,8 +219,8 @@ func TestMotifSubgraphs(t *testing.T) {
 
 func TestSubgraphPool(t *testing.T) {
 	scope(t)
-	g, _ := deviceGraph(testMols)
-	motif := torch.FromSlice([]int64{0, 0, 1, 1, 0, 0, 1, 1, 1, 1, 0})
+	g, _ := deviceGraph(t, testMols)
+	motif := dev(t, torch.FromSlice([]int64{0, 0, 1, 1, 0, 0, 1, 1, 1, 1, 0}))
 	s := ops.MotifSubgraphs(g, motif, 2, 2, 0, 1, torch.Float64)
 	x := make([]float64, 11)
 	for i := range x {
@@ -237,7 +237,7 @@ func TestSubgraphPool(t *testing.T) {
 		return s / float64(len(ids))
 	}
 	want := []float64{mean(0, 1, 2, 3), mean(0, 1, 2, 3), mean(4, 5, 6), mean(4, 5, 6), 0, x[7], mean(9, 10), mean(8, 9, 10)}
-	near(t, "pool", values(s.Pool(torch.FromSlice(x, 11, 1))), want, 1e-12)
+	near(t, "pool", values(s.Pool(dev(t, torch.FromSlice(x, 11, 1)))), want, 1e-12)
 	gradCheck(t, "pool", torch.FromSlice(x, 11, 1), func(h *torch.Tensor) *torch.Tensor { return weighted(s.Pool(h)) })
 }
 
@@ -306,7 +306,7 @@ func minCutReference(q []float64, k int, h hostGraph, sel [][]bool) (cut, ortho 
 
 func TestMinCut(t *testing.T) {
 	scope(t)
-	g, h := deviceGraph(testMols)
+	g, h := deviceGraph(t, testMols)
 	r := rand.New(rand.NewPCG(3, 3))
 	const k = 3
 	n := len(h.nodeGraph)
@@ -323,8 +323,8 @@ func TestMinCut(t *testing.T) {
 		name string
 		sel  [][]bool
 		mask *torch.Tensor
-	}{{"all columns", nil, nil}, {"selected columns", sel, torch.FromSlice(selFlat, 4, k)}} {
-		cut, ortho := ops.MinCut(torch.FromSlice(q, int64(n), k), g, tc.mask)
+	}{{"all columns", nil, nil}, {"selected columns", sel, dev(t, torch.FromSlice(selFlat, 4, k))}} {
+		cut, ortho := ops.MinCut(dev(t, torch.FromSlice(q, int64(n), k)), g, tc.mask)
 		wc, wo := minCutReference(q, k, h, tc.sel)
 		near(t, tc.name+" cut", []float64{cut.Item()}, []float64{wc}, 1e-12)
 		near(t, tc.name+" ortho", []float64{ortho.Item()}, []float64{wo}, 1e-12)
@@ -335,19 +335,19 @@ func TestMinCut(t *testing.T) {
 	}
 	// Hand-computed: one motif for every node gives cut −1 on molecules with
 	// bonds; two equal orthogonal columns give ortho 0.
-	one := torch.FromSlice([]float64{1, 0, 1, 0, 1, 0, 1, 0}, 4, 2)
-	pair, _ := deviceGraph([]mol{{4, [][2]int{{0, 1}, {2, 3}}}})
+	one := dev(t, torch.FromSlice([]float64{1, 0, 1, 0, 1, 0, 1, 0}, 4, 2))
+	pair, _ := deviceGraph(t, []mol{{4, [][2]int{{0, 1}, {2, 3}}}})
 	cut, _ := ops.MinCut(one, pair, nil)
 	near(t, "uniform cut", []float64{cut.Item()}, []float64{-1}, 1e-12)
-	split := torch.FromSlice([]float64{1, 0, 1, 0, 0, 1, 0, 1}, 4, 2)
+	split := dev(t, torch.FromSlice([]float64{1, 0, 1, 0, 0, 1, 0, 1}, 4, 2))
 	cut, ortho := ops.MinCut(split, pair, nil)
 	near(t, "split", []float64{cut.Item(), ortho.Item()}, []float64{-1, 0}, 1e-12)
 }
 
 func TestGraphSubgraphContrast(t *testing.T) {
 	scope(t)
-	g, _ := deviceGraph(testMols)
-	motif := torch.FromSlice([]int64{0, 0, 1, 1, 0, 0, 1, 1, 1, 1, 0})
+	g, _ := deviceGraph(t, testMols)
+	motif := dev(t, torch.FromSlice([]int64{0, 0, 1, 1, 0, 0, 1, 1, 1, 1, 0}))
 	sub := ops.MotifSubgraphs(g, motif, 2, 2, 0, 0, torch.Float64)
 	live := values(sub.Live) // slots 0,1,2,7 live
 	r := rand.New(rand.NewPCG(4, 4))
@@ -390,18 +390,18 @@ func TestGraphSubgraphContrast(t *testing.T) {
 		}
 	}
 	want := total / float64(graphsWith)
-	got := ops.GraphSubgraphContrast(torch.FromSlice(z, 4, 3), sub.LiveRows(torch.FromSlice(s, 8, 3)), sub, tau).Item()
+	got := ops.GraphSubgraphContrast(dev(t, torch.FromSlice(z, 4, 3)), sub.LiveRows(dev(t, torch.FromSlice(s, 8, 3))), sub, tau).Item()
 	near(t, "contrast", []float64{got}, []float64{want}, 1e-12)
 	gradCheck(t, "contrast z", torch.FromSlice(z, 4, 3), func(x *torch.Tensor) *torch.Tensor {
-		return ops.GraphSubgraphContrast(x, sub.LiveRows(torch.FromSlice(s, 8, 3)), sub, tau)
+		return ops.GraphSubgraphContrast(x, sub.LiveRows(dev(t, torch.FromSlice(s, 8, 3))), sub, tau)
 	})
 	gradCheck(t, "contrast s", torch.FromSlice(s, 8, 3), func(x *torch.Tensor) *torch.Tensor {
-		return ops.GraphSubgraphContrast(torch.FromSlice(z, 4, 3), sub.LiveRows(x), sub, tau)
+		return ops.GraphSubgraphContrast(dev(t, torch.FromSlice(z, 4, 3)), sub.LiveRows(x), sub, tau)
 	})
 	// No subgraph at all: the loss is 0 and its gradient finite.
 	none := ops.MotifSubgraphs(g, motif, 2, 100, 0, 0, torch.Float64)
-	x := torch.FromSlice(z, 4, 3).SetRequiresGrad(true)
-	loss := ops.GraphSubgraphContrast(x, none.LiveRows(torch.FromSlice(s, 8, 3)), none, tau)
+	x := dev(t, torch.FromSlice(z, 4, 3)).SetRequiresGrad(true)
+	loss := ops.GraphSubgraphContrast(x, none.LiveRows(dev(t, torch.FromSlice(s, 8, 3))), none, tau)
 	loss.Backward()
 	if loss.Item() != 0 || x.Grad().IsFinite().All().ItemInt() != 1 {
 		t.Errorf("no subgraphs: loss %v, gradient %v", loss.Item(), values(x.Grad()))
@@ -448,7 +448,7 @@ func TestAblationSamplers(t *testing.T) {
 	for i := range 11 {
 		path.bonds = append(path.bonds, [2]int{i, i + 1})
 	}
-	g, h := deviceGraph(append([]mol{path}, testMols...))
+	g, h := deviceGraph(t, append([]mol{path}, testMols...))
 	torch.ManualSeed(5)
 	for _, tc := range []struct {
 		name    string

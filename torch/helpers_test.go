@@ -2,26 +2,12 @@ package torch_test
 
 import (
 	"math"
-	"os"
 	"slices"
 	"testing"
 
+	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/torch"
 )
-
-// testDevice is where device-agnostic tests run: $MICROGRAPH_TEST_DEVICE
-// (e.g. "cuda" on a GPU machine), else the CPU.
-func testDevice(t testing.TB) torch.Device {
-	s := os.Getenv("MICROGRAPH_TEST_DEVICE")
-	if s == "" {
-		return torch.CPU
-	}
-	d, err := torch.ParseDevice(s)
-	if err != nil {
-		t.Fatalf("MICROGRAPH_TEST_DEVICE: %v", err)
-	}
-	return d
-}
 
 // scope opens a scope for the rest of the test.
 func scope(t testing.TB) *torch.Scope {
@@ -32,12 +18,12 @@ func scope(t testing.TB) *torch.Scope {
 
 // f64 is a float64 tensor on the test device.
 func f64(t testing.TB, data []float64, shape ...int64) *torch.Tensor {
-	return torch.FromSlice(data, shape...).To(testDevice(t), false)
+	return torch.FromSlice(data, shape...).To(testdevice.Get(t), false)
 }
 
 // i64 is an int64 tensor on the test device.
 func i64(t testing.TB, data []int64, shape ...int64) *torch.Tensor {
-	return torch.FromSlice(data, shape...).To(testDevice(t), false)
+	return torch.FromSlice(data, shape...).To(testdevice.Get(t), false)
 }
 
 // values reads any tensor as float64s.

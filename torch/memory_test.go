@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/torch"
 )
 
@@ -106,7 +107,7 @@ func procStatus(t testing.TB, field string) int64 {
 func TestLongTrainingIsStable(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	dev := testDevice(t)
+	dev := testdevice.Get(t)
 	o := torch.Options{Device: dev}
 	setup := torch.NewScope()
 	w1 := setup.Keep(torch.Rand([]int64{32, 16}, o).MulScalar(0.1).SetRequiresGrad(true))

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/torch"
 )
 
@@ -286,7 +287,7 @@ func TestNNFunctions(t *testing.T) {
 
 func TestCreationAndTransfer(t *testing.T) {
 	scope(t)
-	dev := testDevice(t)
+	dev := testdevice.Get(t)
 	o := torch.Options{DType: torch.Float64, Device: dev}
 	assertTensor(t, "zeros", torch.Zeros([]int64{2, 2}, o), []int64{2, 2}, []float64{0, 0, 0, 0}, 0)
 	assertTensor(t, "ones", torch.Ones([]int64{3}, o), []int64{3}, []float64{1, 1, 1}, 0)
@@ -353,7 +354,7 @@ func TestCreationAndTransfer(t *testing.T) {
 
 func TestRandomOps(t *testing.T) {
 	scope(t)
-	dev := testDevice(t)
+	dev := testdevice.Get(t)
 	o := torch.Options{DType: torch.Float64, Device: dev}
 	torch.ManualSeed(7)
 	u := values(torch.Rand([]int64{10000}, o))
@@ -398,7 +399,7 @@ func TestRandomOps(t *testing.T) {
 // The generator state restores the exact sequence, as a resumed run needs.
 func TestRNGStateRoundTrip(t *testing.T) {
 	scope(t)
-	dev := testDevice(t)
+	dev := testdevice.Get(t)
 	o := torch.Options{DType: torch.Float64, Device: dev}
 	torch.ManualSeed(123)
 	first := values(torch.Rand([]int64{5}, o))
@@ -515,7 +516,7 @@ func TestParseDevice(t *testing.T) {
 // Dropout's gradient is its mask scaled by 1/(1−p); masks follow the seed and
 // restored generator states, as resumed runs need. So do the fused kernel's.
 func TestDropoutMaskAndGradient(t *testing.T) {
-	dev := testDevice(t)
+	dev := testdevice.Get(t)
 	t.Run("libtorch", func(t *testing.T) {
 		checkDropout(t, dev, func(x *torch.Tensor, p float64) *torch.Tensor { return torch.Dropout(x, p, true) })
 	})

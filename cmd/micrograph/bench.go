@@ -11,7 +11,8 @@ func runBench(args []string) error {
 	fs := newFlags("bench", "--data DIR|CSV [--device D] [--threads T] [--steps N | --epoch] [model flags]",
 		"Times pre-training steps (forward, backward, Adam) on --data after --warmup untimed ones\n"+
 			"and prints one JSON line: molecules_per_s, s_per_step, s_per_epoch, data_wait_fraction,\n"+
-			"peak_memory_bytes (GPU: allocator peak; CPU: peak RSS), device, libtorch, precision,\n"+
+			"peak_memory_bytes (GPU: allocator peak; CPU: peak RSS), device, libtorch, threads (libtorch's\n"+
+			"intra-op threads per process) and processes (each on its part of every batch), precision,\n"+
 			"product_gflops (a batch's atoms × d by d × d in the precision's dtype), and the libtorch\n"+
 			"operators dispatched: ops_per_step (batch upload, forward, backward, Adam; counted on one more\n"+
 			"step), ops_upload (of these, putting the batch on the device), ops_collate (run by the loader\n"+

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/matrixfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
@@ -63,43 +64,63 @@ func (s *scoreFlags) options(fs *pflag.FlagSet, inputs ...input) (infer.Options,
 		return infer.Options{}, runenv.Env{}, err
 	}
 	return infer.Options{
-		Data: s.data, SmilesCol: s.smilesCol, SkipInvalid: s.skipInvalid,
+		Data: s.data, SmilesCol: s.smilesCol, SkipInvalid: s.skipInvalid, Rejected: s.rejected,
 		BatchSize: s.batchSize, RDKitWorkers: s.rdkitWorkers, Precision: s.precision,
 	}, env, nil
 }
 
-// report prints what a scoring pass did: the invalid rows on stderr, by
-// line, and a summary on stdout.
-func (s *scoreFlags) report(what string, rep *infer.Report) {
-	for _, r := range rep.Invalid {
-		smiles := r.SMILES
-		if len(smiles) > 80 {
-			smiles = smiles[:80] + "..."
-		}
-		fmt.Fprintf(notes, "micrograph: %s:%d (row %d) %q: %s\n", s.data, r.Line, r.Row, smiles, r.Reason)
+// rejected prints a row the featurisation rejected on stderr, by line, as
+// the stream reaches it.
+func (s *scoreFlags) rejected(r data.Rejection) {
+	smiles := r.SMILES
+	if len(smiles) > 80 {
+		smiles = smiles[:80] + "..."
 	}
-	invalid := "written as NaN rows"
-	if s.skipInvalid {
-		invalid = "left out"
-	}
-	mols := rep.Rows - len(rep.Invalid)
-	printf("%s %d of %d rows of %s into %s (%d rows; %d invalid, %s) in %.2fs: featurisation %.2fs, model %.2fs (%.0f molecules/s)",
-		what, mols, rep.Rows, filepath.Base(s.data), s.out, rep.Written, len(rep.Invalid), invalid,
+	fmt.Fprintf(notes, "micrograph: %s:%d (row %d) %q: %s\n", s.data, r.Line, r.Row, smiles, r.Reason)
+}
+
+// report prints a summary of what a scoring pass did on stdout: rows is
+// what the output's rows are, and invalid what became of the rows the
+// featurisation rejected.
+func (s *scoreFlags) report(what, rows, invalid string, rep *infer.Report) {
+	mols := rep.Rows - rep.Invalid
+	printf("%s %d of %d rows of %s into %s (%d %s; %d invalid, %s) in %.2fs: featurisation %.2fs, model %.2fs (%.0f molecules/s)",
+		what, mols, rep.Rows, filepath.Base(s.data), s.out, rep.Written, rows, rep.Invalid, invalid,
 		rep.Seconds, rep.FeaturizeSeconds, rep.ModelSeconds, float64(mols)/max(rep.ModelSeconds, 1e-9))
 }
 
+// invalidRows says what became of rejected rows in a per-molecule output.
+func (s *scoreFlags) invalidRows() string {
+	if s.skipInvalid {
+		return "left out"
+	}
+	return "written as NaN rows"
+}
+
 func runEmbed(args []string) error {
-	fs := newFlags("embed", "--encoder encoder.pt --data CSV|DIR --out FILE.npy|FILE.csv [flags]",
+	fs := newFlags("embed", "--encoder encoder.pt --data CSV|DIR --out FILE.npy|FILE.csv [--atoms] [flags]",
 		"Writes the graph embedding of every molecule (the mean of the encoder's node embeddings,\n"+
 			"evaluation mode, as linear-eval uses and the snippet of docs/pytorch.md computes) in input row\n"+
 			"order: .npy is float32 N×d (numpy.load); .csv has the columns row, smiles, e_0 … e_{d-1}.\n"+
 			"Rows RDKit rejects are listed on stderr by line and written as NaN rows, or left out with\n"+
-			"--skip-invalid. The input is read and featurised in chunks, so memory does not grow with it.")
+			"--skip-invalid.\n\n"+
+			"With --atoms, one row per atom instead (the node embeddings, whose mean over a molecule is its\n"+
+			"graph embedding), molecules in input row order and each one's atoms in RDKit's order: .npy is a\n"+
+			"structured array (numpy.load(f)[\"row\"], [\"atom\"], [\"atomic_num\"]: int64; [\"e\"]: float32\n"+
+			"atoms×d); .csv has the columns row, atom, atomic_num, e_0 … e_{d-1}. Rejected rows have no atoms:\n"+
+			"they are listed on stderr by line and have no rows.\n\n"+
+			"The input is read and featurised in chunks, so memory does not grow with it; a line on stderr\n"+
+			"every 15 seconds says how far it is.")
 	encoder := fs.String("encoder", "", "exported encoder (.pt, with its .json beside it)")
+	atoms := fs.Bool("atoms", false, "write one row per atom (input row, atom index in RDKit's order, atomic number,\n"+
+		"embedding) instead of one per molecule")
 	var s scoreFlags
 	s.register(fs)
 	if err := parseFlags(fs, args, "encoder", "data", "out"); err != nil {
 		return err
+	}
+	if *atoms && s.skipInvalid {
+		return usageError{fmt.Errorf("--skip-invalid does not go with --atoms: rows RDKit rejects have no atoms, so per-atom output never holds them")}
 	}
 	if err := checkEncoderFile("--encoder", *encoder); err != nil {
 		return err
@@ -113,11 +134,19 @@ func runEmbed(args []string) error {
 		return err
 	}
 	defer torch.FreeNamed(state)
+	if *atoms {
+		rep, err := infer.EmbedAtoms(info.Encoder, state, opt, env, s.out)
+		if err != nil {
+			return flagError(fs, &s, err)
+		}
+		s.report("embedded the atoms of", "atom rows", "listed on stderr, no rows", rep)
+		return nil
+	}
 	rep, err := infer.Embed(info.Encoder, state, opt, env, s.out)
 	if err != nil {
 		return flagError(fs, &s, err)
 	}
-	s.report("embedded", rep)
+	s.report("embedded", "rows", s.invalidRows(), rep)
 	return nil
 }
 
@@ -142,6 +171,6 @@ func runPredict(args []string) error {
 	if err != nil {
 		return flagError(fs, &s, err)
 	}
-	s.report(fmt.Sprintf("predicted %d tasks for", len(m.Tasks)), rep)
+	s.report(fmt.Sprintf("predicted %d tasks for", len(m.Tasks)), "rows", s.invalidRows(), rep)
 	return nil
 }

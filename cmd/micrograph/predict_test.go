@@ -428,6 +428,8 @@ func TestScoreCommandsMisuse(t *testing.T) {
 		{[]string{"predict", "--data", in}, 2, "micrograph predict: missing --model, --out"},
 		{emb("--out", filepath.Join(outDir, "e.txt")), 2, "--out " + filepath.Join(outDir, "e.txt") + ": want a .npy or .csv file"},
 		{emb("--out", npy, "--skip-invalid"), 2, "--skip-invalid needs a .csv --out"},
+		{emb("--out", csvOut, "--atoms", "--skip-invalid"), 2, "--skip-invalid does not go with --atoms"},
+		{emb("--out", filepath.Join(outDir, "a.txt"), "--atoms"), 2, "--out " + filepath.Join(outDir, "a.txt") + ": want a .npy or .csv file"},
 		{emb("--out", npy, "--batch-size", "0"), 2, "--batch-size 0 must be positive"},
 		{emb("--out", npy, "--max-atoms", "0"), 2, "--max-atoms 0 must be positive"},
 		{emb("--out", npy, "--device", "tpu"), 2, `--device "tpu"`},

@@ -6,26 +6,30 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/torch"
 )
 
-// graphValues reads every tensor of a batch's device graph and targets.
-func graphValues(b *Batch) [][]int64 {
+// graphValues reads every tensor of a batch's graph and targets, put on the
+// test device ($MICROGRAPH_TEST_DEVICE, else the CPU).
+func graphValues(t *testing.T, b *Batch) [][]int64 {
 	s := torch.NewScope()
 	defer s.Close()
-	g := b.Graph(torch.CPU)
-	labels, mask := b.Targets(torch.CPU)
+	dev := testdevice.Get(t)
+	g := b.Graph(dev)
+	labels, mask := b.Targets(dev)
 	out := [][]int64{{g.NumGraphs, g.NumNodes, g.NumEdges, g.MaxNodes}}
-	for _, t := range []*torch.Tensor{g.Atoms, g.Bonds, g.Src, g.Dst, g.RowPtr, g.NodeGraph, g.GraphPtr,
+	for _, x := range []*torch.Tensor{g.Atoms, g.Bonds, g.Src, g.Dst, g.RowPtr, g.NodeGraph, g.GraphPtr,
 		g.Nodes, g.Degree, g.PadIndex, g.PairLater, g.PairEarlier,
 		labels.MulScalar(1e6).ToDType(torch.Int64), mask.ToDType(torch.Int64)} {
-		out = append(out, append(t.Shape(), torch.ToSlice[int64](t)...))
+		out = append(out, append(x.Shape(), torch.ToSlice[int64](x)...))
 	}
 	return out
 }
 
-// Batches staged by PinMemory on the workers put the same graph on the device
-// as batches copied directly, and closing the loader frees the staged tensors.
+// Batches staged by PinMemory on the workers put the same graph on the test
+// device as batches copied directly (on a GPU: asynchronously, from pinned
+// memory), and closing the loader frees the staged tensors.
 func TestPinMemoryStaging(t *testing.T) {
 	d := synthDataset(t)
 	base := torch.LiveTensors()
@@ -46,7 +50,7 @@ func TestPinMemoryStaging(t *testing.T) {
 		if _, ok := b.Aux.(*staged); !ok {
 			t.Fatal("PinMemory left no staged tensors")
 		}
-		if !slices.EqualFunc(graphValues(a), graphValues(b), slices.Equal) {
+		if !slices.EqualFunc(graphValues(t, a), graphValues(t, b), slices.Equal) {
 			t.Fatalf("batch %v differs when staged", b.Pos)
 		}
 		plain.Release(a)

@@ -4,7 +4,9 @@
 // The RDKit code lives in libmgchem.so (built by `make chem` from shim/), which
 // this package loads with dlopen at first use rather than linking: a micrograph
 // binary then starts, trains and evaluates on machines without RDKit, and only
-// the calls below fail there, with an error naming the places searched.
+// the calls below fail there, with an error naming the places searched. A
+// recording of featurisations made elsewhere (RecordingEnv, Record) can stand
+// in for RDKit there.
 package rdkit
 
 /*
@@ -115,17 +117,20 @@ var (
 	loadOnce sync.Once
 	loadErr  error
 	version  string
+	active   *recording // with RecordingEnv set: the calls answer from it
 )
 
 // Load loads libmgchem.so if that has not happened yet and reports whether
-// RDKit is usable. The other functions call it themselves; callers use it to
-// fail early, before any work.
+// RDKit is usable; with RecordingEnv set it reads the recording instead. The
+// other functions call it themselves; callers use it to fail early, before
+// any work.
 func Load() error {
 	loadOnce.Do(func() { loadErr = load() })
 	return loadErr
 }
 
-// RDKitVersion is the version of RDKit the loaded library was built with.
+// RDKitVersion is the version of RDKit the loaded library was built with (or
+// that made the recording, which it names).
 func RDKitVersion() (string, error) {
 	if err := Load(); err != nil {
 		return "", err
@@ -157,7 +162,17 @@ func searchPath() []string {
 	return paths
 }
 
-func load() error { return loadFrom(searchPath()) }
+func load() error {
+	if path := os.Getenv(RecordingEnv); path != "" {
+		r, err := readRecording(path)
+		if err != nil {
+			return err
+		}
+		active, version = r, fmt.Sprintf("%s (recorded: %s)", r.rdkit, path)
+		return nil
+	}
+	return loadFrom(searchPath())
+}
 
 // loadFrom opens the first of paths that loads; the error lists every attempt.
 func loadFrom(paths []string) error {
@@ -207,6 +222,9 @@ func SmilesToGraph(smiles string, scaffold bool) (*Graph, error) {
 	if err := Load(); err != nil {
 		return nil, err
 	}
+	if active != nil {
+		return active.graph(smiles, scaffold)
+	}
 	s, n := cstr(smiles)
 	var out *C.mgchem_graph
 	withScaffold := C.int(0)
@@ -239,6 +257,13 @@ func MurckoScaffold(smiles string) (string, error) {
 	if err := Load(); err != nil {
 		return "", err
 	}
+	if active != nil {
+		g, err := active.graph(smiles, true)
+		if err != nil {
+			return "", err
+		}
+		return g.Scaffold, nil
+	}
 	s, n := cstr(smiles)
 	var out *C.char
 	if err := takeError(C.call_murcko_scaffold(s, n, &out)); err != nil {
@@ -263,6 +288,9 @@ const maxImageSide = 1 << 14
 func DepictSVG(smiles string, highlight []int, width, height int) (string, error) {
 	if err := Load(); err != nil {
 		return "", err
+	}
+	if active != nil {
+		return "", active.refuse("a depiction")
 	}
 	if width <= 0 || height <= 0 || width > maxImageSide || height > maxImageSide {
 		return "", fmt.Errorf("rdkit: image size %dx%d outside 1..%d", width, height, maxImageSide)
@@ -296,6 +324,9 @@ func DepictSVG(smiles string, highlight []int, width, height int) (string, error
 func FragmentSMILES(smiles string, atoms []int) (string, error) {
 	if err := Load(); err != nil {
 		return "", err
+	}
+	if active != nil {
+		return "", active.refuse("a fragment's SMILES")
 	}
 	if len(atoms) == 0 {
 		return "", errors.New("rdkit: a fragment needs at least one atom")

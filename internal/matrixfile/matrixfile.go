@@ -1,6 +1,8 @@
 // Package matrixfile writes a matrix of numbers row by row, such as one
 // embedding or one prediction per molecule, as a NumPy .npy file or as a CSV
-// file, chosen by the name's extension. Rows stream through a buffer to a
+// file, chosen by the name's extension; rows may carry integer index columns
+// (say input row and atom), which make the .npy file a structured array
+// that NumPy alone reads. Rows stream through a buffer to a
 // temporary file beside the destination, so memory does not grow with the row
 // count, and the file appears complete or not at all (package atomicfile).
 //
@@ -12,21 +14,31 @@ package matrixfile
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
 )
 
-// Columns describes a matrix file's columns.
+// Columns describes a matrix file's columns, in the order a row holds them.
 type Columns struct {
 	// Keys name the text columns a CSV file starts with (say "row",
 	// "smiles"); a .npy file holds numbers only and has none.
 	Keys []string
+	// Index names integer columns that both formats hold, after Keys (say
+	// "row", "atom"). Without them a .npy file is a plain
+	// rows×len(Values) matrix; with them it is a structured array of one
+	// record per row: an int64 field per Index name, then the values as one
+	// field named Field, of shape (len(Values),). Index names and Field are
+	// Python identifiers.
+	Index []string
+	Field string
 	// Values name the number columns, one per matrix column.
 	Values []string
 	// Float64 stores values in double precision (.npy dtype <f8, CSV text
@@ -35,9 +47,15 @@ type Columns struct {
 	Float64 bool
 }
 
-// AddFunc appends one row: its keys (one per Columns.Keys, ignored by a .npy
-// file) and its values (one per Columns.Values; NaN allowed).
-type AddFunc func(keys []string, values []float64) error
+// Row is one row of a matrix file.
+type Row struct {
+	Keys   []string  // one per Columns.Keys (a .npy file ignores them)
+	Index  []int64   // one per Columns.Index
+	Values []float64 // one per Columns.Values; NaN allowed
+}
+
+// AddFunc appends one row.
+type AddFunc func(Row) error
 
 // Format is the file format of path by its extension, ".npy" or ".csv"
 // (case ignored); anything else is an error naming path.
@@ -57,8 +75,8 @@ func Write(path string, cols Columns, fill func(add AddFunc) error) error {
 	if err != nil {
 		return err
 	}
-	if len(cols.Values) == 0 {
-		return fmt.Errorf("%s: a matrix needs at least one value column", path)
+	if err := cols.validate(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
 	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
 		if format == ".npy" {
@@ -66,63 +84,131 @@ func Write(path string, cols Columns, fill func(add AddFunc) error) error {
 			if !ok {
 				return fmt.Errorf("%s: the temporary file cannot be rewritten in place", path)
 			}
-			return writeNPY(w, at, len(cols.Values), cols.Float64, fill)
+			return writeNPY(w, at, cols, fill)
 		}
 		return writeCSV(w, cols, fill)
 	})
 }
 
-// npyHeaderSize is the room kept for the .npy header (magic, version,
-// length, dictionary), written last, when the row count is known, so that
-// rows stream in one pass. 128 bytes hold the dictionary with 20-digit
-// dimensions and keep the data 64-byte aligned as NumPy's own files are.
-const npyHeaderSize = 128
-
-// npyHeader is the header of a little-endian float32 (or float64) C-order
-// rows×cols array in .npy format 1.0: magic, version 1.0, the dictionary's length as
-// uint16, the dictionary padded with spaces to npyHeaderSize and ending in a
-// newline.
-func npyHeader(rows, cols int, float64s bool) []byte {
-	descr := "<f4"
-	if float64s {
-		descr = "<f8"
+// validate checks what every row and the .npy header rely on.
+func (c Columns) validate() error {
+	if len(c.Values) == 0 {
+		return errors.New("a matrix needs at least one value column")
 	}
-	dict := fmt.Sprintf("{'descr': '%s', 'fortran_order': False, 'shape': (%d, %d), }", descr, rows, cols)
-	h := make([]byte, 0, npyHeaderSize)
+	if len(c.Index) == 0 {
+		return nil
+	}
+	for _, name := range append(slices.Clone(c.Index), c.Field) {
+		if !isIdentifier(name) {
+			return fmt.Errorf("field name %q is not an identifier", name)
+		}
+	}
+	return nil
+}
+
+// isIdentifier tells whether s is an ASCII Python identifier, which a
+// structured .npy header may hold without escaping.
+func isIdentifier(s string) bool {
+	for i, r := range s {
+		if r != '_' && !(r >= 'a' && r <= 'z') && !(r >= 'A' && r <= 'Z') && !(i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// npyLayout is the array a .npy file holds: its dtype and the header room.
+type npyLayout struct {
+	descr      string // the dtype as the header writes it
+	cols       int    // the second dimension of a plain matrix; 0 for records
+	pad        int    // bytes of padding that end each record
+	headerSize int
+}
+
+// newNPYLayout is the .npy layout of cols: a plain little-endian float32
+// (or float64) C-order rows×len(Values) matrix, or with Index columns a
+// structured array of rows records, padded as NumPy pads them to a multiple
+// of 8 bytes, so that every field's stride is a multiple of its size (as
+// torch.from_numpy needs). The header is written last, when the
+// row count is known, so that rows stream in one pass: its room holds the
+// dictionary with a 19-digit row count and is a multiple of 64 bytes, which
+// keeps the data aligned as NumPy's own files are (128 bytes for a matrix).
+func newNPYLayout(cols Columns) npyLayout {
+	value := "<f4"
+	if cols.Float64 {
+		value = "<f8"
+	}
+	l := npyLayout{descr: "'" + value + "'", cols: len(cols.Values)}
+	if len(cols.Index) > 0 {
+		var fields []string
+		for _, name := range cols.Index {
+			fields = append(fields, fmt.Sprintf("('%s', '<i8')", name))
+		}
+		fields = append(fields, fmt.Sprintf("('%s', '%s', (%d,))", cols.Field, value, len(cols.Values)))
+		if !cols.Float64 && len(cols.Values)%2 == 1 {
+			fields = append(fields, "('', '|V4')") // unnamed: NumPy's padding
+			l.pad = 4
+		}
+		l = npyLayout{descr: "[" + strings.Join(fields, ", ") + "]", pad: l.pad}
+	}
+	l.headerSize = (10 + len(l.dict(math.MaxInt64)) + 1 + 63) / 64 * 64
+	return l
+}
+
+// dict is the header's dictionary for an array of rows rows.
+func (l npyLayout) dict(rows int) string {
+	shape := fmt.Sprintf("(%d,)", rows)
+	if l.cols > 0 {
+		shape = fmt.Sprintf("(%d, %d)", rows, l.cols)
+	}
+	return fmt.Sprintf("{'descr': %s, 'fortran_order': False, 'shape': %s, }", l.descr, shape)
+}
+
+// header is the .npy format 1.0 header of an array of rows rows: magic,
+// version 1.0, the dictionary's length as uint16, the dictionary padded
+// with spaces to headerSize and ending in a newline.
+func (l npyLayout) header(rows int) []byte {
+	h := make([]byte, 0, l.headerSize)
 	h = append(h, "\x93NUMPY\x01\x00"...)
-	h = binary.LittleEndian.AppendUint16(h, npyHeaderSize-10)
-	h = append(h, dict...)
-	for len(h) < npyHeaderSize-1 {
+	h = binary.LittleEndian.AppendUint16(h, uint16(l.headerSize-10))
+	h = append(h, l.dict(rows)...)
+	for len(h) < l.headerSize-1 {
 		h = append(h, ' ')
 	}
 	return append(h, '\n')
 }
 
-func writeNPY(w io.Writer, at io.WriterAt, cols int, float64s bool, fill func(add AddFunc) error) error {
+func writeNPY(w io.Writer, at io.WriterAt, cols Columns, fill func(add AddFunc) error) error {
+	l := newNPYLayout(cols)
 	// A provisional header takes the header's room; the real one replaces it at the end.
-	if _, err := w.Write(npyHeader(0, cols, float64s)); err != nil {
+	if _, err := w.Write(l.header(0)); err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
 	rows := 0
 	size := 4
-	if float64s {
+	if cols.Float64 {
 		size = 8
 	}
-	row := make([]byte, size*cols)
-	err := fill(func(_ []string, values []float64) error {
-		if len(values) != cols {
-			return fmt.Errorf("row %d has %d values, want %d", rows, len(values), cols)
+	record := make([]byte, 8*len(cols.Index)+size*len(cols.Values)+l.pad)
+	err := fill(func(r Row) error {
+		if len(r.Index) != len(cols.Index) || len(r.Values) != len(cols.Values) {
+			return fmt.Errorf("row %d has %d index and %d values, want %d and %d",
+				rows, len(r.Index), len(r.Values), len(cols.Index), len(cols.Values))
 		}
-		for j, v := range values {
-			if float64s {
-				binary.LittleEndian.PutUint64(row[8*j:], math.Float64bits(v))
+		for i, v := range r.Index {
+			binary.LittleEndian.PutUint64(record[8*i:], uint64(v))
+		}
+		b := record[8*len(cols.Index):]
+		for j, v := range r.Values {
+			if cols.Float64 {
+				binary.LittleEndian.PutUint64(b[8*j:], math.Float64bits(v))
 			} else {
-				binary.LittleEndian.PutUint32(row[4*j:], math.Float32bits(float32(v)))
+				binary.LittleEndian.PutUint32(b[4*j:], math.Float32bits(float32(v)))
 			}
 		}
 		rows++
-		_, err := bw.Write(row)
+		_, err := bw.Write(record)
 		return err
 	})
 	if err != nil {
@@ -131,14 +217,14 @@ func writeNPY(w io.Writer, at io.WriterAt, cols int, float64s bool, fill func(ad
 	if err := bw.Flush(); err != nil {
 		return err
 	}
-	_, err = at.WriteAt(npyHeader(rows, cols, float64s), 0)
+	_, err = at.WriteAt(l.header(rows), 0)
 	return err
 }
 
 func writeCSV(w io.Writer, cols Columns, fill func(add AddFunc) error) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	var line []byte
-	for j, name := range append(append([]string{}, cols.Keys...), cols.Values...) {
+	for j, name := range slices.Concat(cols.Keys, cols.Index, cols.Values) {
 		if j > 0 {
 			line = append(line, ',')
 		}
@@ -152,16 +238,19 @@ func writeCSV(w io.Writer, cols Columns, fill func(add AddFunc) error) error {
 	if cols.Float64 {
 		bits = 64
 	}
-	err := fill(func(keys []string, values []float64) error {
-		if len(keys) != len(cols.Keys) || len(values) != len(cols.Values) {
-			return fmt.Errorf("row %d has %d keys and %d values, want %d and %d",
-				rows, len(keys), len(values), len(cols.Keys), len(cols.Values))
+	err := fill(func(r Row) error {
+		if len(r.Keys) != len(cols.Keys) || len(r.Index) != len(cols.Index) || len(r.Values) != len(cols.Values) {
+			return fmt.Errorf("row %d has %d keys, %d index and %d values, want %d, %d and %d",
+				rows, len(r.Keys), len(r.Index), len(r.Values), len(cols.Keys), len(cols.Index), len(cols.Values))
 		}
 		line = line[:0]
-		for _, k := range keys {
+		for _, k := range r.Keys {
 			line = append(appendField(line, k), ',')
 		}
-		for j, v := range values {
+		for _, v := range r.Index {
+			line = append(strconv.AppendInt(line, v, 10), ',')
+		}
+		for j, v := range r.Values {
 			if j > 0 {
 				line = append(line, ',')
 			}

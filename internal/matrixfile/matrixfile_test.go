@@ -33,7 +33,7 @@ func writeSample(path string, float64s bool) error {
 	cols := Columns{Keys: []string{"row", "smiles"}, Values: []string{"e_0", "e_1"}, Float64: float64s}
 	return Write(path, cols, func(add AddFunc) error {
 		for i := range sample.values {
-			if err := add(sample.keys[i], sample.values[i]); err != nil {
+			if err := add(Row{Keys: sample.keys[i], Values: sample.values[i]}); err != nil {
 				return err
 			}
 		}
@@ -45,7 +45,7 @@ func writeSample(path string, float64s bool) error {
 // version 1.0, the dictionary's length (118 = 128 - 10) little-endian, the
 // dictionary, spaces, and a final newline.
 func TestNPYHeader(t *testing.T) {
-	h := npyHeader(1128, 300, false)
+	h := newNPYLayout(Columns{Values: make([]string, 300)}).header(1128)
 	if len(h) != 128 {
 		t.Fatalf("header of %d bytes, want 128", len(h))
 	}
@@ -62,9 +62,9 @@ func TestNPYHeader(t *testing.T) {
 	if h[127] != '\n' {
 		t.Errorf("last byte %q, want a newline", h[127])
 	}
-	// The largest dimensions still fit.
-	if big := npyHeader(math.MaxInt64, math.MaxInt64, true); len(big) != 128 || big[127] != '\n' {
-		t.Errorf("header for 19-digit dimensions: %d bytes", len(big))
+	// The largest row count still fits.
+	if big := newNPYLayout(Columns{Values: make([]string, 300), Float64: true}).header(math.MaxInt64); len(big) != 128 || big[127] != '\n' || !strings.HasSuffix(strings.TrimRight(string(big), " \n"), "}") {
+		t.Errorf("header for a 19-digit row count: %q", big)
 	}
 }
 
@@ -208,18 +208,18 @@ func TestFailureLeavesNothing(t *testing.T) {
 		wantErr    string
 	}{
 		{"npy wrong width", "m.npy", func(add AddFunc) error {
-			add(nil, []float64{1, 2})
-			return add(nil, []float64{1})
-		}, "row 1 has 1 values, want 2"},
+			add(Row{Values: []float64{1, 2}})
+			return add(Row{Values: []float64{1}})
+		}, "row 1 has 0 index and 1 values, want 0 and 2"},
 		{"csv wrong keys", "m.csv", func(add AddFunc) error {
-			return add([]string{"0"}, []float64{1, 2})
-		}, "row 0 has 1 keys and 2 values, want 2 and 2"},
+			return add(Row{Keys: []string{"0"}, Values: []float64{1, 2}})
+		}, "row 0 has 1 keys, 0 index and 2 values, want 2, 0 and 2"},
 		{"npy caller error", "m.npy", func(add AddFunc) error {
-			add(nil, []float64{1, 2})
+			add(Row{Values: []float64{1, 2}})
 			return callerErr
 		}, callerErr.Error()},
 		{"csv caller error", "m.csv", func(add AddFunc) error {
-			add([]string{"0", "C"}, []float64{1, 2})
+			add(Row{Keys: []string{"0", "C"}, Values: []float64{1, 2}})
 			return callerErr
 		}, callerErr.Error()},
 		{"extension", "m.txt", func(add AddFunc) error { return nil }, "m.txt: the extension must be .npy or .csv"},
@@ -261,7 +261,7 @@ func TestEmptyMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(b) != string(npyHeader(0, 3, false)) {
+	if string(b) != string(newNPYLayout(Columns{Values: []string{"a", "b", "c"}}).header(0)) {
 		t.Errorf("empty .npy is %q", b)
 	}
 	if err := Write(filepath.Join(dir, "e.csv"), Columns{Keys: []string{"row"}, Values: []string{"a", "b"}}, none); err != nil {
@@ -279,4 +279,147 @@ func stderrOf(err error) []byte {
 		return ee.Stderr
 	}
 	return nil
+}
+
+// records is sample with integer index columns: three atom rows of two
+// molecules, as embed --atoms writes them; width 3 adds a column.
+var records = struct {
+	index [][]int64
+	third []float64
+}{
+	index: [][]int64{{0, 0}, {0, 1}, {math.MaxInt64, 7}},
+	third: []float64{7, nan, -1e-3},
+}
+
+func writeRecords(path string, width int, float64s bool) error {
+	cols := Columns{Index: []string{"row", "atom"}, Field: "e", Values: []string{"e_0", "e_1", "e_2"}[:width], Float64: float64s}
+	return Write(path, cols, func(add AddFunc) error {
+		for i := range sample.values {
+			if err := add(Row{Index: records.index[i], Values: recordValues(i, width)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// recordValues are the values of record i of width width.
+func recordValues(i, width int) []float64 {
+	return append(slices.Clone(sample.values[i]), records.third[i])[:width]
+}
+
+// With index columns the header describes a structured array: an int64
+// field per index column, then the values as one field, in room that is a
+// multiple of 64 bytes and holds a 19-digit row count.
+func TestStructuredNPYHeader(t *testing.T) {
+	l := newNPYLayout(Columns{Index: []string{"row", "atom", "atomic_num"}, Field: "e", Values: make([]string, 300)})
+	want := "{'descr': [('row', '<i8'), ('atom', '<i8'), ('atomic_num', '<i8'), ('e', '<f4', (300,))], 'fortran_order': False, 'shape': (12,), }"
+	for _, rows := range []int{12, math.MaxInt64} {
+		h := l.header(rows)
+		if len(h) != 192 || h[len(h)-1] != '\n' || int(binary.LittleEndian.Uint16(h[8:10])) != len(h)-10 {
+			t.Fatalf("%d rows: header of %d bytes (length field %d), want 192 ending in a newline", rows, len(h), binary.LittleEndian.Uint16(h[8:10]))
+		}
+		if rows == 12 {
+			if got := strings.TrimRight(string(h[10:]), " \n"); got != want {
+				t.Errorf("dictionary %q, want %q", got, want)
+			}
+		}
+	}
+}
+
+// NumPy loads a file with index columns as a structured array: one record
+// per row, int64 fields row and atom, and a float32 (or float64) field e of
+// shape (width,), holding exactly what was written; an odd number of
+// float32 values ends each record in NumPy's own padding, so that
+// torch.from_numpy takes every field as it is.
+func TestNumPyLoadsRecords(t *testing.T) {
+	python := testenv.Python(t, "numpy", "torch")
+	const script = `
+import json, sys
+import numpy as np
+import torch
+a = np.load(sys.argv[1])
+e = a["e"]
+bits = np.ascontiguousarray(e).view(np.uint32 if e.dtype == np.float32 else np.uint64)
+json.dump({"names": list(a.dtype.names), "shape": list(a.shape), "e_shape": list(e.shape),
+           "dtypes": [str(a.dtype[n].base) for n in a.dtype.names], "itemsize": a.dtype.itemsize,
+           "row": [str(v) for v in torch.from_numpy(a["row"]).tolist()], "atom": torch.from_numpy(a["atom"]).tolist(),
+           "torch_e": bool(np.array_equal(torch.from_numpy(e).numpy(), e, equal_nan=True)),
+           "bits": [str(b) for b in bits.ravel()]}, sys.stdout)
+`
+	for _, tc := range []struct {
+		width    int
+		float64s bool
+		itemsize int
+	}{{2, false, 24}, {3, false, 32}, {2, true, 32}, {3, true, 40}} {
+		path := filepath.Join(t.TempDir(), "atoms.npy")
+		if err := writeRecords(path, tc.width, tc.float64s); err != nil {
+			t.Fatal(err)
+		}
+		out, err := python.Command("-c", script, path).Output()
+		if err != nil {
+			t.Fatalf("numpy.load: %v\n%s", err, stderrOf(err))
+		}
+		var got struct {
+			Names, Dtypes, Row, Bits []string
+			Shape                    []int
+			EShape                   []int `json:"e_shape"`
+			Itemsize                 int
+			Atom                     []int64
+			TorchE                   bool `json:"torch_e"`
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		value := map[bool]string{false: "float32", true: "float64"}[tc.float64s]
+		if !slices.Equal(got.Names, []string{"row", "atom", "e"}) || !slices.Equal(got.Dtypes, []string{"int64", "int64", value}) ||
+			!slices.Equal(got.Shape, []int{3}) || !slices.Equal(got.EShape, []int{3, tc.width}) || got.Itemsize != tc.itemsize || !got.TorchE {
+			t.Fatalf("%+v: numpy sees %+v, want fields row, atom, e of int64, int64, %s, 3 records of %d bytes, e 3×%d that torch takes",
+				tc, got, value, tc.itemsize, tc.width)
+		}
+		if !slices.Equal(got.Row, []string{"0", "0", strconv.FormatInt(math.MaxInt64, 10)}) || !slices.Equal(got.Atom, []int64{0, 1, 7}) {
+			t.Errorf("%+v: row %v atom %v", tc, got.Row, got.Atom)
+		}
+		for i := range sample.values {
+			for j, v := range recordValues(i, tc.width) {
+				want := strconv.FormatUint(uint64(math.Float32bits(float32(v))), 10)
+				if tc.float64s {
+					want = strconv.FormatUint(math.Float64bits(v), 10)
+				}
+				if b := got.Bits[tc.width*i+j]; b != want {
+					t.Errorf("%+v [%d,%d]: bits %s, want %s (%g)", tc, i, j, b, want, v)
+				}
+			}
+		}
+	}
+}
+
+// In a CSV file the index columns follow the keys as integers, and field
+// names that would not be identifiers in a .npy header are refused.
+func TestCSVIndexColumns(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "atoms.csv")
+	if err := writeRecords(path, 2, false); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "row,atom,e_0,e_1\n0,0,1.5,-2\n0,1,NaN,NaN\n9223372036854775807,7,0.1,3.4028235e+38\n"; string(b) != want {
+		t.Errorf("CSV %q, want %q", b, want)
+	}
+	for _, cols := range []Columns{
+		{Index: []string{"row"}, Field: "e'", Values: []string{"a"}},
+		{Index: []string{"1row"}, Field: "e", Values: []string{"a"}},
+		{Index: []string{"row"}, Values: []string{"a"}},
+	} {
+		err := Write(filepath.Join(dir, "bad.npy"), cols, func(AddFunc) error { return nil })
+		if err == nil || !strings.Contains(err.Error(), "is not an identifier") {
+			t.Errorf("%+v: error %v", cols, err)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("left %v behind", entries)
+	}
 }

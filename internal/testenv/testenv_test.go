@@ -162,3 +162,21 @@ func TestDepsWantsPythonPackagesItCannotImport(t *testing.T) {
 		t.Errorf("deps.sh --dry-run does not say why %s fails:\n%s", bare, out)
 	}
 }
+
+// With MICROGRAPH_PYTHON_OPTIONAL=1 a test whose Python lacks a module skips
+// instead of failing (the GPU check's machine cannot install modules).
+func TestPythonOptionalSkips(t *testing.T) {
+	t.Setenv(PythonOptionalEnv, "1")
+	reached := false
+	if !t.Run("lacking a module", func(t *testing.T) {
+		defer func() {
+			if !t.Skipped() {
+				t.Error("the test did not skip")
+			}
+		}()
+		Python(t, "micrograph_no_such_module")
+		reached = true
+	}) || reached {
+		t.Errorf("a Python without the module was returned, or the test failed (reached: %v)", reached)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/internal/libtorchtest"
 	"github.com/micrograph/micrograph/torch/nn"
@@ -38,7 +39,7 @@ func meanStd(xs []float64) (mean, std float64) {
 func TestStoreNamesLikeStateDict(t *testing.T) {
 	sc := torch.NewScope()
 	defer sc.Close()
-	s := nn.NewStore(torch.CPU, torch.Float32)
+	s := nn.NewStore(testdevice.Get(t), torch.Float32)
 	defer s.Free()
 	root := s.Root()
 	nn.NewEmbedding(root.Sub("atom_encoder").Sub("embeddings").Index(0), 5, 4)
@@ -87,7 +88,7 @@ func TestStoreNamesLikeStateDict(t *testing.T) {
 
 // Parameters made inside a scope belong to the store, not the scope.
 func TestStoreOutlivesScopes(t *testing.T) {
-	s := nn.NewStore(torch.CPU, torch.Float64)
+	s := nn.NewStore(testdevice.Get(t), torch.Float64)
 	defer s.Free()
 	sc := torch.NewScope()
 	l := nn.NewLinear(s.Root().Sub("lin"), 3, 2, true)
@@ -105,7 +106,7 @@ func TestInitialisations(t *testing.T) {
 	sc := torch.NewScope()
 	defer sc.Close()
 	torch.ManualSeed(3)
-	s := nn.NewStore(torch.CPU, torch.Float64)
+	s := nn.NewStore(testdevice.Get(t), torch.Float64)
 	defer s.Free()
 	const in, out = 400, 300
 	l := nn.NewLinear(s.Root().Sub("lin"), in, out, true)
@@ -139,12 +140,13 @@ func TestInitialisations(t *testing.T) {
 }
 
 func TestBatchNorm1dStatistics(t *testing.T) {
-	s := nn.NewStore(torch.CPU, torch.Float64)
+	dev := testdevice.Get(t)
+	s := nn.NewStore(dev, torch.Float64)
 	defer s.Free()
 	bn := nn.NewBatchNorm1d(s.Root().Sub("bn"), 2)
 	sc := torch.NewScope()
 	defer sc.Close()
-	x := torch.FromSlice([]float64{1, 10, 3, 20, 5, 60}, 3, 2)
+	x := torch.FromSlice([]float64{1, 10, 3, 20, 5, 60}, 3, 2).To(dev, false)
 	bn.Forward(x, true)
 	bn.Forward(x, true)
 	// Channel 0: mean 3, unbiased variance 4; channel 1: mean 30, variance 700.
@@ -171,7 +173,7 @@ func TestBatchNorm1dStatistics(t *testing.T) {
 		t.Errorf("evaluation changed num_batches_tracked to %d", n)
 	}
 	// A one-row training batch gives β and leaves the statistics alone.
-	one := values(bn.Forward(torch.FromSlice([]float64{7, -3}, 1, 2), true))
+	one := values(bn.Forward(torch.FromSlice([]float64{7, -3}, 1, 2).To(dev, false), true))
 	if !slices.Equal(one, []float64{0, 0}) || math.Abs(values(bn.RunningMean)[0]-wantMean[0]) > 1e-12 || bn.NumBatchesTracked.ItemInt() != 2 {
 		t.Errorf("one-row batch: output %v, running mean %v, tracked %d", one, values(bn.RunningMean), bn.NumBatchesTracked.ItemInt())
 	}
@@ -191,7 +193,7 @@ func TestStoreSaveLoad(t *testing.T) {
 	sc := torch.NewScope()
 	defer sc.Close()
 	build := func(d int64, extra bool) *nn.Store {
-		s := nn.NewStore(torch.CPU, torch.Float32)
+		s := nn.NewStore(testdevice.Get(t), torch.Float32)
 		nn.NewLinear(s.Root().Sub("lin"), 3, d, true)
 		nn.NewBatchNorm1d(s.Root().Sub("bn"), d)
 		if extra {
@@ -229,11 +231,11 @@ func TestStoreSaveLoad(t *testing.T) {
 
 // In bfloat16 compute a Linear layer's output and gradients are float32 and
 // stay near float64 products of the unrounded float32 values, within a bound
-// set by the kernels that really run on this CPU; some values must differ
-// from float64's by more than float32 rounding could (the products really
-// are bfloat16). y = xWᵀ + bias, and ∂L/∂x, ∂L/∂W (a sum over the rows) and
-// ∂L/∂bias take the same form Σₖ aₖbₖ (+ bias). With u = 2⁻⁹, bfloat16's
-// unit roundoff:
+// set by the kernels that really run on this CPU or GPU; some values must
+// differ from float64's by more than float32 rounding could (the products
+// really are bfloat16). y = xWᵀ + bias, and ∂L/∂x, ∂L/∂W (a sum over the
+// rows) and ∂L/∂bias take the same form Σₖ aₖbₖ (+ bias). With u = 2⁻⁹,
+// bfloat16's unit roundoff:
 //
 //   - oneDNN, on CPUs with avx512_bf16 or AMX (the only ones --precision bf16
 //     runs on): inputs, weights and result rounded to bfloat16, float32
@@ -243,39 +245,55 @@ func TestStoreSaveLoad(t *testing.T) {
 //     in bfloat16, rounding after each of the n terms, so the bound is the
 //     recursive summation's, |ŷ − y| ≤ γ(n+3)·Σₖ|aₖ||bₖ| + u|y| + u|bias|
 //     with γ(m) = mu/(1 − mu). The product refuses bf16 on such CPUs; the
-//     layer must still compute bfloat16 products correctly there.
+//     layer must still compute bfloat16 products correctly there;
+//   - cuBLAS, when the tests run on a GPU ($MICROGRAPH_TEST_DEVICE): libtorch
+//     lets it reduce split sums in bfloat16 (PyTorch's
+//     allow_bf16_reduced_precision_reduction, on by default), so the bound is
+//     the same recursive summation's.
 func TestLinearBFloat16Products(t *testing.T) {
 	const u = 1.0 / 512
 	gamma := func(m int) float64 { return float64(m) * u / (1 - float64(m)*u) }
+	oneDNNBound := func(_ int, abs, y, bias float64) float64 { return 2.2*u*abs + 1.1*u*math.Abs(y) + u*math.Abs(bias) }
+	recursiveBound := func(terms int, abs, y, bias float64) float64 {
+		return gamma(terms+3)*abs + u*math.Abs(y) + u*math.Abs(bias)
+	}
 	kernels := []struct {
 		name   string
-		oneDNN bool
+		dev    torch.Device
+		oneDNN bool // on: checked only where --precision bf16 runs; off: switched off
 		bound  func(terms int, abs, y, bias float64) float64
 	}{
-		{"oneDNN", true, func(_ int, abs, y, bias float64) float64 { return 2.2*u*abs + 1.1*u*math.Abs(y) + u*math.Abs(bias) }},
-		{"libtorch kernels", false, func(terms int, abs, y, bias float64) float64 {
-			return gamma(terms+3)*abs + u*math.Abs(y) + u*math.Abs(bias)
-		}},
+		{"oneDNN", torch.CPU, true, oneDNNBound},
+		{"libtorch kernels", torch.CPU, false, recursiveBound},
+		{"cuBLAS", testdevice.Get(t), false, recursiveBound},
 	}
 	for _, k := range kernels {
 		t.Run(k.name, func(t *testing.T) {
-			if k.oneDNN {
+			switch {
+			case k.name == "cuBLAS" && !k.dev.IsCUDA():
+				t.Skipf("the tests run on the CPU (%s is not cuda)", testdevice.Env)
+			case k.dev.IsCUDA():
+				if err := torch.CheckBFloat16(k.dev); err != nil {
+					t.Skipf("no bfloat16 products on this GPU: %v", err)
+				}
+			case k.oneDNN:
 				if err := torch.CheckBFloat16(torch.CPU); err != nil {
 					t.Skipf("oneDNN's bfloat16 products are checked only where --precision bf16 runs: %v", err)
 				}
-			} else {
+			default:
 				defer libtorchtest.SetOneDNN(libtorchtest.SetOneDNN(false))
 			}
-			checkLinearBFloat16(t, k.bound)
+			checkLinearBFloat16(t, k.dev, k.bound)
 		})
 	}
 }
 
 // checkLinearBFloat16 runs one bfloat16 Linear layer forward and backward
-// and compares each output with float64 within bound(terms, Σ|ab|, y, bias).
-func checkLinearBFloat16(t *testing.T, bound func(terms int, abs, y, bias float64) float64) {
+// on dev and compares each output with float64 within bound(terms, Σ|ab|,
+// y, bias).
+func checkLinearBFloat16(t *testing.T, dev torch.Device, bound func(terms int, abs, y, bias float64) float64) {
 	const rows, in, out = 64, 300, 40
-	store := nn.NewStore(torch.CPU, torch.Float32)
+	store := nn.NewStore(dev, torch.Float32)
 	defer store.Free()
 	lin := nn.NewLinear(store.Root(), in, out, true)
 	store.SetCompute(torch.BFloat16)
@@ -287,8 +305,8 @@ func checkLinearBFloat16(t *testing.T, bound func(terms int, abs, y, bias float6
 		}
 		return v
 	}
-	x := torch.FromSlice(normal(rows*in), rows, in).Unscope()
-	g := torch.FromSlice(normal(rows*out), rows, out).Unscope() // ∂L/∂y
+	x := torch.FromSlice(normal(rows*in), rows, in).To(dev, false).Unscope()
+	g := torch.FromSlice(normal(rows*out), rows, out).To(dev, false).Unscope() // ∂L/∂y
 	x.SetRequiresGrad(true)
 	y := lin.Forward(x)
 	y.Mul(g).Sum().Backward()

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/nn"
 	"github.com/micrograph/micrograph/torch/optim"
@@ -37,7 +38,12 @@ func (r *adamReference) step(g float64) {
 func setGrad(p *torch.Tensor, g []float64) {
 	s := torch.NewScope()
 	defer s.Close()
-	p.Mul(torch.FromSlice(g)).Sum().Backward()
+	p.Mul(torch.FromSlice(g).To(p.Device(), false)).Sum().Backward()
+}
+
+// onTestDevice is v as a float64 tensor on the test device.
+func onTestDevice(t *testing.T, v ...float64) *torch.Tensor {
+	return torch.FromSlice(v).To(testdevice.Get(t), false)
 }
 
 func TestAdamMatchesReference(t *testing.T) {
@@ -47,8 +53,8 @@ func TestAdamMatchesReference(t *testing.T) {
 		wd        float64
 		decoupled bool
 	}{{"adam", 0, false}, {"adam_l2", 0.1, false}, {"adamw", 0.1, true}} {
-		s := nn.NewStore(torch.CPU, torch.Float64)
-		p := s.Root().Param("p", torch.FromSlice([]float64{1, -0.5, 2}))
+		s := nn.NewStore(testdevice.Get(t), torch.Float64)
+		p := s.Root().Param("p", onTestDevice(t, 1, -0.5, 2))
 		var o *optim.Adam
 		if tc.decoupled {
 			o = optim.NewAdamW(s.Trainable(), 0.01, tc.wd)
@@ -87,10 +93,10 @@ func TestAdamMatchesReference(t *testing.T) {
 
 // A parameter without a gradient is not updated and its step count stays.
 func TestAdamSkipsParametersWithoutGradient(t *testing.T) {
-	s := nn.NewStore(torch.CPU, torch.Float64)
+	s := nn.NewStore(testdevice.Get(t), torch.Float64)
 	defer s.Free()
-	a := s.Root().Param("a", torch.FromSlice([]float64{1}))
-	b := s.Root().Param("b", torch.FromSlice([]float64{1}))
+	a := s.Root().Param("a", onTestDevice(t, 1))
+	b := s.Root().Param("b", onTestDevice(t, 1))
 	o := optim.NewAdam(s.Trainable(), 0.1)
 	defer o.Free()
 	o.ZeroGrad()
@@ -114,10 +120,10 @@ func TestAdamSkipsParametersWithoutGradient(t *testing.T) {
 }
 
 func TestClipGradNorm(t *testing.T) {
-	s := nn.NewStore(torch.CPU, torch.Float64)
+	s := nn.NewStore(testdevice.Get(t), torch.Float64)
 	defer s.Free()
-	a := s.Root().Param("a", torch.FromSlice([]float64{0, 0}))
-	b := s.Root().Param("b", torch.FromSlice([]float64{0}))
+	a := s.Root().Param("a", onTestDevice(t, 0, 0))
+	b := s.Root().Param("b", onTestDevice(t, 0))
 	setGrad(a, []float64{3, 0})
 	setGrad(b, []float64{4})
 	sc := torch.NewScope()
@@ -140,8 +146,8 @@ func TestClipGradNorm(t *testing.T) {
 // Optimizer state saves and restores by name; a mismatch lists the keys.
 func TestAdamStateRoundTrip(t *testing.T) {
 	run := func(steps int, from []torch.Named) (*nn.Store, *optim.Adam) {
-		s := nn.NewStore(torch.CPU, torch.Float64)
-		p := s.Root().Param("w", torch.FromSlice([]float64{1, 2}))
+		s := nn.NewStore(testdevice.Get(t), torch.Float64)
+		p := s.Root().Param("w", onTestDevice(t, 1, 2))
 		o := optim.NewAdam(s.Trainable(), 0.05)
 		if from != nil {
 			if err := o.LoadState(from); err != nil {

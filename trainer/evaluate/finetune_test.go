@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
@@ -33,7 +34,7 @@ func smallFinetune(t *testing.T, dataPath string) evaluate.FinetuneConfig {
 // summaries that are the mean and std of the runs' values.
 func TestFinetuneOnBace(t *testing.T) {
 	cfg := smallFinetune(t, testenv.SharedData(t, "ogb/ogbg_molbace"))
-	res, err := evaluate.Finetune(cfg, cpuEnv(t))
+	res, err := evaluate.Finetune(cfg, testEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestFinetuneOnBace(t *testing.T) {
 
 	// Run i depends on Seed+i only: a lone run seeded 6 repeats run 1.
 	cfg.Seeds, cfg.Seed = 1, 6
-	again, err := evaluate.Finetune(cfg, cpuEnv(t))
+	again, err := evaluate.Finetune(cfg, testEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestFinetuneOnBace(t *testing.T) {
 	cfg.EncoderPath = writeSeededEncoder(t, smallEncoder, 6)
 	cfg.Encoder = model.EncoderConfig{}
 	cfg.Seeds, cfg.Seed = 2, 5
-	loaded, err := evaluate.Finetune(cfg, cpuEnv(t))
+	loaded, err := evaluate.Finetune(cfg, testEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestFinetuneCrossValidation(t *testing.T) {
 	cfg := smallFinetune(t, testenv.SharedData(t, "ogb/ogbg_molbace"))
 	cfg.Protocol, cfg.Seeds, cfg.Epochs = "cv3", 2, 3
 	live, leaked := torch.LiveTensors(), torch.LeakedTensors()
-	res, err := evaluate.Finetune(cfg, cpuEnv(t))
+	res, err := evaluate.Finetune(cfg, testEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,9 +174,13 @@ func TestFinetuneCrossValidation(t *testing.T) {
 	}
 }
 
-// cpuEnv runs an evaluation on the CPU, with the test's own dataset cache.
-func cpuEnv(t *testing.T) runenv.Env {
+// testEnv runs an evaluation on the test device ($MICROGRAPH_TEST_DEVICE,
+// else the CPU), with the test's own dataset cache; on a GPU, with
+// deterministic algorithms, as the tests compare runs bit for bit.
+func testEnv(t *testing.T) runenv.Env {
 	env := runenv.Default()
+	env.Device = testdevice.Get(t)
 	env.Dataset.CacheDir = t.TempDir()
+	testdevice.Deterministic(t)
 	return env
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
@@ -27,7 +28,7 @@ func smallLinear(t *testing.T, dataPath string) evaluate.LinearEvalConfig {
 func writeSeededEncoder(t *testing.T, arch model.EncoderConfig, seed uint64) string {
 	t.Helper()
 	torch.ManualSeed(seed)
-	clf, err := model.NewClassifier(arch, 1, torch.CPU, torch.Float32)
+	clf, err := model.NewClassifier(arch, 1, testdevice.Get(t), torch.Float32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func writeSeededEncoder(t *testing.T, arch model.EncoderConfig, seed uint64) str
 // gives exactly the random baseline's result for that seed.
 func TestLinearEvalOnBace(t *testing.T) {
 	cfg := smallLinear(t, testenv.SharedData(t, "ogb/ogbg_molbace"))
-	res, err := evaluate.LinearEval(cfg, cpuEnv(t))
+	res, err := evaluate.LinearEval(cfg, testEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestLinearEvalOnBace(t *testing.T) {
 	// whose embeddings would come from seed 42's encoder without the file).
 	cfg.EncoderPath = writeSeededEncoder(t, smallEncoder, 43)
 	cfg.Encoder = model.EncoderConfig{} // the file's architecture is used
-	loaded, err := evaluate.LinearEval(cfg, cpuEnv(t))
+	loaded, err := evaluate.LinearEval(cfg, testEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestLinearEvalOnBace(t *testing.T) {
 func TestLinearEvalCrossValidation(t *testing.T) {
 	cfg := smallLinear(t, testenv.SharedData(t, "ogb/ogbg_molbace"))
 	cfg.Protocol, cfg.Steps = "cv3", 50
-	res, err := evaluate.LinearEval(cfg, cpuEnv(t))
+	res, err := evaluate.LinearEval(cfg, testEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestLinearEvalLearnsSynthetic(t *testing.T) {
 	cfg := smallLinear(t, dir)
 	cfg.Encoder.Hidden, cfg.Seeds = 32, 1
 	live, leaked := torch.LiveTensors(), torch.LeakedTensors()
-	res, err := evaluate.LinearEval(cfg, cpuEnv(t))
+	res, err := evaluate.LinearEval(cfg, testEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,17 +195,17 @@ func TestLinearEvalLabelFractions(t *testing.T) {
 	}
 	trainPart := len(ds.Split.Train)
 
-	all, err := evaluate.LinearEval(cfg, cpuEnv(t))
+	all, err := evaluate.LinearEval(cfg, testEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.LabelFractions = []float64{0.05, 1}
-	res, err := evaluate.LinearEval(cfg, cpuEnv(t))
+	res, err := evaluate.LinearEval(cfg, testEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.LabelFractions = []float64{0.05}
-	scarce, err := evaluate.LinearEval(cfg, cpuEnv(t))
+	scarce, err := evaluate.LinearEval(cfg, testEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}

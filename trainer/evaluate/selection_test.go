@@ -40,7 +40,7 @@ func oneTaskSynthetic(t *testing.T, molecules int, noise float64) string {
 func TestLinearEvalChoosesLambdaOnValid(t *testing.T) {
 	cfg := smallLinear(t, oneTaskSynthetic(t, 300, 0.25))
 	cfg.Seeds, cfg.Steps = 4, 100
-	res, err := evaluate.LinearEval(cfg, cpuEnv(t))
+	res, err := evaluate.LinearEval(cfg, testEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}

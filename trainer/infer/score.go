@@ -4,14 +4,10 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"strconv"
-	"time"
 
 	"github.com/micrograph/micrograph/data"
-	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/internal/matrixfile"
 	"github.com/micrograph/micrograph/model"
@@ -27,11 +23,16 @@ type Options struct {
 	// stream, or an OGB dataset folder, whose molecules are scored in order.
 	Data      string
 	SmilesCol string // a CSV's SMILES column; empty tries "smiles", then "mol"
-	// SkipInvalid leaves rows RDKit rejects out of the output, whose "row"
-	// column then says which input row each line is; otherwise they are
-	// written as NaN rows, so that output row i is input row i. A .npy file
-	// has no such column and needs SkipInvalid false.
-	SkipInvalid  bool
+	// SkipInvalid leaves rows RDKit rejects out of a per-molecule output,
+	// whose "row" column then says which input row each line is; otherwise
+	// they are written as NaN rows, so that output row i is input row i. A
+	// .npy file has no such column and needs SkipInvalid false; per-atom
+	// output never holds rejected rows (they have no atoms) and needs it
+	// false too.
+	SkipInvalid bool
+	// Rejected, when not nil, is called with each row the featurisation
+	// rejects, in input order, as the stream reaches it.
+	Rejected     func(data.Rejection)
 	Chunk        int // CSV rows featurised at once (bounds memory); 0: 4096
 	BatchSize    int // molecules per forward pass; 0: 256
 	RDKitWorkers int // goroutines featurising CSV rows with RDKit; 0: GOMAXPROCS
@@ -42,9 +43,9 @@ type Options struct {
 
 // Report is what a scoring pass did.
 type Report struct {
-	Rows    int              // input rows
-	Written int              // output rows
-	Invalid []data.Rejection // rows RDKit (or the limits) rejected, in order
+	Rows    int // input rows
+	Invalid int // rows the featurisation rejected (handed to Options.Rejected)
+	Written int // output rows: one per input row (or per molecule), or one per atom
 	// Seconds in all, and the parts spent reading and featurising the input
 	// and in the model (the rest is writing).
 	Seconds, FeaturizeSeconds, ModelSeconds float64
@@ -55,15 +56,60 @@ const (
 	defaultBatchSize = 256
 )
 
+// Index columns of a per-atom output (EmbedAtoms), and the field of a
+// structured .npy file that holds the embedding.
+const (
+	AtomRowColumn       = "row"        // the molecule's input row, from 0
+	AtomIndexColumn     = "atom"       // the atom's index in RDKit's order, from 0
+	AtomicNumberColumn  = "atomic_num" // the atom's atomic number (0 for a dummy atom)
+	AtomEmbeddingField  = "e"          // the embedding, d values; e_0 … e_{d-1} in a CSV file
+	embeddingNamePrefix = "e_"
+)
+
 // Embed writes to out (.npy or .csv, by its extension) the graph embedding
 // of every input row, the mean over its atoms of the encoder's node
 // embeddings in evaluation mode (what linear evaluation fits on and the
 // PyTorch snippet of docs/pytorch.md computes). The encoder is arch with the weights of
-// state (as model.LoadEncoder returns them). A .csv file has the columns
-// row, smiles, e_0 … e_{d-1}. The model runs where env says (its Dataset
-// gives a folder's cache and the CSV row limits).
+// state (as model.LoadEncoder returns them). A .npy file is float32 N×d; a
+// .csv file has the columns row, smiles, e_0 … e_{d-1}. The model runs
+// where env says (its Dataset gives a folder's cache and the CSV row
+// limits).
 func Embed(arch model.EncoderConfig, state []torch.Named, opt Options, env runenv.Env, out string) (*Report, error) {
-	return runenv.Run(env, opt.checkPrecision(env), func() (*Report, error) { return embed(arch, state, opt, env, out) })
+	return runenv.Run(env, opt.checkPrecision(env), func() (*Report, error) {
+		return withEncoder(arch, state, opt, env, func(enc *model.DeeperGCN) (*Report, error) {
+			return writeMolecules(opt, env, out, matrixfile.Columns{Values: embeddingNames(arch.Hidden)}, func(g *graph.Graph) *torch.Tensor {
+				return ops.GraphPool(enc.Forward(g, false), g, ops.MeanPool)
+			}, nil)
+		})
+	})
+}
+
+// EmbedAtoms writes to out (.npy or .csv) the embedding of every atom of
+// every molecule: the encoder's node embeddings in evaluation mode, whose
+// mean over a molecule's atoms is what Embed writes. Rows come in input
+// order, each molecule's atoms in RDKit's order, and carry their input row,
+// atom index and atomic number: a .npy file is a structured array of
+// records (row, atom, atomic_num: int64; e: float32, d values), a .csv file
+// has the columns row, atom, atomic_num, e_0 … e_{d-1}. A row the
+// featurisation rejects has no atoms and so no output rows; it goes to
+// opt.Rejected and Report.Invalid counts it.
+func EmbedAtoms(arch model.EncoderConfig, state []torch.Named, opt Options, env runenv.Env, out string) (*Report, error) {
+	return runenv.Run(env, opt.checkPrecision(env), func() (*Report, error) {
+		return withEncoder(arch, state, opt, env, func(enc *model.DeeperGCN) (*Report, error) {
+			return writeAtoms(opt, env, out, embeddingNames(arch.Hidden), func(g *graph.Graph) *torch.Tensor {
+				return enc.Forward(g, false)
+			})
+		})
+	})
+}
+
+// embeddingNames are the columns of a d-dimensional embedding: e_0 … e_{d-1}.
+func embeddingNames(d int) []string {
+	names := make([]string, d)
+	for j := range names {
+		names[j] = embeddingNamePrefix + strconv.Itoa(j)
+	}
+	return names
 }
 
 // checkPrecision is the check, for runenv.Run, that the precision can run
@@ -72,8 +118,10 @@ func (o Options) checkPrecision(env runenv.Env) func() error {
 	return func() error { return cmp.Or(o.Precision, model.FP32).Check(env.Device) }
 }
 
-// embed is Embed after runenv's prologue.
-func embed(arch model.EncoderConfig, state []torch.Named, opt Options, env runenv.Env, out string) (*Report, error) {
+// withEncoder builds the encoder arch with the weights of state where env
+// says, in opt's precision, and runs body with it; body runs after
+// runenv's prologue.
+func withEncoder(arch model.EncoderConfig, state []torch.Named, opt Options, env runenv.Env, body func(*model.DeeperGCN) (*Report, error)) (*Report, error) {
 	store := nn.NewStore(env.Device, torch.Float32)
 	defer store.Free()
 	if err := opt.Precision.Apply(store); err != nil {
@@ -85,13 +133,7 @@ func embed(arch model.EncoderConfig, state []torch.Named, opt Options, env runen
 	if err := torch.LoadState(store.State(), state); err != nil {
 		return nil, fmt.Errorf("encoder: %w", err)
 	}
-	names := make([]string, arch.Hidden)
-	for j := range names {
-		names[j] = "e_" + strconv.Itoa(j)
-	}
-	return score(opt, env, out, matrixfile.Columns{Values: names}, func(g *graph.Graph) *torch.Tensor {
-		return ops.GraphPool(enc.Forward(g, false), g, ops.MeanPool)
-	}, nil)
+	return body(enc)
 }
 
 // Predict writes to out (.csv or .npy) the predictions of the saved model
@@ -123,16 +165,18 @@ func predict(dir string, opt Options, env runenv.Env, out string) (_ *SavedModel
 	for i, t := range m.Tasks {
 		names[i] = t.Name
 	}
-	rep, err := score(opt, env, out, matrixfile.Columns{Values: names, Float64: true}, func(g *graph.Graph) *torch.Tensor {
+	rep, err := writeMolecules(opt, env, out, matrixfile.Columns{Values: names, Float64: true}, func(g *graph.Graph) *torch.Tensor {
 		return clf.Forward(g, false)
 	}, m.outputs)
 	return m, rep, err
 }
 
-// score streams the input through forward (B molecules → B×k outputs,
-// evaluation mode) and writes one row per input row; finish, when not nil,
-// maps each chunk's raw outputs (n×k) in place before they are written.
-func score(opt Options, env runenv.Env, out string, cols matrixfile.Columns, forward func(*graph.Graph) *torch.Tensor, finish func([]float32)) (*Report, error) {
+// writeMolecules streams the input through forward (B molecules → B×k
+// outputs) into out, one row per input row in order with the keys row and
+// smiles, a rejected row NaN or, with opt.SkipInvalid, left out; finish,
+// when not nil, maps each molecule's k outputs in place before they are
+// written.
+func writeMolecules(opt Options, env runenv.Env, out string, cols matrixfile.Columns, forward func(*graph.Graph) *torch.Tensor, finish func([]float32)) (*Report, error) {
 	format, err := matrixfile.Format(out)
 	if err != nil {
 		return nil, err
@@ -140,191 +184,80 @@ func score(opt Options, env runenv.Env, out string, cols matrixfile.Columns, for
 	if opt.SkipInvalid && format == ".npy" {
 		return nil, fmt.Errorf("%s: a .npy file has no row column to say which rows were skipped; write .csv, or keep invalid rows as NaN rows", out)
 	}
-	chunk, batch := opt.Chunk, opt.BatchSize
-	if chunk <= 0 {
-		chunk = defaultChunk
-	}
-	if batch <= 0 {
-		batch = defaultBatchSize
-	}
 	cols.Keys = []string{"row", "smiles"}
 	k := len(cols.Values)
-	rep := &Report{}
-	start := time.Now()
-	src, err := openSource(opt, env)
-	if err != nil {
-		return nil, err
-	}
-	defer src.close()
+	var rep *Report
+	written := 0
 	err = matrixfile.Write(out, cols, func(add matrixfile.AddFunc) error {
-		row := make([]float64, k)
-		nan := make([]float64, k)
-		for j := range nan {
-			nan[j] = math.NaN()
-		}
-		for {
-			t0 := time.Now()
-			c, err := src.next(chunk)
-			if err == io.EOF {
+		row := matrixfile.Row{Keys: make([]string, 2), Values: make([]float64, k)}
+		var err error
+		rep, err = Stream(opt, env, Model{Forward: forward, Level: PerMolecule, Width: k}, func(m *Molecule) error {
+			if m.Rejected != nil && opt.SkipInvalid {
 				return nil
 			}
-			if err != nil {
-				return err
-			}
-			rep.FeaturizeSeconds += time.Since(t0).Seconds()
-			t1 := time.Now()
-			outputs, err := runModel(c.ds, c.mols, batch, env.Device, k, forward)
-			if err != nil {
-				return err
-			}
-			rep.ModelSeconds += time.Since(t1).Seconds()
-			for i, v := range outputs {
-				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-					return fmt.Errorf("%s row %d: the model's output is %v: its weights are damaged", opt.Data, c.kept[i/k], v)
+			row.Keys[0], row.Keys[1] = strconv.Itoa(m.Row), m.SMILES
+			if m.Rejected != nil {
+				for j := range row.Values {
+					row.Values[j] = math.NaN()
+				}
+			} else {
+				if finish != nil {
+					finish(m.Out)
+				}
+				for j, v := range m.Out {
+					row.Values[j] = float64(v)
 				}
 			}
-			if finish != nil {
-				finish(outputs)
-			}
-			rep.Invalid = append(rep.Invalid, c.rejected...)
-			// Rows in input order: the kept ones from outputs, the others NaN.
-			m := 0
-			for _, idx := range c.rows {
-				keys := []string{strconv.Itoa(idx), c.smiles(idx)}
-				if m < len(c.kept) && c.kept[m] == idx {
-					for j, v := range outputs[m*k : (m+1)*k] {
-						row[j] = float64(v)
-					}
-					m++
-					if err := add(keys, row); err != nil {
-						return err
-					}
-				} else {
-					if opt.SkipInvalid {
-						continue
-					}
-					if err := add(keys, nan); err != nil {
-						return err
-					}
-				}
-				rep.Written++
-			}
-			rep.Rows += len(c.rows)
-		}
+			written++
+			return add(row)
+		})
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	rep.Seconds = time.Since(start).Seconds()
+	rep.Written = written
 	return rep, nil
 }
 
-// runModel is forward's outputs (len(mols)×k row-major, float32) for the
-// molecules mols of ds, batch at a time, without autograd.
-func runModel(ds *data.Dataset, mols []int32, batch int, dev torch.Device, k int, forward func(*graph.Graph) *torch.Tensor) ([]float32, error) {
-	outputs := make([]float32, 0, len(mols)*k)
-	var b feed.Batch
-	for lo := 0; lo < len(mols); lo += batch {
-		if err := feed.Collate(ds, mols[lo:min(lo+batch, len(mols))], &b); err != nil {
-			return nil, err
-		}
-		err := torch.Catch(func() {
-			s := torch.NewScope()
-			defer s.Close()
-			torch.NoGrad(func() {
-				outputs = append(outputs, torch.ToSlice[float32](forward(b.Graph(dev)))...)
-			})
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return outputs, nil
-}
-
-// chunk is a run of input rows and the molecules made of those RDKit took.
-type chunk struct {
-	rows     []int            // input row indices, in order
-	ds       *data.Dataset    // holds the kept rows' molecules
-	mols     []int32          // the kept rows' molecules in ds, in order
-	kept     []int            // input row of each of mols
-	rejected []data.Rejection // the others
-	smiles   func(row int) string
-}
-
-// source yields the input a chunk at a time: a CSV file's rows featurised as
-// they are read, or a dataset folder's molecules.
-type source struct {
-	next  func(n int) (*chunk, error) // io.EOF after the last
-	close func()
-}
-
-func openSource(opt Options, env runenv.Env) (*source, error) {
-	st, err := os.Stat(opt.Data)
-	if err != nil {
-		return nil, fmt.Errorf("data %s: %w", opt.Data, errors.Unwrap(err))
-	}
-	if st.IsDir() && data.IsCorpus(opt.Data) {
-		return nil, fmt.Errorf("data %s is a pre-training corpus (featurize --shard-rows), which keeps no SMILES to score by: give the CSV it was made from", opt.Data)
-	}
-	if st.IsDir() {
-		return folderSource(opt, env)
-	}
-	r, err := data.OpenSMILES(opt.Data, opt.SmilesCol)
-	if err != nil {
+// writeAtoms streams the input through forward (N atoms → N×k outputs)
+// into out, one row per atom in input order with the index columns row,
+// atom and atomic_num; rejected rows have no atoms and no rows.
+func writeAtoms(opt Options, env runenv.Env, out string, names []string, forward func(*graph.Graph) *torch.Tensor) (*Report, error) {
+	if _, err := matrixfile.Format(out); err != nil {
 		return nil, err
 	}
-	return &source{
-		close: func() { r.Close() },
-		next: func(n int) (*chunk, error) {
-			rows, err := r.Read(n)
-			if err != nil {
-				return nil, err
-			}
-			ds, kept, rejected, err := data.FeaturizeRows(rows, opt.RDKitWorkers, env.Dataset.Limits)
-			if err != nil {
-				return nil, err
-			}
-			c := &chunk{ds: ds, mols: ds.All(), kept: kept, rejected: rejected}
-			first := rows[0].Index
-			for _, row := range rows {
-				c.rows = append(c.rows, row.Index)
-			}
-			c.smiles = func(i int) string { return rows[i-first].SMILES }
-			return c, nil
-		},
-	}, nil
-}
-
-// folderSource is a dataset folder's molecules in order, n at a time: every
-// one was featurised already, so none is invalid.
-func folderSource(opt Options, env runenv.Env) (*source, error) {
-	d, _, err := data.Load(opt.Data, data.LoadOptions{CacheDir: env.Dataset.CacheDir})
-	if err != nil {
-		return nil, err
+	if opt.SkipInvalid {
+		return nil, errors.New("per-atom output never holds rejected rows (they have no atoms): leave SkipInvalid false")
 	}
-	pos := 0
-	return &source{
-		close: func() {},
-		next: func(n int) (*chunk, error) {
-			if pos == d.NumGraphs() {
-				return nil, io.EOF
+	cols := matrixfile.Columns{Index: []string{AtomRowColumn, AtomIndexColumn, AtomicNumberColumn}, Field: AtomEmbeddingField, Values: names}
+	k := len(names)
+	var rep *Report
+	written := 0
+	err := matrixfile.Write(out, cols, func(add matrixfile.AddFunc) error {
+		row := matrixfile.Row{Index: make([]int64, 3), Values: make([]float64, k)}
+		var err error
+		rep, err = Stream(opt, env, Model{Forward: forward, Level: PerAtom, Width: k}, func(m *Molecule) error {
+			if m.Rejected != nil {
+				return nil
 			}
-			end := min(pos+n, d.NumGraphs())
-			c := &chunk{ds: d}
-			for i := pos; i < end; i++ {
-				c.rows = append(c.rows, i)
-				c.mols = append(c.mols, int32(i))
-				c.kept = append(c.kept, i)
-			}
-			c.smiles = func(i int) string {
-				if d.SMILES == nil {
-					return ""
+			for a := range m.Data.NumAtoms(int(m.Mol)) {
+				row.Index[0], row.Index[1], row.Index[2] = int64(m.Row), int64(a), int64(m.Data.AtomicNumber(int(m.Mol), a))
+				for j, v := range m.Out[a*k : (a+1)*k] {
+					row.Values[j] = float64(v)
 				}
-				return d.SMILES[i]
+				written++
+				if err := add(row); err != nil {
+					return err
+				}
 			}
-			pos = end
-			return c, nil
-		},
-	}, nil
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep.Written = written
+	return rep, nil
 }

@@ -83,13 +83,16 @@ func TestEmbedKeepsRowOrderAcrossChunks(t *testing.T) {
 	}
 	for _, size := range []struct{ chunk, batch int }{{2, 1}, {3, 2}, {0, 0}} {
 		out := filepath.Join(dir, "e.npy")
-		rep, err := Embed(arch, state, Options{Data: in, Chunk: size.chunk, BatchSize: size.batch, RDKitWorkers: 1}, runenv.Default(), out)
+		var invalid []data.Rejection
+		opt := Options{Data: in, Chunk: size.chunk, BatchSize: size.batch, RDKitWorkers: 1,
+			Rejected: func(r data.Rejection) { invalid = append(invalid, r) }}
+		rep, err := Embed(arch, state, opt, runenv.Default(), out)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep.Rows != 7 || rep.Written != 7 || len(rep.Invalid) != 3 ||
-			rep.Invalid[0].Row != 1 || rep.Invalid[1].Row != 2 || rep.Invalid[2].Row != 6 || rep.Invalid[2].Line != 8 {
-			t.Fatalf("chunk %d: report %+v", size.chunk, rep)
+		if rep.Rows != 7 || rep.Written != 7 || rep.Invalid != 3 || len(invalid) != 3 ||
+			invalid[0].Row != 1 || invalid[1].Row != 2 || invalid[2].Row != 6 || invalid[2].Line != 8 {
+			t.Fatalf("chunk %d: report %+v, rejected %+v", size.chunk, rep, invalid)
 		}
 		got := readNPY(t, out)
 		if len(got) != 7*8 {

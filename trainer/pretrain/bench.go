@@ -36,7 +36,12 @@ type BenchResult struct {
 	Steps            int     `json:"steps"`
 	BatchSize        int     `json:"batch_size"`
 	StepsPerEpoch    int     `json:"steps_per_epoch"`
-	Threads          int     `json:"threads"`
+	// Threads is libtorch's intra-op threads in each process (also
+	// OpenBLAS's bound on the CPU), Processes the processes that ran the
+	// steps, each on its part of every batch: threads × processes cores'
+	// worth of work at most.
+	Threads   int `json:"threads"`
+	Processes int `json:"processes"`
 	// Precision of the matrix products, and the speed of the step's typical
 	// product at it: a batch's atoms (N×d) by a d×d weight, as a GENConv's
 	// one-layer MLP multiplies, in GFLOP/s (2·N·d² per product).
@@ -152,7 +157,7 @@ func bench(cfg BenchConfig, env runenv.Env) (res *BenchResult, err error) {
 	res = &BenchResult{
 		SPerStep: elapsed / float64(steps), DataWaitFraction: wait.Seconds() / elapsed,
 		Device: dev.String(), Libtorch: torch.Version(), Steps: steps, BatchSize: pc.BatchSize,
-		StepsPerEpoch: perEpoch, Threads: torch.NumThreads(),
+		StepsPerEpoch: perEpoch, Threads: torch.NumThreads(), Processes: se.job.Size(),
 	}
 	res.MoleculesPerS = float64(steps*pc.BatchSize) / elapsed
 	res.SPerEpoch = res.SPerStep * float64(perEpoch)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
@@ -20,7 +21,7 @@ func TestUnreadableCheckpointIsNotCounted(t *testing.T) {
 	cfg := smallConfig(t)
 	cfg.MaxSteps, cfg.Keep = 8, 1
 	run := filepath.Join(t.TempDir(), "run")
-	if _, err := pretrain.Run(run, cfg, cpuEnv(), pretrain.Options{}); err != nil {
+	if _, err := pretrain.Run(run, cfg, testEnv(t), pretrain.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	junk := filepath.Join(run, "checkpoints", "step-000000099.pt")
@@ -28,7 +29,7 @@ func TestUnreadableCheckpointIsNotCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.MaxSteps = 12
-	res, err := pretrain.Run(run, cfg, cpuEnv(), pretrain.Options{Resume: true})
+	res, err := pretrain.Run(run, cfg, testEnv(t), pretrain.Options{Resume: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestResumeSaysWhenTheThreadCountDiffers(t *testing.T) {
 	cfg := smallConfig(t)
 	cfg.MaxSteps = 4
 	run := filepath.Join(t.TempDir(), "run")
-	if _, err := pretrain.Run(run, cfg, cpuEnv(), pretrain.Options{}); err != nil {
+	if _, err := pretrain.Run(run, cfg, runEnv(torch.CPU), pretrain.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	ck, _, err := runfolder.LatestCheckpoint(run)
@@ -81,7 +82,7 @@ func TestResumeSaysWhenTheThreadCountDiffers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := cpuEnv()
+		env := runEnv(torch.CPU)
 		env.Threads, env.Progress = tc.threads, progress
 		cfg.MaxSteps = tc.maxSteps
 		if _, err := pretrain.Run(run, cfg, env, pretrain.Options{Resume: true}); err != nil {

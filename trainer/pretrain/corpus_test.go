@@ -19,7 +19,7 @@ func TestPretrainOnCorpusMatchesDataset(t *testing.T) {
 	cfg := smallConfig(t)
 	dir := t.TempDir()
 	ref := filepath.Join(dir, "dataset")
-	if _, err := pretrain.Run(ref, cfg, cpuEnv(), pretrain.Options{}); err != nil {
+	if _, err := pretrain.Run(ref, cfg, testEnv(t), pretrain.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	want, err := runfolder.ReadLog(ref)
@@ -33,7 +33,7 @@ func TestPretrainOnCorpusMatchesDataset(t *testing.T) {
 	}
 	cfg.Data = corpusDir
 	run := filepath.Join(dir, "on-corpus")
-	if _, err := pretrain.Run(run, cfg, cpuEnv(), pretrain.Options{}); err != nil {
+	if _, err := pretrain.Run(run, cfg, testEnv(t), pretrain.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := runfolder.ReadLog(run)
@@ -41,7 +41,7 @@ func TestPretrainOnCorpusMatchesDataset(t *testing.T) {
 
 	resumed := filepath.Join(dir, "resumed")
 	cfg.Epochs = 1
-	res, err := pretrain.Run(resumed, cfg, cpuEnv(), pretrain.Options{})
+	res, err := pretrain.Run(resumed, cfg, testEnv(t), pretrain.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestPretrainOnCorpusMatchesDataset(t *testing.T) {
 		t.Fatalf("the corpus holds %d molecules, want 300", res.Filter.Kept+res.Filter.Removed())
 	}
 	cfg.Epochs = 2
-	if _, err := pretrain.Run(resumed, cfg, cpuEnv(), pretrain.Options{Resume: true}); err != nil {
+	if _, err := pretrain.Run(resumed, cfg, testEnv(t), pretrain.Options{Resume: true}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = runfolder.ReadLog(resumed)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/trainer/metrics"
@@ -21,6 +22,15 @@ import (
 
 // rankTimeout bounds the collectives of the tests' data-parallel runs.
 const rankTimeout = 20 * time.Second
+
+// ranksOnTheCPU skips a data-parallel test where the tests run on a GPU:
+// its ranks would share the one GPU, which NCCL refuses. make test runs it
+// on the CPU, over Gloo.
+func ranksOnTheCPU(t *testing.T) {
+	if dev := testdevice.Get(t); dev.IsCUDA() {
+		t.Skipf("data-parallel tests run on the CPU (%s is %s: two ranks cannot share one GPU)", testdevice.Env, dev)
+	}
+}
 
 // startRanks starts world ranks of a data-parallel run over Gloo on loopback.
 func startRanks(t *testing.T, run string, cfg runfolder.Config, resume bool, world int) []*exec.Cmd {
@@ -83,6 +93,7 @@ func relDiff(a, b float64) float64 {
 // already differs (its subgraphs), and a wrong split of the batch or
 // per-rank Sinkhorn moves the losses by far more. Parameters: see below.
 func TestDataParallelMatchesOneProcess(t *testing.T) {
+	ranksOnTheCPU(t)
 	cfg := equivalenceConfig(t)
 	dir := t.TempDir()
 	one, two := filepath.Join(dir, "one"), filepath.Join(dir, "two")
@@ -172,6 +183,7 @@ func lastCheckpoint(t *testing.T, run string) *runfolder.Checkpoint {
 // checkpoint stays readable, and the run resumes with 2 processes and then
 // with 1 to its end, the data sequence continuing where it stopped.
 func TestDeadRankEndsTheJobAndTheRunResumes(t *testing.T) {
+	ranksOnTheCPU(t)
 	cfg := smallConfig(t)
 	cfg.Epochs, cfg.CheckpointEvery = 3, 3
 	run := filepath.Join(t.TempDir(), "run")
@@ -241,6 +253,7 @@ func lastStep(t *testing.T, run string) int64 {
 
 // A checkpoint of a data-parallel run holds every rank's generators.
 func TestCheckpointHoldsEveryRanksGenerators(t *testing.T) {
+	ranksOnTheCPU(t)
 	cfg := smallConfig(t)
 	cfg.MaxSteps, cfg.CheckpointEvery = 2, 2
 	run := filepath.Join(t.TempDir(), "run")
@@ -264,6 +277,7 @@ func TestCheckpointHoldsEveryRanksGenerators(t *testing.T) {
 // and one line before anything is trained or written: the differing rank
 // names each field with its value and rank 0's, rank 0 names the rank.
 func TestRanksMustAgreeOnTheConfig(t *testing.T) {
+	ranksOnTheCPU(t)
 	if !torch.HasBackend(torch.Gloo) {
 		t.Skip("the shim was built without Gloo")
 	}

@@ -83,7 +83,7 @@ func TestFailedNewRunLeavesNothing(t *testing.T) {
 	}
 	for _, tc := range tests {
 		for _, run := range []string{filepath.Join(dir, "new"), given} {
-			_, err := pretrain.Run(run, tc.cfg, cpuEnv(), pretrain.Options{})
+			_, err := pretrain.Run(run, tc.cfg, testEnv(t), pretrain.Options{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%s in %s: error %v, want %q", tc.name, run, err, tc.want)
 			}
@@ -96,7 +96,7 @@ func TestFailedNewRunLeavesNothing(t *testing.T) {
 			}
 		}
 	}
-	if _, err := pretrain.Run(given, cfg, cpuEnv(), pretrain.Options{}); err != nil {
+	if _, err := pretrain.Run(given, cfg, testEnv(t), pretrain.Options{}); err != nil {
 		t.Errorf("the corrected run: %v", err)
 	}
 }
@@ -112,7 +112,7 @@ func TestRunLock(t *testing.T) {
 	waitForSteps(t, run, 2, holder)
 	want := fmt.Sprintf("run folder %s is in use by process %d", run, holder.Process.Pid)
 	for _, resume := range []bool{true, false} {
-		if _, err := pretrain.Run(run, cfg, cpuEnv(), pretrain.Options{Resume: resume}); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := pretrain.Run(run, cfg, testEnv(t), pretrain.Options{Resume: resume}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("resume %v while another process runs: %v, want %q", resume, err, want)
 		}
 	}
@@ -122,7 +122,7 @@ func TestRunLock(t *testing.T) {
 		t.Fatalf("the refused runs removed the holder's folder: %v", err)
 	}
 	cfg.MaxSteps = 12
-	if res, err := pretrain.Run(run, cfg, cpuEnv(), pretrain.Options{Resume: true}); err != nil || res.Steps != 12 {
+	if res, err := pretrain.Run(run, cfg, testEnv(t), pretrain.Options{Resume: true}); err != nil || res.Steps != 12 {
 		t.Fatalf("resume after the holder was killed: %v, %+v", err, res)
 	}
 }
@@ -195,7 +195,7 @@ func TestCheckRunFolder(t *testing.T) {
 	}
 	// Run refuses the full folder and writes nothing into it.
 	cfg := smallConfig(t)
-	if _, err := pretrain.Run(full, cfg, cpuEnv(), pretrain.Options{}); err == nil || !strings.Contains(err.Error(), "holds no run") {
+	if _, err := pretrain.Run(full, cfg, testEnv(t), pretrain.Options{}); err == nil || !strings.Contains(err.Error(), "holds no run") {
 		t.Errorf("Run in a full folder: %v", err)
 	}
 	if left, _ := os.ReadDir(full); len(left) != 1 {
@@ -210,12 +210,12 @@ func TestResumeNamesAForeignCheckpoint(t *testing.T) {
 	cfg := smallConfig(t)
 	cfg.MaxSteps = 4
 	run, other := filepath.Join(dir, "run"), filepath.Join(dir, "other")
-	if _, err := pretrain.Run(run, cfg, cpuEnv(), pretrain.Options{}); err != nil {
+	if _, err := pretrain.Run(run, cfg, testEnv(t), pretrain.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	wide := cfg
 	wide.Model.Encoder.Hidden, wide.MaxSteps = 64, 6
-	if _, err := pretrain.Run(other, wide, cpuEnv(), pretrain.Options{}); err != nil {
+	if _, err := pretrain.Run(other, wide, testEnv(t), pretrain.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	foreign := filepath.Join(run, "checkpoints", "step-000000006.pt")
@@ -228,7 +228,7 @@ func TestResumeNamesAForeignCheckpoint(t *testing.T) {
 	}
 	before, _ := os.ReadFile(runfolder.LogPath(run))
 	cfg.MaxSteps = 8
-	_, err = pretrain.Run(run, cfg, cpuEnv(), pretrain.Options{Resume: true})
+	_, err = pretrain.Run(run, cfg, testEnv(t), pretrain.Options{Resume: true})
 	want := []string{foreign, "[64 2 1 false false 8 paper]", "[32 2 1 false false 8 paper]", "the checkpoint is not this run's"}
 	for _, w := range want {
 		if err == nil || !strings.Contains(err.Error(), w) {

@@ -28,7 +28,7 @@ func TestPretrainingLearnsPlantedGroups(t *testing.T) {
 	cfg.Model.Encoder.Hidden, cfg.Model.Encoder.Layers, cfg.Model.Motifs = 64, 3, 16
 	cfg.BatchSize, cfg.Epochs, cfg.CheckpointEvery = 64, 6, 1000
 	cfg.Seed = 1
-	env := cpuEnv()
+	env := testEnv(t)
 	env.Threads = 2
 	run := filepath.Join(dir, "run")
 	if _, err := pretrain.Run(run, cfg, env, pretrain.Options{}); err != nil {
@@ -75,7 +75,7 @@ func TestPretrainingLearnsPlantedGroups(t *testing.T) {
 		}
 	}
 	agreement := func(m *model.MicroGraph) float64 {
-		motifs, err := report.AtomMotifs(m, ds, graphs, 128, torch.CPU)
+		motifs, err := report.AtomMotifs(m, ds, graphs, 128, env.Device)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,13 +92,13 @@ func TestPretrainingLearnsPlantedGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ck.Free()
-	trained, err := ck.NewModel(torch.CPU)
+	trained, err := ck.NewModel(env.Device)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer trained.Free()
 	torch.ManualSeed(99)
-	random, err := model.New(cfg.Model, torch.CPU, torch.Float32)
+	random, err := model.New(cfg.Model, env.Device, torch.Float32)
 	if err != nil {
 		t.Fatal(err)
 	}

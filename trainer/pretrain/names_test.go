@@ -82,7 +82,7 @@ func TestCheckpointNamesAndTheOneResumeLoads(t *testing.T) {
 	dir := t.TempDir()
 
 	full := filepath.Join(dir, "full")
-	res, err := pretrain.Run(full, cfg, cpuEnv(), pretrain.Options{})
+	res, err := pretrain.Run(full, cfg, testEnv(t), pretrain.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestCheckpointNamesAndTheOneResumeLoads(t *testing.T) {
 			run := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
 			c := cfg
 			c.MaxSteps = 10
-			if _, err := pretrain.Run(run, c, cpuEnv(), pretrain.Options{}); err != nil {
+			if _, err := pretrain.Run(run, c, testEnv(t), pretrain.Options{}); err != nil {
 				t.Fatal(err)
 			}
 			if got, want := checkpointNames(t, run), []string{"step-000000008.pt", "step-000000010.pt"}; !slices.Equal(got, want) {
@@ -132,7 +132,7 @@ func TestCheckpointNamesAndTheOneResumeLoads(t *testing.T) {
 			}
 			ck.Free()
 			markLog(t, run, 9, 10)
-			if _, err := pretrain.Run(run, cfg, cpuEnv(), pretrain.Options{Resume: true}); err != nil {
+			if _, err := pretrain.Run(run, cfg, testEnv(t), pretrain.Options{Resume: true}); err != nil {
 				t.Fatal(err)
 			}
 			steps, records := marked(t, run)

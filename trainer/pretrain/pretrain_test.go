@@ -18,6 +18,7 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/failpoint"
+	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
@@ -57,9 +58,14 @@ func runChild(job string) int {
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	go func() { <-signals; close(stop) }()
-	env := cpuEnv()
+	dev, err := testdevice.Parse()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	env := runEnv(dev)
 	env.Stop = stop
-	_, err := pretrain.Run(j.Run, j.Config, env, pretrain.Options{Resume: j.Resume, Job: j.Job, Timeout: rankTimeout})
+	_, err = pretrain.Run(j.Run, j.Config, env, pretrain.Options{Resume: j.Resume, Job: j.Job, Timeout: rankTimeout})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -91,9 +97,12 @@ func synthData(t *testing.T) string {
 	return synth.dir
 }
 
-// smallConfig is a run of a couple of seconds: 2 epochs of 9 steps.
+// smallConfig is a run of a couple of seconds: 2 epochs of 9 steps. On a
+// GPU it asks for deterministic algorithms: the tests compare runs bit for
+// bit, and scatter-adds there otherwise sum in a varying order.
 func smallConfig(t *testing.T) runfolder.Config {
 	c := runfolder.DefaultConfig()
+	c.Deterministic = testdevice.Get(t).IsCUDA()
 	c.Data = synthData(t)
 	c.Model.Encoder.Hidden, c.Model.Encoder.Layers, c.Model.Motifs = 32, 2, 8
 	c.BatchSize, c.Epochs, c.CheckpointEvery, c.Keep = 32, 2, 4, 2
@@ -273,7 +282,7 @@ func TestNonFiniteLoss(t *testing.T) {
 	cfg := smallConfig(t)
 	cfg.LR, cfg.CheckpointEvery, cfg.Epochs = 1e30, 1, 1 // the weights explode at step 2
 	run := filepath.Join(t.TempDir(), "exploding")
-	_, err := pretrain.Run(run, cfg, cpuEnv(), pretrain.Options{})
+	_, err := pretrain.Run(run, cfg, testEnv(t), pretrain.Options{})
 	if err == nil || !strings.Contains(err.Error(), "the loss is NaN") || !strings.Contains(err.Error(), "step-000000001.pt") {
 		t.Fatalf("error %v does not report the NaN and the last good checkpoint", err)
 	}
@@ -281,7 +290,7 @@ func TestNonFiniteLoss(t *testing.T) {
 		t.Errorf("checkpoints after the stop: %v", paths)
 	}
 	cfg.SkipNonFinite = true
-	res, err := pretrain.Run(filepath.Join(t.TempDir(), "skipping"), cfg, cpuEnv(), pretrain.Options{})
+	res, err := pretrain.Run(filepath.Join(t.TempDir(), "skipping"), cfg, testEnv(t), pretrain.Options{})
 	if err != nil || res.Steps != 9 {
 		t.Fatalf("with skipping: %v after %v steps", err, res)
 	}
@@ -294,7 +303,7 @@ func TestRunFolderChecks(t *testing.T) {
 	file := filepath.Join(dir, "file")
 	os.WriteFile(file, nil, 0o644)
 	run := filepath.Join(dir, "run")
-	if _, err := pretrain.Run(run, cfg, cpuEnv(), pretrain.Options{}); err != nil {
+	if _, err := pretrain.Run(run, cfg, testEnv(t), pretrain.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	bigger := cfg
@@ -318,7 +327,7 @@ func TestRunFolderChecks(t *testing.T) {
 		{"more epochs", run, longer, true, ""},
 	}
 	for _, tc := range tests {
-		_, err := pretrain.Run(tc.run, tc.cfg, cpuEnv(), pretrain.Options{Resume: tc.resume})
+		_, err := pretrain.Run(tc.run, tc.cfg, testEnv(t), pretrain.Options{Resume: tc.resume})
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
@@ -382,7 +391,7 @@ func killedAndResumed(t *testing.T, run string, cfg runfolder.Config) []runfolde
 func TestBF16ResumeAfterKillMatchesUninterruptedRun(t *testing.T) {
 	cfg := smallConfig(t)
 	cfg.Precision = model.BF16
-	if err := cfg.Precision.Check(torch.CPU); err != nil {
+	if err := cfg.Precision.Check(testdevice.Get(t)); err != nil {
 		t.Skipf("no bfloat16 products here: %v", err)
 	}
 	dir := t.TempDir()
@@ -409,6 +418,9 @@ func TestBF16ResumeAfterKillMatchesUninterruptedRun(t *testing.T) {
 	}
 }
 
-// cpuEnv is where the tests' runs run: the CPU, one libtorch thread, two
-// collating goroutines, silent.
-func cpuEnv() runenv.Env { return runenv.Env{Device: torch.CPU, Threads: 1, Workers: 2} }
+// runEnv is where the tests' runs run, and the children's: dev, one
+// libtorch thread, two collating goroutines, silent.
+func runEnv(dev torch.Device) runenv.Env { return runenv.Env{Device: dev, Threads: 1, Workers: 2} }
+
+// testEnv is runEnv on the test device ($MICROGRAPH_TEST_DEVICE, else the CPU).
+func testEnv(t *testing.T) runenv.Env { return runEnv(testdevice.Get(t)) }

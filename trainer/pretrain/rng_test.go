@@ -14,25 +14,12 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
+	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/optim"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
-
-// stepDevice is where the step tests run: $MICROGRAPH_TEST_DEVICE (e.g.
-// "cuda" on a GPU machine), else the CPU.
-func stepDevice(t *testing.T) torch.Device {
-	s := os.Getenv("MICROGRAPH_TEST_DEVICE")
-	if s == "" {
-		return torch.CPU
-	}
-	d, err := torch.ParseDevice(s)
-	if err != nil {
-		t.Fatalf("MICROGRAPH_TEST_DEVICE: %v", err)
-	}
-	return d
-}
 
 var stepData struct {
 	once sync.Once
@@ -180,22 +167,6 @@ func smallStepConfig(dev torch.Device) runfolder.Config {
 	return cfg
 }
 
-// deterministicOnGPU asks libtorch for deterministic algorithms when the
-// step runs on a GPU, where scatter-adds otherwise sum in a varying order:
-// the generator states alone cannot make two GPU steps bit-identical.
-func deterministicOnGPU(t *testing.T, dev torch.Device) {
-	if !dev.IsCUDA() {
-		return
-	}
-	if os.Getenv("CUBLAS_WORKSPACE_CONFIG") == "" {
-		t.Setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-	}
-	if err := torch.SetDeterministic(true); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { torch.SetDeterministic(false) })
-}
-
 // A checkpoint carries every generator a pre-training step draws from: a
 // step run after saving one, and the same step run after resuming from it
 // in a new model, give bit-identical losses, gradients and parameters, for
@@ -204,8 +175,8 @@ func deterministicOnGPU(t *testing.T, dev torch.Device) {
 // stateful source of randomness the checkpoint missed would make the replay
 // differ.
 func TestCheckpointReplaysEveryRandomDrawOfAStep(t *testing.T) {
-	dev := stepDevice(t)
-	deterministicOnGPU(t, dev)
+	dev := testdevice.Get(t)
+	testdevice.Deterministic(t)
 	for _, tc := range stepConfigs() {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := smallStepConfig(dev)
@@ -281,7 +252,7 @@ func TestCheckpointReplaysEveryRandomDrawOfAStep(t *testing.T) {
 // for are reported (they continue from the run's seed); a malformed state is an
 // error naming the file and the generator.
 func TestRestoreToleratesForeignAndMissingGenerators(t *testing.T) {
-	dev := stepDevice(t)
+	dev := testdevice.Get(t)
 	cfg := smallStepConfig(dev)
 	r := newStepRun(t, cfg, dev, feed.Position{})
 	path, err := runfolder.SaveCheckpoint(t.TempDir(), 0, r.loader.Position(), cfg, r.model, r.adam, processRNG(t), 1)

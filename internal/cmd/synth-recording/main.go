@@ -1,0 +1,46 @@
+// Command synth-recording writes RDKit's featurisations of the synthetic
+// datasets' molecules to a recording (rdkit.RecordingEnv), for a machine
+// without RDKit whose tests featurise synthetic datasets: the GPU check's
+// (scripts/gpu-check.sh). It records the first -molecules molecules of every
+// seed from 1 to -seeds; a synthetic dataset of n molecules is the first n
+// of its seed's sequence, whatever its noise, so every dataset of at most
+// that size with such a seed is covered.
+//
+//	go run ./internal/cmd/synth-recording -out FILE [-seeds 16] [-molecules 2000]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/rdkit"
+)
+
+func main() {
+	out := flag.String("out", "", "the recording to write")
+	seeds := flag.Int("seeds", 16, "record seeds 1 to this")
+	molecules := flag.Int("molecules", 2000, "molecules per seed")
+	flag.Parse()
+	if *out == "" || *seeds < 1 || *molecules < 1 || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: synth-recording -out FILE [-seeds N] [-molecules M]")
+		os.Exit(2)
+	}
+	var smiles []string
+	for seed := range *seeds {
+		t := data.SynthesizeTable(data.SynthOptions{Molecules: *molecules, Seed: uint64(seed + 1)})
+		smiles = append(smiles, t.SMILES...)
+	}
+	if err := rdkit.Record(*out, smiles); err != nil {
+		fmt.Fprintln(os.Stderr, "synth-recording:", err)
+		os.Exit(1)
+	}
+	info, err := os.Stat(*out)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "synth-recording:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("synth-recording: %d molecules (seeds 1-%d, %d each) in %s, %d bytes\n",
+		len(smiles), *seeds, *molecules, *out, info.Size())
+}
