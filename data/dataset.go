@@ -81,6 +81,10 @@ func (d *Dataset) AtomicNumber(g, i int) int {
 	return f + 1
 }
 
+// MoleculeBonds is molecule g's bonds as pairs of its atoms' indices (both
+// atoms of each bond, each bond once), a view of BondAtoms.
+func (d *Dataset) MoleculeBonds(g int) []int32 { return d.BondAtoms[2*d.BondPtr[g] : 2*d.BondPtr[g+1]] }
+
 // All lists every molecule index in order.
 func (d *Dataset) All() []int32 {
 	return AllIndices(d.NumGraphs())

@@ -31,6 +31,9 @@ type EncoderInfo struct {
 	Step            int64         `json:"step,omitempty"`
 }
 
+// encoderArchitecture is what EncoderInfo.Architecture says of every encoder.
+const encoderArchitecture = "DeeperGCN res+ with GENConv softmax aggregation (docs/method.md §2)"
+
 // EncoderInfoPath is the encoder.json belonging to an encoder .pt file.
 func EncoderInfoPath(encoderPath string) string {
 	return strings.TrimSuffix(encoderPath, ".pt") + ".json"
@@ -45,7 +48,7 @@ func SaveEncoder(path string, cfg EncoderConfig, state []torch.Named, source str
 	}
 	info := EncoderInfo{
 		Format:          EncoderFormat,
-		Architecture:    "DeeperGCN res+ with GENConv softmax aggregation (docs/method.md §2)",
+		Architecture:    encoderArchitecture,
 		Encoder:         cfg,
 		AtomFeatureDims: AtomFeatureDims,
 		BondFeatureDims: BondFeatureDims,
@@ -66,13 +69,32 @@ func SaveEncoder(path string, cfg EncoderConfig, state []torch.Named, source str
 	return atomicfile.WriteFile(EncoderInfoPath(path), append(b, '\n'), 0o644)
 }
 
-// LoadEncoder reads an exported encoder and its description; the tensors are
-// on the CPU and belong to the caller.
-func LoadEncoder(path string) (_ EncoderInfo, _ []torch.Named, err error) {
+// LoadEncoder reads an encoder: a shipped model's by name (ShippedModels),
+// or a file's by its .pt path, an exported encoder or a motif model (whose
+// encoder it takes). The tensors are on the CPU and belong to the caller.
+func LoadEncoder(ref string) (_ EncoderInfo, _ []torch.Named, err error) {
 	defer torch.Recover(&err)
 	var info EncoderInfo
+	if _, ok := shippedModel(ref); ok {
+		src, err := openMotifModel(ref)
+		if err != nil {
+			return info, nil, err
+		}
+		return encoderFromMotifModel(src)
+	}
+	if err := checkModelRef(ref); err != nil {
+		return info, nil, err
+	}
+	path := ref
 	if err := inputfile.ReadJSON(EncoderInfoPath(path), &info); err != nil {
 		return info, nil, fmt.Errorf("encoder %s: its description: %w", path, err)
+	}
+	if info.Format == MotifModelFormat {
+		src, err := openMotifModel(path)
+		if err != nil {
+			return info, nil, err
+		}
+		return encoderFromMotifModel(src)
 	}
 	if info.Format != EncoderFormat {
 		return info, nil, fmt.Errorf("%s: format %s, want %q", EncoderInfoPath(path), inputfile.Quote(info.Format), EncoderFormat)

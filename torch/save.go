@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -50,6 +51,21 @@ func Load(path string, dev Device) (state []Named, meta map[string]string, err e
 	if err != nil {
 		return nil, nil, err
 	}
+	return loadEntries(path, entries, dev)
+}
+
+// LoadFrom is Load of the size bytes of a file held by r (an embedded file,
+// say), named name in errors.
+func LoadFrom(name string, r io.ReaderAt, size int64, dev Device) (state []Named, meta map[string]string, err error) {
+	entries, err := ptfile.Read(name, r, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	return loadEntries(name, entries, dev)
+}
+
+// loadEntries makes tensors on dev and metadata strings of a file's entries.
+func loadEntries(path string, entries []ptfile.Entry, dev Device) (state []Named, meta map[string]string, err error) {
 	defer func() {
 		if err != nil {
 			for _, n := range state {

@@ -29,7 +29,7 @@ func runDiagnose(args []string) error {
 			"statistics against the sample's, the effect of dropout, and linear probes (--probe) on e\n"+
 			"and on W_e·e. An exported encoder has no projections or motifs: those figures are absent.")
 	fs.StringVar(&opt.Checkpoint, "checkpoint", "", "pre-training checkpoint (.pt): the whole model")
-	fs.StringVar(&opt.Encoder, "encoder", "", "exported encoder (.pt with its .json)")
+	fs.StringVar(&opt.Encoder, "encoder", "", encoderHelp)
 	fs.BoolVar(&isRandom, "random", false, "a freshly initialised model (from --seed) with the architecture and objective flags")
 	before := map[string]bool{}
 	fs.VisitAll(func(f *pflag.Flag) { before[f.Name] = true })
@@ -76,7 +76,7 @@ func runDiagnose(args []string) error {
 	if err := checkNotCorpus("--data", opt.Data); err != nil {
 		return err
 	}
-	if err := checkOutput("--out", out, input{"--data", opt.Data, true}, input{"--encoder", opt.Encoder, false}); err != nil {
+	if err := checkOutput("--out", out, append(encoderInputs(opt.Encoder), input{"--data", opt.Data, true})...); err != nil {
 		return err
 	}
 	r, err := diagnose.Run(opt, env)

@@ -13,21 +13,20 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// scoreFlags are the flags embed and predict share: the input, the output
-// and how the model runs.
+// scoreFlags are the flags embed, predict and explain share: the input, the
+// output and how the model runs.
 type scoreFlags struct {
 	data, out, smilesCol    string
 	precision               model.Precision
-	skipInvalid             bool
+	skipInvalid             bool // embed and predict only
 	batchSize, rdkitWorkers int
 	rt                      runtimeFlags
 }
 
-func (s *scoreFlags) register(fs *pflag.FlagSet) {
+// register adds the shared flags; outHelp says what --out takes.
+func (s *scoreFlags) register(fs *pflag.FlagSet, outHelp string) {
 	fs.StringVar(&s.data, "data", "", "CSV file of SMILES (gzip-compressed or not), read as a stream, or an OGB dataset folder")
-	fs.StringVar(&s.out, "out", "", "output file, .npy or .csv by its extension; written atomically (no partial file)")
-	fs.BoolVar(&s.skipInvalid, "skip-invalid", false, "leave rows RDKit rejects out (.csv only: its row column says which input row each line is)\n"+
-		"instead of writing them as NaN rows")
+	fs.StringVar(&s.out, "out", "", outHelp+"; written atomically (no partial file)")
 	fs.StringVar(&s.smilesCol, "smiles-col", "", `SMILES column of the CSV (case ignored; default: "smiles", else "mol")`)
 	fs.IntVar(&s.batchSize, "batch-size", 256, "molecules per forward pass (the outputs may differ with it in the last float32 bits: docs/pytorch.md)")
 	fs.IntVar(&s.rdkitWorkers, "rdkit-workers", 0, "goroutines featurising CSV rows with RDKit (0: one per core)")
@@ -36,16 +35,34 @@ func (s *scoreFlags) register(fs *pflag.FlagSet) {
 	s.rt.register(fs, false)
 }
 
-// options checks the flags that need no file and turns them into
-// infer.Options and the runtime's Env; misuse is a usage error (exit 2).
-// inputs are the files the command reads besides --data, which --out must not be.
-func (s *scoreFlags) options(fs *pflag.FlagSet, inputs ...input) (infer.Options, runenv.Env, error) {
+// registerMatrix adds the shared flags of the commands that write a
+// matrix (.npy or .csv), embed and predict, with --skip-invalid.
+func (s *scoreFlags) registerMatrix(fs *pflag.FlagSet) {
+	s.register(fs, "output file, .npy or .csv by its extension")
+	fs.BoolVar(&s.skipInvalid, "skip-invalid", false, "leave rows RDKit rejects out (.csv only: its row column says which input row each line is)\n"+
+		"instead of writing them as NaN rows")
+}
+
+// checkMatrixOut refuses an --out that is no matrix file, or a .npy with
+// --skip-invalid.
+func (s *scoreFlags) checkMatrixOut() error {
 	format, err := matrixfile.Format(s.out)
 	if err != nil {
-		return infer.Options{}, runenv.Env{}, usageError{fmt.Errorf("--out %s: want a .npy or .csv file", s.out)}
+		return fmt.Errorf("--out %s: want a .npy or .csv file", s.out)
 	}
 	if s.skipInvalid && format == ".npy" {
-		return infer.Options{}, runenv.Env{}, usageError{fmt.Errorf("--skip-invalid needs a .csv --out (a .npy file has no row column to say which rows were kept)")}
+		return fmt.Errorf("--skip-invalid needs a .csv --out (a .npy file has no row column to say which rows were kept)")
+	}
+	return nil
+}
+
+// options checks the flags that need no file and turns them into
+// infer.Options and the runtime's Env; misuse is a usage error (exit 2).
+// checkOut checks --out's format; inputs are the files the command reads
+// besides --data, which --out must not be.
+func (s *scoreFlags) options(fs *pflag.FlagSet, checkOut func() error, inputs ...input) (infer.Options, runenv.Env, error) {
+	if err := checkOut(); err != nil {
+		return infer.Options{}, runenv.Env{}, usageError{err}
 	}
 	switch {
 	case s.batchSize < 1:
@@ -98,10 +115,11 @@ func (s *scoreFlags) invalidRows() string {
 }
 
 func runEmbed(args []string) error {
-	fs := newFlags("embed", "--encoder encoder.pt --data CSV|DIR --out FILE.npy|FILE.csv [--atoms] [flags]",
+	fs := newFlags("embed", "--data CSV|DIR --out FILE.npy|FILE.csv [--encoder NAME|encoder.pt] [--atoms] [flags]",
 		"Writes the graph embedding of every molecule (the mean of the encoder's node embeddings,\n"+
 			"evaluation mode, as linear-eval uses and the snippet of docs/pytorch.md computes) in input row\n"+
 			"order: .npy is float32 N×d (numpy.load); .csv has the columns row, smiles, e_0 … e_{d-1}.\n"+
+			"Without --encoder the shipped model "+defaultModel+" embeds (docs/model-card.md).\n"+
 			"Rows RDKit rejects are listed on stderr by line and written as NaN rows, or left out with\n"+
 			"--skip-invalid.\n\n"+
 			"With --atoms, one row per atom instead (the node embeddings, whose mean over a molecule is its\n"+
@@ -111,12 +129,12 @@ func runEmbed(args []string) error {
 			"they are listed on stderr by line and have no rows.\n\n"+
 			"The input is read and featurised in chunks, so memory does not grow with it; a line on stderr\n"+
 			"every 15 seconds says how far it is.")
-	encoder := fs.String("encoder", "", "exported encoder (.pt, with its .json beside it)")
+	encoder := fs.String("encoder", defaultModel, encoderHelp)
 	atoms := fs.Bool("atoms", false, "write one row per atom (input row, atom index in RDKit's order, atomic number,\n"+
 		"embedding) instead of one per molecule")
 	var s scoreFlags
-	s.register(fs)
-	if err := parseFlags(fs, args, "encoder", "data", "out"); err != nil {
+	s.registerMatrix(fs)
+	if err := parseFlags(fs, args, "data", "out"); err != nil {
 		return err
 	}
 	if *atoms && s.skipInvalid {
@@ -125,13 +143,13 @@ func runEmbed(args []string) error {
 	if err := checkEncoderFile("--encoder", *encoder); err != nil {
 		return err
 	}
-	opt, env, err := s.options(fs, input{"--encoder", *encoder, false}, input{"--encoder", model.EncoderInfoPath(*encoder), false})
+	opt, env, err := s.options(fs, s.checkMatrixOut, encoderInputs(*encoder)...)
 	if err != nil {
 		return err
 	}
 	info, state, err := model.LoadEncoder(*encoder)
 	if err != nil {
-		return err
+		return encoderError("--encoder", err)
 	}
 	defer torch.FreeNamed(state)
 	if *atoms {
@@ -159,11 +177,11 @@ func runPredict(args []string) error {
 			"left out with --skip-invalid.")
 	dir := fs.String("model", "", "folder written by finetune --save (model.pt, model.json)")
 	var s scoreFlags
-	s.register(fs)
+	s.registerMatrix(fs)
 	if err := parseFlags(fs, args, "model", "data", "out"); err != nil {
 		return err
 	}
-	opt, env, err := s.options(fs, input{"--model", *dir, false})
+	opt, env, err := s.options(fs, s.checkMatrixOut, input{"--model", *dir, false})
 	if err != nil {
 		return err
 	}

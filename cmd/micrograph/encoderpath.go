@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/inputfile"
@@ -14,14 +15,41 @@ import (
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
+// defaultModel is the shipped model embed and explain use without --encoder
+// or --model.
+const defaultModel = "micrograph-molhiv-v1"
+
+// encoderHelp describes --encoder wherever a pre-trained encoder is taken.
+const encoderHelp = "pre-trained encoder: a shipped model's name (" + defaultModel + ", docs/model-card.md), or a .pt file\n" +
+	"from micrograph export with its .json beside it (an encoder or a motif model)"
+
+// encoderInputs are the files an encoder reference names, for checkOutput:
+// none for a shipped model's name.
+func encoderInputs(ref string) []input {
+	if ref == "" || model.IsModelName(ref) {
+		return nil
+	}
+	return []input{{"--encoder", ref, false}, {"--encoder", model.EncoderInfoPath(ref), false}}
+}
+
+// encoderError makes a reference to no shipped model misuse of flag (exit
+// 2), naming the known ones; other errors are the file's.
+func encoderError(flag string, err error) error {
+	var unknown *model.UnknownModelError
+	if errors.As(err, &unknown) {
+		return usageError{fmt.Errorf("%s %w", flag, err)}
+	}
+	return err
+}
+
 // checkEncoderFile refuses, as misuse of flag, an encoder path that is a
 // pre-training checkpoint or run folder rather than an exported encoder,
 // saying how to export one; anything else, including a missing file, is
 // left to the loader, whose errors name the file. It reads the file only
 // when the encoder's description (the .json beside it) is absent.
 func checkEncoderFile(flag, path string) error {
-	if path == "" {
-		return nil
+	if path == "" || model.IsModelName(path) {
+		return encoderError(flag, checkModelName(path))
 	}
 	st, err := os.Stat(path)
 	if err != nil {
@@ -40,6 +68,14 @@ func checkEncoderFile(flag, path string) error {
 		return usageError{fmt.Errorf("%s %s is a pre-training checkpoint, not an exported encoder: export its encoder first (micrograph export --checkpoint %s --out enc.pt) and give enc.pt", flag, path, path)}
 	}
 	return nil
+}
+
+// checkModelName is nil for no reference or a shipped model's name.
+func checkModelName(ref string) error {
+	if ref == "" || slices.Contains(model.ShippedModels(), ref) {
+		return nil
+	}
+	return &model.UnknownModelError{Name: ref}
 }
 
 // isCheckpoint tells whether path is a pre-training checkpoint: it lies in

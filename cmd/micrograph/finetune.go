@@ -11,7 +11,6 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/atomicfile"
-	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/runenv"
 	"github.com/spf13/pflag"
@@ -96,7 +95,7 @@ type evaluationFlags struct {
 // chooses (epoch or λ).
 func (e *evaluationFlags) register(fs *pflag.FlagSet, c *evaluate.Common, none, seedsAlso, selected string) {
 	fs.StringVar(&c.Data, "data", "", "OGB dataset folder, or CSV file of SMILES and labels (featurised once and cached; scaffold split)")
-	fs.StringVar(&c.EncoderPath, "encoder", "", "pre-trained encoder (.pt from micrograph export, with its .json); none: "+none)
+	fs.StringVar(&c.EncoderPath, "encoder", "", encoderHelp+"; none: "+none)
 	fs.StringVar(&e.out, "out", "", "result file (JSON), written atomically once every run is done; its folder must exist")
 	fs.IntVar(&c.Seeds, "seeds", c.Seeds, "runs per split, seeded --seed, --seed+1, …"+seedsAlso)
 	fs.StringVar(&e.taskTypes, "task-types", "", "NAME=TYPE,…: the type (classification or regression) of the tasks named, instead of\n"+
@@ -137,7 +136,7 @@ func (e *evaluationFlags) check(fs *pflag.FlagSet, c *evaluate.Common, cfg inter
 	if e.env, err = e.rt.parse(fs, nil); err != nil {
 		return err
 	}
-	return checkOutput("--out", e.out, input{"--data", c.Data, true}, input{"--encoder", c.EncoderPath, false})
+	return checkOutput("--out", e.out, append(encoderInputs(c.EncoderPath), input{"--data", c.Data, true})...)
 }
 
 // parseTaskTypes reads --task-types: NAME=TYPE pairs, comma-separated, CSV
@@ -180,7 +179,7 @@ func rejectArchitectureFlags(fs *pflag.FlagSet, encoderPath string) error {
 	}
 	for _, name := range architectureFlags {
 		if fs.Changed(name) {
-			return usageError{fmt.Errorf("--%s: the architecture comes from --encoder (%s), not from flags", name, model.EncoderInfoPath(encoderPath))}
+			return usageError{fmt.Errorf("--%s: the architecture comes from --encoder %s, not from flags", name, encoderPath)}
 		}
 	}
 	return nil

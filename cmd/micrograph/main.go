@@ -26,8 +26,9 @@ type command struct {
 // commands lists the subcommands in the order the overview shows them.
 var commands = []command{
 	{"pretrain", "pre-train an encoder with MICRO-Graph, with checkpoints and resume", runPretrain},
-	{"export", "write a run's encoder for fine-tuning here or in PyTorch", runExport},
+	{"export", "write a run's or a shipped model's encoder (or motif model) for use here or in PyTorch", runExport},
 	{"motifs", "write an HTML report of a run's motifs and their closest subgraphs", runMotifs},
+	{"explain", "say which motifs each atom of your molecules belongs to, as CSV or JSON Lines and a page", runExplain},
 	{"diagnose", "measure collapse, motif use, subgraph sizes and saturation of an encoder (docs/fidelity.md)", runDiagnose},
 	{"diagnose-plot", "draw figures of several diagnose results side by side as an SVG", runDiagnosePlot},
 	{"plot", "draw a run's loss parts over the steps as an SVG", runPlot},

@@ -424,7 +424,6 @@ func TestScoreCommandsMisuse(t *testing.T) {
 	}{
 		{[]string{"embed", "--help"}, 0, ""},
 		{[]string{"predict", "--help"}, 0, ""},
-		{[]string{"embed", "--data", in, "--out", npy}, 2, "micrograph embed: missing --encoder (see micrograph embed --help)"},
 		{[]string{"predict", "--data", in}, 2, "micrograph predict: missing --model, --out"},
 		{emb("--out", filepath.Join(outDir, "e.txt")), 2, "--out " + filepath.Join(outDir, "e.txt") + ": want a .npy or .csv file"},
 		{emb("--out", npy, "--skip-invalid"), 2, "--skip-invalid needs a .csv --out"},

@@ -78,7 +78,7 @@ func TestTrainingCommandsMisuse(t *testing.T) {
 		{[]string{"pretrain", "--run", fresh, "--resume"}, 1, "config.json"},
 		{[]string{"pretrain", "--run", run, "--resume", "--hidden", "16"}, 2, "shape differs"}, // misuse (issue #28)
 		{[]string{"pretrain", "--run", run, "--resume", "--keep", "0"}, 2, "--keep 0 must be positive"},
-		{[]string{"export", "--out", filepath.Join(dir, "e.pt")}, 2, "exactly one of --run and --checkpoint"},
+		{[]string{"export", "--out", filepath.Join(dir, "e.pt")}, 2, "exactly one of --run, --checkpoint and --model"},
 		{[]string{"export", "--run", run, "--checkpoint", "x.pt", "--out", filepath.Join(dir, "e.pt")}, 2, "exactly one"},
 		{[]string{"export", "--run", run, "--out", filepath.Join(dir, "e.txt")}, 2, "want a .pt file"},
 		{[]string{"export", "--run", run, "--out", filepath.Join(dir, "absent", "e.pt")}, 2, "folder " + filepath.Join(dir, "absent") + " does not exist"},

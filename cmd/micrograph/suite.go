@@ -34,7 +34,7 @@ func runSuite(args []string) error {
 			"next to the paper's figures, and writes it to DIR/suite.md and every result to DIR/suite.json\n"+
 			"(DIR is made if missing; its parent must exist). The settings of the finetune and linear-eval\n"+
 			"commands apply; --seeds to both evaluations.")
-	fs.StringSliceVar(&cfg.EncoderPaths, "encoder", nil, "pre-trained encoders (.pt from micrograph export, with their .json), comma-separated: one per pre-training run")
+	fs.StringSliceVar(&cfg.EncoderPaths, "encoder", nil, "pre-trained encoders, comma-separated, one per pre-training run: shipped models' names ("+defaultModel+")\nor .pt files from micrograph export with their .json")
 	fs.StringSliceVar(&cfg.Datasets, "datasets", nil, "benchmark datasets: paths after the flag, comma-separated, or the flag repeated")
 	fs.StringVar(&out, "out", "", "folder for suite.md and suite.json, written once everything is done")
 	fs.StringVar(&cfg.RandomFrom, "random-from", "", "an earlier suite's --out folder (or suite.json) whose runs without pre-training are\n"+

@@ -66,13 +66,13 @@ static void call_graph_free(mgchem_graph *g) { fn_graph_free(g); }
 static mgchem_error call_murcko_scaffold(const char *s, size_t n, char **out) {
 	return fn_murcko_scaffold(s, n, out);
 }
-static mgchem_error call_depict_svg(const char *s, size_t n, const int32_t *hl, int32_t nhl,
-                                    int32_t w, int32_t h, char **out) {
-	return fn_depict_svg(s, n, hl, nhl, w, h, out);
+static mgchem_error call_depict_svg(const char *s, size_t n, const int32_t *hl, const float *colours,
+                                    int32_t nhl, int32_t w, int32_t h, char **out) {
+	return fn_depict_svg(s, n, hl, colours, nhl, w, h, out);
 }
-static mgchem_error call_fragment_smiles(const char *s, size_t n, const int32_t *atoms, int32_t num,
-                                         char **out) {
-	return fn_fragment_smiles(s, n, atoms, num, out);
+static mgchem_error call_fragment_smiles(const char *s, size_t n, const int32_t *atoms,
+                                         const int32_t *offsets, int32_t num, char **out) {
+	return fn_fragment_smiles(s, n, atoms, offsets, num, out);
 }
 */
 import "C"
@@ -80,9 +80,11 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"unsafe"
@@ -284,8 +286,30 @@ const maxImageSide = 1 << 14
 
 // DepictSVG draws smiles as an SVG document of width×height pixels with the
 // given atoms (RDKit atom indices, i.e. positions in the graph) and the bonds
-// between them highlighted.
+// between them highlighted in RDKit's highlight colour.
 func DepictSVG(smiles string, highlight []int, width, height int) (string, error) {
+	return depict(smiles, highlight, nil, width, height)
+}
+
+// Colour is a colour's red, green and blue, each in [0, 1].
+type Colour [3]float32
+
+// DepictSVGColoured draws smiles as an SVG document of width×height pixels
+// with each atom of colours (RDKit atom index → colour) highlighted in its
+// colour, and each bond between two atoms of one colour in that colour.
+func DepictSVGColoured(smiles string, colours map[int]Colour, width, height int) (string, error) {
+	atoms := slices.Sorted(maps.Keys(colours))
+	rgb := make([]float32, 0, 3*len(atoms))
+	for _, a := range atoms {
+		c := colours[a]
+		rgb = append(rgb, c[0], c[1], c[2])
+	}
+	return depict(smiles, atoms, rgb, width, height)
+}
+
+// depict draws smiles with the atoms highlight highlighted, in the colours
+// rgb (three per atom) or, with nil, RDKit's.
+func depict(smiles string, highlight []int, rgb []float32, width, height int) (string, error) {
 	if err := Load(); err != nil {
 		return "", err
 	}
@@ -295,20 +319,21 @@ func DepictSVG(smiles string, highlight []int, width, height int) (string, error
 	if width <= 0 || height <= 0 || width > maxImageSide || height > maxImageSide {
 		return "", fmt.Errorf("rdkit: image size %dx%d outside 1..%d", width, height, maxImageSide)
 	}
-	atoms := make([]C.int32_t, len(highlight))
-	for i, a := range highlight {
-		if a < 0 || a > 1<<31-1 {
-			return "", fmt.Errorf("rdkit: highlighted atom %d out of range", a)
-		}
-		atoms[i] = C.int32_t(a)
+	atoms, err := atomIndices("highlighted", highlight)
+	if err != nil {
+		return "", err
 	}
 	var hl *C.int32_t
 	if len(atoms) > 0 {
 		hl = &atoms[0]
 	}
+	var colours *C.float
+	if len(rgb) > 0 {
+		colours = (*C.float)(unsafe.Pointer(&rgb[0]))
+	}
 	s, n := cstr(smiles)
 	var out *C.char
-	if err := takeError(C.call_depict_svg(s, n, hl, C.int32_t(len(atoms)), C.int32_t(width), C.int32_t(height), &out)); err != nil {
+	if err := takeError(C.call_depict_svg(s, n, hl, colours, C.int32_t(len(atoms)), C.int32_t(width), C.int32_t(height), &out)); err != nil {
 		return "", err
 	} else if out == nil {
 		return "", errNoMemory
@@ -317,34 +342,63 @@ func DepictSVG(smiles string, highlight []int, width, height int) (string, error
 	return C.GoString(out), nil
 }
 
+// atomIndices converts atom indices for C, refusing those out of its range.
+func atomIndices(what string, atoms []int) ([]C.int32_t, error) {
+	out := make([]C.int32_t, len(atoms))
+	for i, a := range atoms {
+		if a < 0 || a > 1<<31-1 {
+			return nil, fmt.Errorf("rdkit: %s atom %d out of range", what, a)
+		}
+		out[i] = C.int32_t(a)
+	}
+	return out, nil
+}
+
 // FragmentSMILES is the canonical SMILES of the fragment of smiles made of
 // the given atoms (RDKit atom indices) and the bonds between them, as
 // RDKit's MolFragmentToSmiles writes it: a ring's atoms keep their
 // aromaticity, so a benzene ring cut from a molecule is c1ccccc1.
 func FragmentSMILES(smiles string, atoms []int) (string, error) {
-	if err := Load(); err != nil {
+	out, err := Fragments(smiles, [][]int{atoms})
+	if err != nil {
 		return "", err
 	}
+	return out[0], nil
+}
+
+// Fragments is FragmentSMILES of each piece of smiles, from one parse.
+func Fragments(smiles string, pieces [][]int) ([]string, error) {
+	if err := Load(); err != nil {
+		return nil, err
+	}
 	if active != nil {
-		return "", active.refuse("a fragment's SMILES")
+		return nil, active.refuse("a fragment's SMILES")
 	}
-	if len(atoms) == 0 {
-		return "", errors.New("rdkit: a fragment needs at least one atom")
+	if len(pieces) == 0 {
+		return nil, nil
 	}
-	ids := make([]C.int32_t, len(atoms))
-	for i, a := range atoms {
-		if a < 0 || a > 1<<31-1 {
-			return "", fmt.Errorf("rdkit: fragment atom %d out of range", a)
+	var flat []int
+	offsets := make([]C.int32_t, 0, len(pieces)+1)
+	for _, p := range pieces {
+		if len(p) == 0 {
+			return nil, errors.New("rdkit: a fragment needs at least one atom")
 		}
-		ids[i] = C.int32_t(a)
+		offsets = append(offsets, C.int32_t(len(flat)))
+		flat = append(flat, p...)
+	}
+	offsets = append(offsets, C.int32_t(len(flat)))
+	ids, err := atomIndices("fragment", flat)
+	if err != nil {
+		return nil, err
 	}
 	s, n := cstr(smiles)
 	var out *C.char
-	if err := takeError(C.call_fragment_smiles(s, n, &ids[0], C.int32_t(len(ids)), &out)); err != nil {
-		return "", err
+	if err := takeError(C.call_fragment_smiles(s, n, &ids[0], &offsets[0], C.int32_t(len(pieces)), &out)); err != nil {
+		return nil, err
 	} else if out == nil {
-		return "", errNoMemory
+		return nil, errNoMemory
 	}
 	defer C.call_free(unsafe.Pointer(out))
-	return C.GoString(out), nil
+	all := strings.TrimSuffix(C.GoString(out), "\n")
+	return strings.Split(all, "\n"), nil
 }

@@ -3,6 +3,7 @@ package rdkit
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -309,5 +310,56 @@ func TestFragmentSMILES(t *testing.T) {
 	}
 	if _, err := FragmentSMILES(benzoic, []int{9}); err == nil || !strings.Contains(err.Error(), "atom 9") {
 		t.Errorf("atom 9 of 9: %v", err)
+	}
+}
+
+// Fragments names several pieces from one parse, each as FragmentSMILES
+// names it alone, and refuses an empty piece.
+func TestFragments(t *testing.T) {
+	const benzoic = "OC(=O)c1ccccc1"
+	pieces := [][]int{{3, 4, 5, 6, 7, 8}, {0, 1, 2}, {1, 3}, {6}}
+	got, err := Fragments(benzoic, pieces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"c1ccccc1", "O=CO", "Cc", "c"}; !slices.Equal(got, want) {
+		t.Errorf("fragments %q, want %q", got, want)
+	}
+	if _, err := Fragments(benzoic, [][]int{{0}, {}}); err == nil {
+		t.Error("an empty piece was named")
+	}
+}
+
+// DepictSVGColoured fills each atom with its own colour and a bond between
+// two atoms of one colour with that colour; a bond between atoms of two
+// colours is not highlighted. (Colours no element is drawn in.)
+func TestDepictSVGColoured(t *testing.T) {
+	green, brown := Colour{0.2, 0.6, 0.4}, Colour{0.8, 0.4, 0}
+	// highlightedBond is whether RDKit drew bond 0 (atoms 0–1) as a filled
+	// highlight of colour hex.
+	highlightedBond := func(svg, hex string) bool {
+		for _, el := range strings.Split(svg, "<path ") {
+			if strings.HasPrefix(el, "class='bond-0 ") && strings.Contains(el, "fill:"+hex) {
+				return true
+			}
+		}
+		return false
+	}
+	same, err := DepictSVGColoured("CCO", map[int]Colour{0: green, 1: green, 2: brown}, 300, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(same, "#339966") || !strings.Contains(same, "#CC6600") || strings.Contains(same, "#FF7F7F") {
+		t.Errorf("colours: green %v, brown %v, default %v", strings.Contains(same, "#339966"), strings.Contains(same, "#CC6600"), strings.Contains(same, "#FF7F7F"))
+	}
+	if !highlightedBond(same, "#339966") {
+		t.Error("the bond between the two green atoms is not green")
+	}
+	two, err := DepictSVGColoured("CCO", map[int]Colour{0: green, 1: brown}, 300, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if highlightedBond(two, "#339966") || highlightedBond(two, "#CC6600") || !strings.Contains(two, "#CC6600") {
+		t.Error("the bond between a green and a brown atom is highlighted, or the brown atom is not drawn")
 	}
 }

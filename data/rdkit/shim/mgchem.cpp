@@ -15,6 +15,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -258,31 +259,46 @@ mgchem_error mgchem_murcko_scaffold(const char *smiles, size_t len, char **out) 
 }
 
 mgchem_error mgchem_depict_svg(const char *smiles, size_t len, const int32_t *highlight,
-                               int32_t num_highlight, int32_t width, int32_t height,
-                               char **out) {
+                               const float *colours, int32_t num_highlight, int32_t width,
+                               int32_t height, char **out) {
   try {
     *out = nullptr;
     if (width <= 0 || height <= 0) throw std::invalid_argument("image size must be positive");
     std::unique_ptr<RDKit::RWMol> mol = parse_smiles(smiles, len);
     const int n = static_cast<int>(mol->getNumAtoms());
-    std::vector<bool> marked(n, false);
+    std::vector<int> colour_of(n, -1);  // index of the atom's entry, -1: not highlighted
     std::vector<int> atoms, bonds;
+    std::map<int, RDKit::DrawColour> atom_colours, bond_colours;
     for (int32_t i = 0; i < num_highlight; ++i) {
       const int a = highlight[i];
       if (a < 0 || a >= n) {
         throw std::out_of_range("highlighted atom " + std::to_string(a) + " is not in a molecule of " +
                                 std::to_string(n) + " atoms");
       }
-      if (!marked[a]) atoms.push_back(a);
-      marked[a] = true;
+      if (colour_of[a] < 0) atoms.push_back(a);
+      colour_of[a] = i;
+      if (colours != nullptr) {
+        atom_colours[a] = RDKit::DrawColour(colours[3 * i], colours[3 * i + 1], colours[3 * i + 2]);
+      }
     }
     for (const RDKit::Bond *bond : mol->bonds()) {
-      if (marked[bond->getBeginAtomIdx()] && marked[bond->getEndAtomIdx()]) {
+      const int a = colour_of[bond->getBeginAtomIdx()], b = colour_of[bond->getEndAtomIdx()];
+      if (a < 0 || b < 0) continue;
+      if (colours == nullptr) {
         bonds.push_back(static_cast<int>(bond->getIdx()));
+      } else if (colours[3 * a] == colours[3 * b] && colours[3 * a + 1] == colours[3 * b + 1] &&
+                 colours[3 * a + 2] == colours[3 * b + 2]) {
+        bonds.push_back(static_cast<int>(bond->getIdx()));
+        bond_colours[static_cast<int>(bond->getIdx())] = atom_colours[static_cast<int>(bond->getBeginAtomIdx())];
       }
     }
     RDKit::MolDraw2DSVG drawer(width, height);
-    RDKit::MolDraw2DUtils::prepareAndDrawMolecule(drawer, *mol, "", &atoms, &bonds);
+    if (colours == nullptr) {
+      RDKit::MolDraw2DUtils::prepareAndDrawMolecule(drawer, *mol, "", &atoms, &bonds);
+    } else {
+      RDKit::MolDraw2DUtils::prepareAndDrawMolecule(drawer, *mol, "", &atoms, &bonds, &atom_colours,
+                                                    &bond_colours);
+    }
     drawer.finishDrawing();
     *out = copy_string(drawer.getDrawingText());
     return nullptr;
@@ -292,21 +308,26 @@ mgchem_error mgchem_depict_svg(const char *smiles, size_t len, const int32_t *hi
 }
 
 mgchem_error mgchem_fragment_smiles(const char *smiles, size_t len, const int32_t *atoms,
-                                    int32_t num_atoms, char **out) {
+                                    const int32_t *offsets, int32_t num_fragments, char **out) {
   try {
     *out = nullptr;
     std::unique_ptr<RDKit::RWMol> mol = parse_smiles(smiles, len);
     const int n = static_cast<int>(mol->getNumAtoms());
-    std::vector<int> use;
-    for (int32_t i = 0; i < num_atoms; ++i) {
-      if (atoms[i] < 0 || atoms[i] >= n) {
-        throw std::out_of_range("atom " + std::to_string(atoms[i]) + " is not in a molecule of " +
-                                std::to_string(n) + " atoms");
+    std::string all;
+    for (int32_t f = 0; f < num_fragments; ++f) {
+      std::vector<int> use;
+      for (int32_t i = offsets[f]; i < offsets[f + 1]; ++i) {
+        if (atoms[i] < 0 || atoms[i] >= n) {
+          throw std::out_of_range("atom " + std::to_string(atoms[i]) + " is not in a molecule of " +
+                                  std::to_string(n) + " atoms");
+        }
+        use.push_back(atoms[i]);
       }
-      use.push_back(atoms[i]);
+      if (use.empty()) throw std::invalid_argument("a fragment needs at least one atom");
+      all += RDKit::MolFragmentToSmiles(*mol, use);
+      all += '\n';
     }
-    if (use.empty()) throw std::invalid_argument("a fragment needs at least one atom");
-    *out = copy_string(RDKit::MolFragmentToSmiles(*mol, use));
+    *out = copy_string(all);
     return nullptr;
   } catch (...) {
     return current_error();

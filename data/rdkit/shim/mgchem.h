@@ -26,7 +26,7 @@ extern "C" {
 
 /* Bumped whenever a signature or struct below changes; the Go side refuses a
  * library built from another version of this header. */
-#define MGCHEM_ABI_VERSION 2
+#define MGCHEM_ABI_VERSION 3
 
 #define MGCHEM_ATOM_FEATURES 9
 #define MGCHEM_BOND_FEATURES 3
@@ -62,16 +62,23 @@ void mgchem_graph_free(mgchem_graph *g);
 mgchem_error mgchem_murcko_scaffold(const char *smiles, size_t len, char **out);
 
 /* Draws the molecule as an SVG document of width x height pixels, highlighting
- * the given atoms (RDKit atom indices) and the bonds between them. */
+ * the given atoms (RDKit atom indices) and the bonds between two of them. With
+ * colours (3 floats in [0, 1] per highlighted atom: red, green, blue) each atom
+ * takes its own colour and a bond the colour its two atoms share (a bond
+ * between atoms of different colours is not highlighted); with NULL, RDKit's
+ * default highlight colour. */
 mgchem_error mgchem_depict_svg(const char *smiles, size_t len, const int32_t *highlight,
-                               int32_t num_highlight, int32_t width, int32_t height,
-                               char **out);
+                               const float *colours, int32_t num_highlight, int32_t width,
+                               int32_t height, char **out);
 
-/* The canonical SMILES of the fragment made of the given atoms (RDKit atom
- * indices) and the bonds between them, as RDKit's MolFragmentToSmiles with
- * its defaults (aromaticity kept, isomeric). */
+/* The canonical SMILES of fragments of the molecule, each made of some of its
+ * atoms (RDKit atom indices) and the bonds between them, as RDKit's
+ * MolFragmentToSmiles with its defaults (aromaticity kept, isomeric), from one
+ * parse: fragment i is atoms[offsets[i] .. offsets[i+1]), offsets holding
+ * num_fragments + 1 entries. *out is the fragments' SMILES, each followed by
+ * a newline. */
 mgchem_error mgchem_fragment_smiles(const char *smiles, size_t len, const int32_t *atoms,
-                                    int32_t num_atoms, char **out);
+                                    const int32_t *offsets, int32_t num_fragments, char **out);
 
 #ifdef __cplusplus
 }

@@ -66,13 +66,8 @@ func WriteFile(path string, entries []Entry) error {
 }
 
 // ReadFile reads the torch.save file at path holding a state dict and
-// returns its entries in the file's order. Tensors come back contiguous,
-// whatever view of a storage the file describes, and share no memory with
-// each other. A file can describe more than it holds (a view larger than
-// its storage, records that overlap), so it refuses, before allocating
-// them, records and tensors that would take more than Cap of its size
-// (64 MiB plus 8 times it). Anything but a regular file is refused
-// (inputfile.Open).
+// returns its entries in the file's order, as Read does. Anything but a
+// regular file is refused at once (inputfile.Open).
 func ReadFile(path string) ([]Entry, error) {
 	f, err := inputfile.Open(path)
 	if err != nil {
@@ -83,9 +78,20 @@ func ReadFile(path string) ([]Entry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ptfile: %w", err)
 	}
-	entries, err := read(f, st.Size())
+	return Read(path, f, st.Size())
+}
+
+// Read reads a torch.save file of size bytes from r, named name in errors,
+// holding a state dict, and returns its entries in the file's order.
+// Tensors come back contiguous, whatever view of a storage the file
+// describes, and share no memory with each other. A file can describe more
+// than it holds (a view larger than its storage, records that overlap), so
+// it refuses, before allocating them, records and tensors that would take
+// more than Cap of its size (64 MiB plus 8 times it).
+func Read(name string, r io.ReaderAt, size int64) ([]Entry, error) {
+	entries, err := read(r, size)
 	if err != nil {
-		return nil, fmt.Errorf("ptfile: %s: %w", path, err)
+		return nil, fmt.Errorf("ptfile: %s: %w", name, err)
 	}
 	return entries, nil
 }

@@ -120,7 +120,7 @@ func writeBytes(t *testing.T, es []Entry) []byte {
 	return b.Bytes()
 }
 
-func readBytes(b []byte) ([]Entry, error) { return Read(bytes.NewReader(b), int64(len(b))) }
+func readBytes(b []byte) ([]Entry, error) { return Read("bytes", bytes.NewReader(b), int64(len(b))) }
 
 func TestRoundTrip(t *testing.T) {
 	want := sampleEntries(true)

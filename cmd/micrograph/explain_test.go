@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/trainer/infer"
+)
+
+// tinyRun pre-trains a tiny model of the objective on 40 synthetic
+// molecules for one epoch and returns the run folder and the dataset.
+func tinyRun(t *testing.T, dir string, objective ...string) (run, synth string) {
+	t.Helper()
+	synth = filepath.Join(dir, "synth")
+	if _, err := os.Stat(synth); err != nil {
+		if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 40, Seed: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run = filepath.Join(dir, "run"+strings.Join(objective, ""))
+	args := append([]string{"pretrain", "--data", synth, "--run", run, "--hidden", "8", "--layers", "1", "--motifs", "4",
+		"--batch-size", "8", "--epochs", "1", "--device", "cpu"}, objective...)
+	if code, _, errs := runCLI(t, args...); code != 0 {
+		t.Fatalf("pretrain: %s", errs)
+	}
+	return run, synth
+}
+
+// readExplanations decodes a .jsonl file of explanations.
+func readExplanations(t *testing.T, path string) []infer.Explanation {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []infer.Explanation
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var e infer.Explanation
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// A run's motif model, exported with --motifs, explains molecules as the run
+// folder itself does, for both objectives: one line per input row in order,
+// the row RDKit rejects kept with its reason and listed on stderr by line;
+// its description names the motifs by their pieces in the run's data; the
+// page draws the molecules. As an encoder it embeds exactly as the run's
+// exported encoder does.
+func TestExplainCommand(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.csv")
+	if err := os.WriteFile(in, []byte(scoreInput), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, objective := range [][]string{nil, {"--objective", "released"}} {
+		run, synth := tinyRun(t, dir, objective...)
+		name := strings.Join(append([]string{"paper"}, objective...), "")
+		motifs := filepath.Join(dir, name+"-motifs.pt")
+		if code, _, errs := runCLI(t, "export", "--run", run, "--motifs", "--name", "tiny-v0", "--out", motifs, "--device", "cpu"); code != 0 {
+			t.Fatalf("%s: export --motifs: %s", name, errs)
+		}
+		b, err := os.ReadFile(model.MotifModelInfoPath(motifs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info model.MotifModelInfo
+		if err := json.Unmarshal(b, &info); err != nil {
+			t.Fatal(err)
+		}
+		named := 0
+		for _, u := range info.Legend {
+			named += len(u.Fragments)
+		}
+		if info.Name != "tiny-v0" || info.Data != filepath.Base(synth) || len(info.Legend) != 4 || named == 0 {
+			t.Errorf("%s: description name %q data %q, %d legend entries with %d fragments", name, info.Name, info.Data, len(info.Legend), named)
+		}
+
+		fromFile, fromRun := filepath.Join(dir, name+"-file.jsonl"), filepath.Join(dir, name+"-run.jsonl")
+		page := filepath.Join(dir, name+".html")
+		code, out, errs := runCLI(t, "explain", "--model", motifs, "--data", in, "--out", fromFile, "--page", page, "--device", "cpu")
+		if code != 0 || !strings.Contains(out, "explained 3 of 4 rows") || !strings.Contains(errs, "in.csv:3 (row 1)") {
+			t.Fatalf("%s: explain: status %d, stdout %q, stderr %q", name, code, out, errs)
+		}
+		if code, _, errs := runCLI(t, "explain", "--run", run, "--data", in, "--out", fromRun, "--device", "cpu"); code != 0 {
+			t.Fatalf("%s: explain --run: %s", name, errs)
+		}
+		a, _ := os.ReadFile(fromFile)
+		b, _ = os.ReadFile(fromRun)
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s: the motif model file and the run folder explain differently", name)
+		}
+		got := readExplanations(t, fromFile)
+		if len(got) != 4 || got[1].Error == "" || got[1].Motifs != nil || got[3].SMILES != "CC(=O)Nc1ccccc1" || len(got[3].Motifs) != 10 {
+			t.Errorf("%s: explanations %+v", name, got)
+		}
+		html, err := os.ReadFile(page)
+		if err != nil || strings.Count(string(html), "<figure>") != 4 || !strings.Contains(string(html), "<svg") {
+			t.Errorf("%s: page: %v, %d figures", name, err, strings.Count(string(html), "<figure>"))
+		}
+
+		enc := filepath.Join(dir, name+"-encoder.pt")
+		if code, _, errs := runCLI(t, "export", "--run", run, "--out", enc); code != 0 {
+			t.Fatalf("%s: export: %s", name, errs)
+		}
+		e1, e2 := filepath.Join(dir, name+"-1.npy"), filepath.Join(dir, name+"-2.npy")
+		for _, c := range [][2]string{{enc, e1}, {motifs, e2}} {
+			if code, _, errs := runCLI(t, "embed", "--encoder", c[0], "--data", in, "--out", c[1], "--device", "cpu"); code != 0 {
+				t.Fatalf("%s: embed --encoder %s: %s", name, c[0], errs)
+			}
+		}
+		a, _ = os.ReadFile(e1)
+		b, _ = os.ReadFile(e2)
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("%s: a motif model embeds differently from its run's encoder", name)
+		}
+	}
+}
+
+// Misuse of explain and export is one line and status 2, with nothing
+// written; an unknown model's name lists the shipped ones.
+func TestExplainMisuse(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.csv")
+	if err := os.WriteFile(in, []byte(scoreInput), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "e.jsonl")
+	known := strings.Join(model.ShippedModels(), ", ")
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"explain", "--model", "micrograph-nonesuch-v9", "--data", in, "--out", out}, "--model micrograph-nonesuch-v9 is not a shipped model (known: " + known + ")"},
+		{[]string{"explain", "--model", "x.pt", "--run", dir, "--data", in, "--out", out}, "give at most one of --model and --run"},
+		{[]string{"explain", "--data", in, "--out", filepath.Join(dir, "e.txt")}, "want a .csv or .jsonl file"},
+		{[]string{"explain", "--data", in, "--out", out, "--page", filepath.Join(dir, "p.svg")}, "--page " + filepath.Join(dir, "p.svg") + ": want an .html file"},
+		{[]string{"embed", "--encoder", "molhiv", "--data", in, "--out", filepath.Join(dir, "e.npy")}, "--encoder molhiv is not a shipped model (known: " + known + ")"},
+		{[]string{"finetune", "--encoder", "nonesuch", "--data", in, "--out", filepath.Join(dir, "f.json")}, "--encoder nonesuch is not a shipped model"},
+		{[]string{"export", "--model", "nonesuch", "--out", filepath.Join(dir, "x.pt")}, "--model nonesuch is not a shipped model"},
+		{[]string{"export", "--run", dir, "--model", "nonesuch", "--out", filepath.Join(dir, "x.pt")}, "give exactly one of --run, --checkpoint and --model"},
+		{[]string{"export", "--run", dir, "--name", "x", "--out", filepath.Join(dir, "x.pt")}, "--name and --data belong to --motifs"},
+	}
+	for _, tc := range tests {
+		code, stdoutText, errs := runCLI(t, tc.args...)
+		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 || stdoutText != "" {
+			t.Errorf("%q: status %d, stderr %q; want status 2 and one line with %q", tc.args, code, errs, tc.want)
+		}
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if !slices.Equal(left, []string{in}) {
+		t.Errorf("misuse left %v", left)
+	}
+}
