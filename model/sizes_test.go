@@ -1,6 +1,9 @@
 package model_test
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -119,6 +122,57 @@ func TestOutOfMemoryNamesTheSetting(t *testing.T) {
 		}
 		if after := handles(); after != before {
 			t.Errorf("%s: %d tensor handles live or leaked after the failure, %d before", tc.name, after, before)
+		}
+	}
+}
+
+// A motif model's description whose sizes are not its weights' is refused
+// naming the file and the setting, by LoadMotifModel and by LoadEncoder,
+// before a model of those sizes is built.
+func TestMotifModelDescriptionSizes(t *testing.T) {
+	scope(t)
+	cfg := model.DefaultConfig()
+	cfg.Encoder.Hidden, cfg.Encoder.Layers, cfg.Motifs = 8, 1, 4
+	mm, err := model.NewMotifModel(cfg, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mm.Free()
+	path := filepath.Join(t.TempDir(), "m.pt")
+	if err := model.SaveMotifModel(path, mm, model.MotifModelInfo{Name: "test-v0"}); err != nil {
+		t.Fatal(err)
+	}
+	desc := model.MotifModelInfoPath(path)
+	original, err := os.ReadFile(desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		edit func(m map[string]any)
+		want string
+	}{
+		{func(m map[string]any) { m["encoder"].(map[string]any)["layers"] = 1000000 }, "model.encoder.layers 1000000 differs from the weights, which have 1"},
+		{func(m map[string]any) { m["motifs"] = 1000000 }, "model.motifs 1000000 differs from the weights, which have 4"},
+	} {
+		var info map[string]any
+		if err := json.Unmarshal(original, &info); err != nil {
+			t.Fatal(err)
+		}
+		tc.edit(info["model"].(map[string]any))
+		b, _ := json.Marshal(info)
+		if err := os.WriteFile(desc, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := model.LoadMotifModel(path, torch.CPU)
+		if err == nil || !strings.HasPrefix(err.Error(), desc+": "+tc.want) {
+			t.Errorf("LoadMotifModel: %v, want %q", err, desc+": "+tc.want)
+		}
+		if strings.Contains(tc.want, "encoder") {
+			_, state, err := model.LoadEncoder(path)
+			torch.FreeNamed(state)
+			if err == nil || !strings.HasPrefix(err.Error(), desc+": "+tc.want) {
+				t.Errorf("LoadEncoder: %v, want %q", err, desc+": "+tc.want)
+			}
 		}
 	}
 }
