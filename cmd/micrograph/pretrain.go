@@ -117,12 +117,6 @@ func runPretrain(args []string) error {
 		}
 		return flagError(fs, &cfg, err)
 	}
-	if err := cfg.Validate(); err != nil {
-		return blame(err)
-	}
-	if err := runfolder.CheckRunFolder(run, resume); err != nil {
-		return blame(err)
-	}
 	denv, inJob, err := distributed.FromEnv()
 	if err != nil {
 		return usageError{err} // the environment is part of how the command was started
@@ -135,7 +129,7 @@ func runPretrain(args []string) error {
 	case jf.nproc > 1 && inJob:
 		return usageError{fmt.Errorf("--nproc %d under a launcher that set WORLD_SIZE=%d: give one or the other", jf.nproc, denv.WorldSize)}
 	case jf.nproc > 1:
-		if err := pretrain.CheckSplit(cfg, jf.nproc); err != nil {
+		if err := pretrain.CheckLaunch(run, cfg, resume, jf.nproc); err != nil {
 			return blame(err)
 		}
 		return launchRanks(jf.nproc, withoutFlag(args, "nproc"), jf.timeout+30*time.Second)
@@ -215,8 +209,8 @@ const (
 )
 
 // checkRunFlag refuses a --run that names no folder or one the system
-// cannot make, before anything is made (a 5,000-byte --run used to leave
-// the 20 folders MkdirAll managed).
+// cannot make, before anything is made: MkdirAll would leave the folders it
+// managed before the name that fails.
 func checkRunFlag(run string) error {
 	if run == "" {
 		return usageError{errors.New(`--run "": want a folder name`)}

@@ -107,7 +107,7 @@ func bench(cfg BenchConfig, env runenv.Env) (res *BenchResult, err error) {
 		return nil, fmt.Errorf("nothing to time: %d steps, %d batches per epoch", steps, perEpoch)
 	}
 
-	t := &pretrainer{cfg: pc, dev: dev, model: m, adam: adam}
+	t := &pretrainer{cfg: pc, dev: dev, procs: alone{}, model: m, adam: adam}
 	var wait time.Duration
 	run := func(n int, timed bool) error {
 		for range n {
@@ -157,7 +157,7 @@ func bench(cfg BenchConfig, env runenv.Env) (res *BenchResult, err error) {
 	res = &BenchResult{
 		SPerStep: elapsed / float64(steps), DataWaitFraction: wait.Seconds() / elapsed,
 		Device: dev.String(), Libtorch: torch.Version(), Steps: steps, BatchSize: pc.BatchSize,
-		StepsPerEpoch: perEpoch, Threads: torch.NumThreads(), Processes: se.job.Size(),
+		StepsPerEpoch: perEpoch, Threads: torch.NumThreads(), Processes: se.procs.Size(),
 	}
 	res.MoleculesPerS = float64(steps*pc.BatchSize) / elapsed
 	res.SPerEpoch = res.SPerStep * float64(perEpoch)

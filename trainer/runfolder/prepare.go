@@ -86,9 +86,9 @@ func Prepare(run string, cfg *Config, resume bool) (ck *Checkpoint, release func
 		for _, s := range skipped {
 			fmt.Fprintf(os.Stderr, "micrograph: skipping an unreadable checkpoint: %s\n", s)
 		}
-		if ModelShape(latest.Config) != ModelShape(saved) {
-			return nil, nil, fmt.Errorf("resume: %s holds a model of another shape (hidden, layers, mlp-layers, learn-t, bond-per-layer, motifs, objective: %v) than the run's %s (%v): that file was edited (put it back), or the checkpoint is not this run's (move it out of %s to resume from the one before)",
-				latest.Path, ModelShape(latest.Config), ConfigPath(run), ModelShape(saved), CheckpointDir(run))
+		if d := ShapeOf(latest.Config).differences(ShapeOf(saved), "there", "in "+ConfigPath(run)); d != "" {
+			return nil, nil, fmt.Errorf("resume: %s holds a model of another shape than the run's (%s): %s was edited (put it back), or the checkpoint is not this run's (move it out of %s to resume from the one before)",
+				latest.Path, d, ConfigPath(run), CheckpointDir(run))
 		}
 		if k, was, is, differ := firstDifference(latest.Config, saved); differ {
 			return nil, nil, fmt.Errorf("resume: %s says %s is %v, but the run's newest checkpoint %s was made with %v: that file was edited (put it back), or the checkpoint is not this run's (move it out of %s)",
