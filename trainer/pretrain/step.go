@@ -163,7 +163,7 @@ func (t *pretrainer) checkpoint() error {
 		return nil
 	}
 	path, err := runfolder.SaveCheckpoint(t.run, runfolder.Checkpoint{
-		Step: step, Position: t.loader.Position(), Config: t.cfg, World: t.procs.Size(),
+		Step: step, Position: t.loader.Position(), Config: t.cfg, World: t.procs.Size(), Threads: torch.NumThreads(),
 		Model: t.model.Store.State(), Optim: t.adam.State(), RNG: rngs,
 	})
 	if err != nil {

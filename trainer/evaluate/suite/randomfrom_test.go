@@ -2,142 +2,105 @@ package suite_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
-	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/evaluate/suite"
 )
 
-// syntheticBenchmark writes the built-in synthetic dataset under a
-// benchmark's OGB folder name, so that a suite takes it for that benchmark.
-func syntheticBenchmark(t *testing.T, name string, seed uint64) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), name)
-	if _, err := data.WriteSynthetic(dir, data.SynthOptions{Molecules: 160, Seed: seed}); err != nil {
+// --random-from compares what the data holds, not where it is: a suite
+// whose benchmark file was replaced by other molecules at the same path is
+// refused (it used to report Δ and p-values against random encoders
+// evaluated on the old molecules), and so is one from before suites
+// recorded their data's content. A suite.json that is damaged (truncated,
+// empty, NaN where JSON has no NaN) is the file's error naming it and the
+// place, not misuse of the flag (it was exit 2, "is not a suite result").
+func TestRandomFromComparesTheDataNotItsPath(t *testing.T) {
+	dir := t.TempDir()
+	bace := filepath.Join(dir, "bace") // a benchmark's name
+	if _, err := data.WriteSynthetic(bace, data.SynthOptions{Molecules: 120, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
-	return dir
-}
-
-// --random-from's settings check, on the synthetic dataset (no ../shared
-// needed). An earlier suite fine-tuned and probed two encoders on "bace".
-// A later suite of other encoders that probes only, with the same probe
-// settings, takes the earlier random runs entry for entry and remakes the
-// pre-trained ones, whatever its fine-tuning settings (it runs none). One
-// that differs in anything its random runs depend on is refused before any
-// evaluation, naming random_from and what differs: the probe's seeds, L2
-// grid or steps, the datasets (another benchmark in the same number), the
-// encoder architecture; and so is one that fine-tunes with other settings.
-func TestSuiteRandomFromSettingsOnSyntheticData(t *testing.T) {
-	bace := syntheticBenchmark(t, "ogbg_molbace", 5)
-	bbbp := syntheticBenchmark(t, "ogbg_molbbbp", 6)
-	first := suite.Config{
-		EncoderPaths: []string{writeSeededEncoder(t, smallEncoder, 3), writeSeededEncoder(t, smallEncoder, 4)},
+	cfg := suite.Config{
+		EncoderPaths: []string{writeSeededEncoder(t, smallEncoder, 3)},
 		Datasets:     []string{bace},
-		Evaluations:  []string{suite.EvaluationFinetune, suite.EvaluationLinear},
+		Evaluations:  []string{suite.EvaluationLinear},
 		Protocols:    []evaluate.Protocol{evaluate.ProtocolScaffold},
-		Finetune:     evaluate.DefaultFinetuneConfig(),
 		Linear:       smallLinear(t, ""),
 	}
-	first.Finetune.Epochs, first.Finetune.Seeds = 1, 2
-	first.Linear.Seeds, first.Linear.Steps = 2, 20
-	earlier, err := suite.Run(first, cpuEnv(t))
+	cfg.Linear.Seeds, cfg.Linear.Steps = 1, 20
+	first, err := suite.Run(cfg, cpuEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	b, _ := json.Marshal(earlier)
-	if err := os.WriteFile(filepath.Join(dir, "suite.json"), b, 0o644); err != nil {
+	if key, _ := data.ContentKey(bace); first.DataKeys["bace"] != key || key == "" {
+		t.Fatalf("the suite records %q for bace, want its content key %q", first.DataKeys, key)
+	}
+	saveSuite := func(name string, r any) string {
+		folder := filepath.Join(dir, name)
+		if err := os.MkdirAll(folder, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(r)
+		if err := os.WriteFile(filepath.Join(folder, "suite.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return folder
+	}
+	earlier := saveSuite("first", first)
+	second := cfg
+	second.EncoderPaths = []string{writeSeededEncoder(t, smallEncoder, 5)}
+	second.RandomFrom = earlier
+	if _, err := suite.Run(second, cpuEnv(t)); err != nil {
+		t.Fatalf("the same data: %v", err)
+	}
+
+	old := *first
+	old.DataKeys = nil
+	second.RandomFrom = saveSuite("old", &old)
+	_, err = suite.Run(second, cpuEnv(t))
+	if want := "does not record what " + bace + " held when it ran"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a suite without data keys: %v, want %q", err, want)
+	}
+
+	// Other molecules at the same path.
+	if err := os.RemoveAll(bace); err != nil {
 		t.Fatal(err)
 	}
-	randomLinear := map[int]suite.Entry{}
-	for _, e := range earlier.Entries {
-		if !e.Pretrained && e.Evaluation == suite.EvaluationLinear {
-			randomLinear[e.Replicate] = e
-		}
+	if _, err := data.WriteSynthetic(bace, data.SynthOptions{Molecules: 120, Seed: 2}); err != nil {
+		t.Fatal(err)
 	}
-	if len(earlier.Entries) != 8 || len(randomLinear) != 2 {
-		t.Fatalf("the earlier suite has %d entries, %d random probes; want 8 and 2", len(earlier.Entries), len(randomLinear))
-	}
-
-	// later is a suite of other encoders that probes only and takes the
-	// earlier random runs.
-	later := func() suite.Config {
-		c := first
-		c.EncoderPaths = []string{writeSeededEncoder(t, smallEncoder, 5), writeSeededEncoder(t, smallEncoder, 6)}
-		c.Evaluations = []string{suite.EvaluationLinear}
-		c.Finetune.Epochs, c.Finetune.LR = 7, 0.5 // not run: not compared
-		c.RandomFrom = dir
-		return c
-	}
-	var progress strings.Builder
-	env := cpuEnv(t)
-	env.Progress = &progress
-	res, err := suite.Run(later(), env)
-	if err != nil {
-		t.Fatalf("a suite that runs none of the differing evaluations: %v", err)
-	}
-	if len(res.Entries) != 4 {
-		t.Fatalf("%d entries, want 4", len(res.Entries))
-	}
-	for i, e := range res.Entries {
-		if e.Pretrained {
-			for _, was := range earlier.Entries {
-				if was.Pretrained && was.Evaluation == e.Evaluation && was.Replicate == e.Replicate && was.Test == e.Test {
-					t.Errorf("entry %d: the pre-trained run was taken from the earlier suite (test %v), not made with the new encoder", i, e.Test)
-				}
-			}
-			continue
-		}
-		want := randomLinear[e.Replicate]
-		e.Outcome.Linear, want.Outcome.Linear = nil, nil // compared through their figures
-		if !reflect.DeepEqual(e, want) {
-			t.Errorf("entry %d: random run %+v, earlier %+v", i, e, want)
-		}
-	}
-	taken := 0
-	for _, line := range strings.Split(progress.String(), "\n") {
-		if strings.Contains(line, "taken from "+dir) && strings.Contains(line, "without pre-training") {
-			taken++
-		}
-	}
-	if n := strings.Count(progress.String(), "taken from "+dir); n != 2 || taken != 2 {
-		t.Errorf("%d runs said to be taken, %d of them without pre-training; want 2 and 2:\n%s", n, taken, progress.String())
+	second.RandomFrom = earlier
+	_, err = suite.Run(second, cpuEnv(t))
+	var fe *field.Error
+	if want := "ran its random encoders on other molecules than " + bace + " holds now"; err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, &fe) || fe.Name != "random_from" {
+		t.Errorf("the data replaced: %v, want a random_from error with %q", err, want)
 	}
 
-	refused := []struct {
-		name, says string
-		edit       func(c *suite.Config)
+	body, _ := json.Marshal(first)
+	for _, tc := range []struct {
+		name, content, want string
 	}{
-		{"other seeds", "evaluation settings", func(c *suite.Config) { c.Linear.Seeds = 3 }},
-		{"another L2 grid", "evaluation settings", func(c *suite.Config) { c.Linear.L2Grid = []float64{1, 0.1} }},
-		{"other steps", "evaluation settings", func(c *suite.Config) { c.Linear.Steps = 21 }},
-		{"another benchmark", "datasets", func(c *suite.Config) { c.Datasets = []string{bbbp} }},
-		{"another architecture", "architecture", func(c *suite.Config) {
-			c.EncoderPaths = []string{writeSeededEncoder(t, model.EncoderConfig{Hidden: 8, Layers: 1, MLPLayers: 1, T: 1}, 5)}
-		}},
-		{"fine-tuning with other settings", "evaluation settings", func(c *suite.Config) {
-			c.Evaluations = []string{suite.EvaluationFinetune, suite.EvaluationLinear}
-		}},
-	}
-	for _, tc := range refused {
-		c := later()
-		tc.edit(&c)
-		var progress strings.Builder
-		env := cpuEnv(t)
-		env.Progress = &progress
-		_, err := suite.Run(c, env)
-		if err == nil || !strings.Contains(err.Error(), "random_from") || !strings.Contains(err.Error(), tc.says) {
-			t.Errorf("%s: %v; want a refusal naming random_from and %q", tc.name, err, tc.says)
+		{"empty", "", "empty: no JSON value"},
+		{"truncated", string(body[:len(body)/2]), "the JSON ends early (truncated?)"},
+		{"NaN", `{"config": {}, "entries": [{"test": {"mean": NaN}}]}`, `not valid JSON at byte 46: invalid character 'N' looking for beginning of value (after the key "mean")`},
+	} {
+		folder := filepath.Join(dir, tc.name)
+		os.MkdirAll(folder, 0o755)
+		file := filepath.Join(folder, "suite.json")
+		if err := os.WriteFile(file, []byte(tc.content), 0o644); err != nil {
+			t.Fatal(err)
 		}
-		if progress.Len() > 0 {
-			t.Errorf("%s: evaluations ran before the refusal:\n%s", tc.name, progress.String())
+		second.RandomFrom = folder
+		_, err := suite.Run(second, cpuEnv(t))
+		if err == nil || err.Error() != file+": "+tc.want || errors.As(err, &fe) {
+			t.Errorf("%s suite.json: %v, want the file's error %q", tc.name, err, file+": "+tc.want)
 		}
 	}
 }
