@@ -91,7 +91,7 @@ func runExplain(args []string) error {
 		return flagError(fs, &s, err)
 	}
 	if *page != "" {
-		p := report.ExplanationPage{Model: name, Objective: m.Config.Objective(), Data: s.data, Rows: rep.Rows,
+		p := report.ExplanationPage{Model: name, Objective: m.Config.Objective(), Data: filepath.Base(s.data), Rows: rep.Rows,
 			Invalid: rep.Invalid, Molecules: rep.Page, Usage: rep.Usage, Legend: legend.Legend, LegendData: legend.Data}
 		// Rendered in memory first, so that a failure leaves no partial file.
 		var b bytes.Buffer

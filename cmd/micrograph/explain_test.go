@@ -165,3 +165,57 @@ func TestExplainMisuse(t *testing.T) {
 		t.Errorf("misuse left %v", left)
 	}
 }
+
+// The shipped model serves by name: embed without --encoder uses it, and its
+// encoder exported as encoder.pt + encoder.json gives in PyTorch (the
+// docs/pytorch.md snippet, weights_only=True) the embeddings embed gives, to
+// float32 rounding; explain without --model names its pieces and its page
+// carries the legend of its pre-training data.
+func TestShippedModelInPyTorchAndExplain(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.csv")
+	if err := os.WriteFile(in, []byte(scoreInput), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	npy := filepath.Join(dir, "e.npy")
+	if code, out, errs := runCLI(t, "embed", "--data", in, "--out", npy, "--threads", "1"); code != 0 || !strings.Contains(out, "embedded 3 of 4 rows") {
+		t.Fatalf("embed with the shipped model: status %d\n%s\n%s", code, out, errs)
+	}
+	enc := filepath.Join(dir, "enc.pt")
+	if code, _, errs := runCLI(t, "export", "--model", defaultModel, "--out", enc); code != 0 {
+		t.Fatalf("export --model: %s", errs)
+	}
+	inputs := pygInputs(t, dir, []string{"CCO", "c1ccccc1O", "CC(=O)Nc1ccccc1"})
+	const harness = `
+import sys
+import numpy as np
+a = np.load(sys.argv[2])
+inp = json.load(open(sys.argv[3]))
+x = torch.tensor(inp["x"]).view(-1, 9)
+edge_index = torch.tensor([inp["src"], inp["dst"]])
+edge_attr = torch.tensor(inp["edge_attr"]).view(-1, 3)
+with torch.no_grad():
+    e = graph_embeddings(load_encoder(sys.argv[1]), x, edge_index, edge_attr, torch.tensor(inp["batch"])).numpy()
+print(json.dumps({"shape": list(a.shape), "diff": float(np.max(np.abs(a[[0, 2, 3]] - e) / np.maximum(1, np.abs(e))))}))
+`
+	var got struct {
+		Shape []int
+		Diff  float64
+	}
+	runSnippet(t, dir, harness, &got, enc, npy, inputs)
+	if !slices.Equal(got.Shape, []int{4, 300}) || got.Diff > 1e-5 {
+		t.Errorf("PyTorch on the exported shipped model: shape %v, largest difference from embed %g", got.Shape, got.Diff)
+	}
+	jsonl, page := filepath.Join(dir, "x.jsonl"), filepath.Join(dir, "x.html")
+	if code, _, errs := runCLI(t, "explain", "--data", in, "--out", jsonl, "--page", page, "--threads", "1"); code != 0 {
+		t.Fatalf("explain with the shipped model: %s", errs)
+	}
+	ex := readExplanations(t, jsonl)
+	if len(ex) != 4 || len(ex[2].Motifs) != 7 || len(ex[2].Profile) != 20 || ex[2].Pieces[0].Fragment == "" {
+		t.Errorf("explanations %+v", ex)
+	}
+	html, _ := os.ReadFile(page)
+	if !strings.Contains(string(html), "commonest pieces in ogbg_molhiv (pre-training data)") {
+		t.Error("the page has no legend from the pre-training data")
+	}
+}

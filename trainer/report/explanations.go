@@ -20,7 +20,7 @@ const explainWidth, explainHeight = 300, 220
 type ExplanationPage struct {
 	Model     string // the model's name or file
 	Objective string // its pre-training objective
-	Data      string // the input explained
+	Data      string // the input explained, as the page names it
 	Rows      int    // input rows explained
 	Invalid   int    // of those, rows without an explanation
 	// Molecules are the explanations drawn, the input's first rows.
