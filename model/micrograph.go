@@ -29,6 +29,12 @@ type MicroGraph struct {
 	// over the global batch, so that Sinkhorn balances the global batch
 	// (docs/method.md §3); nil for one process.
 	Across ops.SumReducer
+	// Gather, when the batch is split across processes and the run
+	// contrasts against the global batch (docs/method.md §3.3), stacks every
+	// process's subgraph embeddings so that L_contra's negatives are the
+	// whole batch's; nil for one process, or for negatives from this
+	// process's part only.
+	Gather ops.RowGatherer
 }
 
 // New builds a model with fresh parameters on dev, of floating dtype dt
@@ -192,7 +198,7 @@ func (m *MicroGraph) Forward(g *graph.Graph, train bool) Output {
 			{Name: "node_mot", Tensor: ops.NLL(a.LogQ, a.Motif)},
 			{Name: "mot_sub", Tensor: ops.NLL(logP, target)},
 			{Name: "reg", Tensor: reg},
-			{Name: "contra", Tensor: ops.GraphSubgraphContrast(m.We.Forward(e), sContra, sub, c.Tau)},
+			{Name: "contra", Tensor: ops.GraphSubgraphContrast(m.We.Forward(e), sContra, sub, c.Tau, m.Gather)},
 		},
 		Subgraphs: sub.Count(),
 	}

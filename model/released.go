@@ -127,7 +127,7 @@ func (m *MicroGraph) forwardReleased(g *graph.Graph, train bool) Output {
 	l := Losses{
 		Parts: []torch.Named{
 			{Name: "motif", Tensor: ops.NLL(logP, target)},
-			{Name: "contra", Tensor: ops.GraphSubgraphContrast(zg, zs, sub, c.Tau)},
+			{Name: "contra", Tensor: ops.GraphSubgraphContrast(zg, zs, sub, c.Tau, nil)},
 			{Name: "sampler", Tensor: m.samplerLoss(h, sub, cos)},
 		},
 		Subgraphs: sub.Count(),

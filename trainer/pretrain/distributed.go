@@ -105,6 +105,9 @@ func (j *job) attach(m *model.MicroGraph, state []torch.Named, cfg runfolder.Con
 	if cfg.SyncBatchNorm {
 		m.Encoder.SumAcross = j.group.AllReduceSumGrad
 	}
+	if cfg.GlobalNegatives {
+		m.Gather = distributed.GatherRows(j.group)
+	}
 	if err := distributed.BroadcastFrom0(j.group, state); err != nil {
 		return err
 	}
