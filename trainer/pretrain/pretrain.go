@@ -188,13 +188,17 @@ func runPretraining(run string, cfg runfolder.Config, env runenv.Env, opt Option
 		}
 	}
 	if jb != nil {
-		bar.printf("micrograph: %d processes (%s), %d molecules each per step of %d", jb.Size(), distributed.Backend(dev), cfg.BatchSize/jb.Size(), cfg.BatchSize)
+		bar.printf("micrograph: %d processes (%s) of %d libtorch thread(s), %d molecules each per step of %d", jb.Size(), distributed.Backend(dev), torch.NumThreads(), cfg.BatchSize/jb.Size(), cfg.BatchSize)
 	}
 	if ck != nil {
 		bar.printf("micrograph: resuming %s at step %d (%s)", ck.Path, step, start)
 		if ck.World != jb.Size() {
 			bar.printf("micrograph: %s was written by %d process(es), this run has %d: the batch sequence continues, each process's random draws (dropout, subgraph perturbations) do not",
 				ck.Path, ck.World, jb.Size())
+		}
+		if ck.Threads > 0 && ck.Threads != torch.NumThreads() {
+			bar.printf("micrograph: %s was written by processes of %d libtorch thread(s), this run's have %d: sums that libtorch splits over threads may round differently",
+				ck.Path, ck.Threads, torch.NumThreads())
 		}
 		if len(rngMissing) > 0 {
 			bar.printf("micrograph: %s holds no state for the %s generator(s): they continue from the run's seed %d, so random draws (dropout, subgraph perturbations) differ from an uninterrupted run",
@@ -436,7 +440,7 @@ func (t *pretrainer) checkpoint(step int64) error {
 	if t.job.Rank() != 0 {
 		return nil
 	}
-	path, err := runfolder.SaveCheckpoint(t.run, step, t.loader.Position(), t.cfg, t.model, t.adam, rngs, t.job.Size())
+	path, err := runfolder.SaveCheckpoint(t.run, step, t.loader.Position(), t.cfg, t.model, t.adam, rngs, t.job.Size(), torch.NumThreads())
 	if err != nil {
 		return fmt.Errorf("checkpoint at step %d: %w", step, err)
 	}

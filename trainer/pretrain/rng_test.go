@@ -187,7 +187,7 @@ func TestCheckpointReplaysEveryRandomDrawOfAStep(t *testing.T) {
 			dir := t.TempDir()
 			r := newStepRun(t, cfg, dev, feed.Position{})
 			r.run(t) // Adam's moments and the generators move off their start
-			path, err := runfolder.SaveCheckpoint(dir, 1, r.loader.Position(), cfg, r.model, r.adam, processRNG(t), 1)
+			path, err := runfolder.SaveCheckpoint(dir, 1, r.loader.Position(), cfg, r.model, r.adam, processRNG(t), 1, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -255,7 +255,7 @@ func TestRestoreToleratesForeignAndMissingGenerators(t *testing.T) {
 	dev := testdevice.Get(t)
 	cfg := smallStepConfig(dev)
 	r := newStepRun(t, cfg, dev, feed.Position{})
-	path, err := runfolder.SaveCheckpoint(t.TempDir(), 0, r.loader.Position(), cfg, r.model, r.adam, processRNG(t), 1)
+	path, err := runfolder.SaveCheckpoint(t.TempDir(), 0, r.loader.Position(), cfg, r.model, r.adam, processRNG(t), 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

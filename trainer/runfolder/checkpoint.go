@@ -31,7 +31,8 @@ const CheckpointFormat = "micrograph-checkpoint/1"
 //	                GPU the run was on); in a data-parallel run these are
 //	                rank 0's, and rng.rank<r>/<device> rank r's
 //	meta.*          format, step, epoch, data position (global: of the
-//	                whole batch sequence), config and world size, as strings
+//	                whole batch sequence), config, world size and libtorch
+//	                threads per process, as strings
 //
 // named RUNDIR/checkpoints/step-<step>.pt and written atomically.
 
@@ -42,6 +43,7 @@ type Checkpoint struct {
 	Position feed.Position // the next batch of the data sequence
 	Config   Config
 	World    int           // processes of the run that wrote it (1 before data-parallel runs)
+	Threads  int           // libtorch threads in each of them (0: not recorded, in files written before issue 36)
 	Model    []torch.Named // model.* without the prefix
 	Optim    []torch.Named // optim.* without the prefix
 	RNG      []torch.Named // rng.* without the prefix: "cpu", "cuda:0", …
@@ -65,8 +67,8 @@ func checkpointPath(run string, step int64) string {
 // SaveCheckpoint writes the run's state at step atomically and keeps only the
 // newest keep checkpoints.
 // rngs are the generator states of every rank (see pretrain's job.gatherRNG), world the
-// number of ranks.
-func SaveCheckpoint(run string, step int64, pos feed.Position, cfg Config, m *model.MicroGraph, opt interface{ State() []torch.Named }, rngs []torch.Named, world int) (string, error) {
+// number of ranks, threads libtorch's threads in each.
+func SaveCheckpoint(run string, step int64, pos feed.Position, cfg Config, m *model.MicroGraph, opt interface{ State() []torch.Named }, rngs []torch.Named, world, threads int) (string, error) {
 	var state []torch.Named
 	for _, n := range m.Store.State() {
 		state = append(state, torch.Named{Name: "model." + n.Name, Tensor: n.Tensor})
@@ -84,13 +86,14 @@ func SaveCheckpoint(run string, step int64, pos feed.Position, cfg Config, m *mo
 		return "", err
 	}
 	meta := map[string]string{
-		"meta.format": CheckpointFormat,
-		"meta.step":   strconv.FormatInt(step, 10),
-		"meta.epoch":  strconv.Itoa(pos.Epoch),
-		"meta.batch":  strconv.Itoa(pos.Batch),
-		"meta.config": string(cfgJSON),
-		"meta.torch":  torch.Version(),
-		"meta.world":  strconv.Itoa(world),
+		"meta.format":  CheckpointFormat,
+		"meta.step":    strconv.FormatInt(step, 10),
+		"meta.epoch":   strconv.Itoa(pos.Epoch),
+		"meta.batch":   strconv.Itoa(pos.Batch),
+		"meta.config":  string(cfgJSON),
+		"meta.torch":   torch.Version(),
+		"meta.world":   strconv.Itoa(world),
+		"meta.threads": strconv.Itoa(threads),
 	}
 	if err := os.MkdirAll(CheckpointDir(run), 0o755); err != nil {
 		return "", err
@@ -284,6 +287,9 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 	ck.World = 1
 	if _, ok := meta["meta.world"]; ok {
 		ck.World = int(number("meta.world"))
+	}
+	if _, ok := meta["meta.threads"]; ok {
+		ck.Threads = int(number("meta.threads"))
 	}
 	ck.Position = feed.Position{Epoch: int(number("meta.epoch")), Batch: int(number("meta.batch"))}
 	if len(errs) > 0 {
