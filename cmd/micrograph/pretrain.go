@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/micrograph/micrograph/trainer/runfolder"
@@ -30,7 +31,14 @@ func pretrainFlags(cfg *runfolder.Config, run *string, resume *bool, objective *
 			"where it runs may change).\n\n"+
 			"Data-parallel: --nproc N runs N local processes, each on its part of every batch\n"+
 			"(docs/method.md §3.3); under torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set)\n"+
-			"this process is one of them. Rank 0 writes RUNDIR.")
+			"this process is one of them. Rank 0 writes RUNDIR.\n\n"+
+			"On a CPU of several cores, without --threads and --nproc, a new run of the paper objective\n"+
+			"splits every batch over one process per core (at most 8, each with at least 64 molecules of\n"+
+			"the batch and 1 GiB of free memory; cores beyond that become threads), with batch norm and\n"+
+			"L_contra's negatives over the global batch (--sync-batch-norm --global-negatives, saved with\n"+
+			"the run): the one-process method, faster, with each process's own random draws. The released\n"+
+			"objective, and a run saved without those two settings, use one process and every core as\n"+
+			"threads. --threads T alone is one process of T threads, as is --nproc 1.")
 	fs.StringVar(&cfg.Data, "data", cfg.Data, "OGB dataset folder, CSV file of SMILES (featurised once and cached), or corpus folder\n(micrograph featurize --shard-rows; its shards stay on disk, memory-mapped)")
 	fs.StringVar(run, "run", "", "run folder")
 	fs.BoolVar(resume, "resume", false, "continue the run in --run")
@@ -49,12 +57,27 @@ func pretrainFlags(cfg *runfolder.Config, run *string, resume *bool, objective *
 	fs.BoolVar(&cfg.SkipNonFinite, "skip-nonfinite", cfg.SkipNonFinite, "skip the update of a batch whose loss is NaN or Inf instead of stopping")
 	fs.BoolVar(&cfg.Deterministic, "deterministic", cfg.Deterministic, "deterministic algorithms only: repeated GPU runs give bit-identical losses")
 	precisionFlag(fs, &cfg.Precision)
-	fs.BoolVar(&cfg.SyncBatchNorm, "sync-batch-norm", cfg.SyncBatchNorm, "with several processes, batch norm over the global batch instead of each process's part")
-	fs.IntVar(&job.nproc, "nproc", 1, "local processes sharing each batch (data-parallel; Gloo on CPUs, NCCL on GPUs)")
+	splitFlags(fs, cfg)
+	fs.IntVar(&job.nproc, "nproc", 1, "local processes sharing each batch (data-parallel; Gloo on CPUs, NCCL on GPUs);\n"+
+		"on a CPU without --nproc and --threads, the paper objective runs as one process per core (see above)")
 	fs.DurationVar(&job.timeout, "timeout", pretrain.DefaultTimeout, "with several processes: how long a rank waits for the others before failing")
 	seedFlag(fs, &cfg.Seed)
 	rt.register(fs, true)
 	return fs
+}
+
+// splitFlags registers the settings of a batch split across processes
+// (docs/method.md §3.3) into cfg.
+func splitFlags(fs *pflag.FlagSet, cfg *runfolder.Config) {
+	fs.BoolVar(&cfg.SyncBatchNorm, "sync-batch-norm", cfg.SyncBatchNorm, "with several processes, batch norm over the global batch instead of each process's part")
+	fs.BoolVar(&cfg.GlobalNegatives, "global-negatives", cfg.GlobalNegatives, "with several processes, L_contra's negatives from the global batch instead of each process's part")
+}
+
+// deviceIsCUDA says whether --device names (or, as auto, finds) a GPU; a
+// name of no device is not one, and is refused later.
+func deviceIsCUDA(name string) bool {
+	dev, err := torch.ParseDevice(name)
+	return err == nil && dev.IsCUDA()
 }
 
 // jobFlags are pretrain's flags for data-parallel runs.
@@ -109,12 +132,16 @@ func runPretrain(args []string) error {
 	} else if cfg.Data == "" {
 		return usageError{errMissing("--data")}
 	}
-	if err := validatePretrain(fs, &cfg, run, resume); err != nil {
-		return err
-	}
 	denv, inJob, err := distributed.FromEnv()
 	if err != nil {
 		return usageError{err} // the environment is part of how the command was started
+	}
+	onCPU := !inJob && defaultsToSplit(fs) && !deviceIsCUDA(rt.device)
+	if onCPU && !resume {
+		cfg = defaultSplitConfig(fs, cfg)
+	}
+	if err := validatePretrain(fs, &cfg, run, resume); err != nil {
+		return err
 	}
 	switch {
 	case jf.nproc < 1:
@@ -127,7 +154,18 @@ func runPretrain(args []string) error {
 		if err := pretrain.CheckSplit(cfg, jf.nproc); err != nil {
 			return flagError(fs, &cfg, err)
 		}
-		return launchRanks(jf.nproc, withoutFlag(args, "nproc"), jf.timeout+30*time.Second)
+		return launchRanks("pretrain", jf.nproc, withoutFlag(args, "nproc"), jf.timeout+30*time.Second)
+	}
+	if onCPU {
+		cores := cpuCores()
+		split := defaultCPUSplit(cfg, cores, availableMemory())
+		if split.processes > 1 {
+			logf("%s", describeSplit(split, cores))
+			return launchRanks("pretrain", split.processes, splitArgs(args, split), jf.timeout+30*time.Second)
+		}
+		if split.why != "" {
+			logf("one process of %d libtorch threads: %s", cores, split.why)
+		}
 	}
 	var job *distributed.Env
 	if inJob {

@@ -84,6 +84,32 @@ func (j *job) Size() int {
 	return j.size
 }
 
+// slowest is the largest of the ranks' seconds (alone, seconds).
+func (j *job) slowest(seconds float64) (float64, error) {
+	if j == nil {
+		return seconds, nil
+	}
+	t := torch.Full([]int64{1}, seconds, torch.Options{DType: torch.Float64, Device: j.dev})
+	defer t.Free()
+	if err := j.group.AllReduce(t, torch.ReduceMax); err != nil {
+		return 0, err
+	}
+	return t.Item(), nil
+}
+
+// total is the sum of the ranks' n (alone, n).
+func (j *job) total(n int64) (int64, error) {
+	if j == nil {
+		return n, nil
+	}
+	t := torch.Full([]int64{1}, float64(n), torch.Options{DType: torch.Int64, Device: j.dev})
+	defer t.Free()
+	if err := j.group.AllReduce(t, torch.ReduceSum); err != nil {
+		return 0, err
+	}
+	return t.ItemInt(), nil
+}
+
 func (j *job) close() {
 	if j != nil {
 		j.group.Close()
