@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 
 	"github.com/micrograph/micrograph/graph"
@@ -54,20 +55,26 @@ func (m *MicroGraph) releasedSubgraphs(g *graph.Graph, h0 *torch.Tensor, rng *ra
 		torch.NoGrad(func() { emb = torch.ToSlice[float32](h0.ToDType(torch.Float32).To(torch.CPU, false)) })
 		d = int(h0.Size(1))
 	}
-	for gi, mol := range mols {
-		switch c.Sampler {
-		case SamplerRandomWalk:
+	switch c.Sampler {
+	case SamplerRandomWalk:
+		for gi, mol := range mols {
 			lists[gi] = sample.RandomWalks(mol, releasedWalkMin, releasedWalkMax, c.Eta, rng)
-		case SamplerKHop:
-			lists[gi] = sample.KHopBalls(mol, releasedHopsMin, releasedHopsMax, c.Eta, rng)
-		default:
-			first, n := int(g.Host.GraphPtr[gi]), mol.Size()
-			x := make([]float64, n*d)
-			for i, v := range emb[first*d : (first+n)*d] {
-				x[i] = float64(v)
-			}
-			lists[gi] = sample.SpectralSubgraphs(mol, x, d, c.Released.ClusterTau, c.Eta, c.Released.KMeansRestarts, rng)
 		}
+	case SamplerKHop:
+		for gi, mol := range mols {
+			lists[gi] = sample.KHopBalls(mol, releasedHopsMin, releasedHopsMax, c.Eta, rng)
+		}
+	default:
+		xs := make([][]float64, len(mols))
+		for gi, mol := range mols {
+			first, n := int(g.Host.GraphPtr[gi]), mol.Size()
+			xs[gi] = make([]float64, n*d)
+			for i, v := range emb[first*d : (first+n)*d] {
+				xs[gi][i] = float64(v)
+			}
+		}
+		// The host's cores: libtorch's threads wait for the subgraphs.
+		lists = sample.SpectralSubgraphsOf(mols, xs, d, c.Released.ClusterTau, c.Eta, c.Released.KMeansRestarts, rng, runtime.GOMAXPROCS(0))
 	}
 	return ops.ListedSubgraphs(g, lists, m.Store.DType())
 }
