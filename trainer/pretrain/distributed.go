@@ -129,7 +129,7 @@ func rankSeed(seed uint64, rank int) uint64 { return seed + uint64(rank)*0x9E377
 func (j *job) attach(m *model.MicroGraph, state []torch.Named, cfg runfolder.Config) error {
 	m.Across = distributed.SumAcross(j.group)
 	if cfg.SyncBatchNorm {
-		m.Encoder.SumAcross = j.group.AllReduceSumGrad
+		m.Encoder.NormAcross = j.group
 	}
 	if cfg.GlobalNegatives {
 		m.Gather = distributed.GatherRows(j.group)
