@@ -212,6 +212,7 @@ test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 45m ./...
 	bash scripts/gpu-check-dry-run.sh
+	bash scripts/scaling.sh --smoke --out out/scaling-smoke >/dev/null
 
 # The main job: synthetic data, a few minutes of pre-training, motif recovery
 # and linear evaluation with few and all labels, with and without it; the
