@@ -353,6 +353,10 @@ func readMapping(dir string, d *Dataset) error {
 	return nil
 }
 
+// ErrNoSplit says that a dataset folder has no split, which the scaffold
+// protocol evaluates on: errors that wrap it name the dataset.
+var ErrNoSplit = errors.New("split/ is missing")
+
 // LacksSplit tells whether path is a dataset folder without a split/
 // folder, such as featurize --split none writes. A CSV file is featurised
 // with a scaffold split, so it never lacks one.

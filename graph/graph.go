@@ -52,6 +52,6 @@ func (g *Graph) EdgePtr() *torch.Tensor { return g.RowPtr.IndexSelect(0, g.Graph
 // over molecules.
 func (g *Graph) Padded(x *torch.Tensor) *torch.Tensor {
 	c := x.Size(1)
-	zeros := torch.Zeros([]int64{g.NumGraphs * g.MaxNodes, c}, torch.Options{DType: x.DType(), Device: x.Device()})
+	zeros := torch.Zeros([]int64{g.NumGraphs * g.MaxNodes, c}, x.Options())
 	return zeros.IndexAdd(0, g.PadIndex, x).Reshape(g.NumGraphs, g.MaxNodes, c)
 }

@@ -18,15 +18,6 @@ type EncoderConfig struct {
 	BondPerLayer bool    `json:"bond_per_layer"` // one BondEncoder per layer instead of a shared one
 }
 
-// Samplers of motif-like subgraphs and the ablations of the paper's Table 3.
-const (
-	SamplerMotif      = "motif"
-	SamplerRandomWalk = "random-walk"
-	SamplerKHop       = "k-hop"
-	// SamplerSpectral is the released formulation's sampler (§12.1).
-	SamplerSpectral = "spectral"
-)
-
 // ReleasedConfig holds the settings of the formulation MICRO-Graph's authors
 // released as code (docs/method.md §12) that the paper's has no counterpart
 // for; K, τ (motif and contrast softmaxes), the Sinkhorn settings, η and the
@@ -56,7 +47,7 @@ type Config struct {
 	LambdaReg         float64 `json:"lambda_reg"`          // λ_r; 0 is the "without L_reg" ablation
 	PDrop             float64 `json:"p_drop"`              // member drop probability (§4)
 	PAdd              float64 `json:"p_add"`               // neighbour join probability (§4)
-	Sampler           string  `json:"sampler"`             // motif, random-walk or k-hop
+	Sampler           string  `json:"sampler"`             // the objective's sampler: Sampler* names
 	SubgraphsPerGraph int     `json:"subgraphs_per_graph"` // for the ablation samplers
 	OrthoSelected     bool    `json:"ortho_selected"`      // ortho term over selected motifs only (§5)
 	// ContrastDetached contrasts graphs against subgraph embeddings cut from
@@ -65,9 +56,9 @@ type Config struct {
 	ContrastDetached bool `json:"contrast_detached,omitempty"`
 
 	// Released, when set, trains the authors' released formulation (§12)
-	// instead of the paper's; the paper-only settings (α, λ_n, λ_s, λ_r,
-	// p_drop, p_add, subgraphs per graph, ortho-selected, contrast-detached)
-	// are then 0.
+	// instead of the paper's (see NewObjective); the paper-only settings
+	// (α, λ_n, λ_s, λ_r, p_drop, p_add, subgraphs per graph,
+	// ortho-selected, contrast-detached) are then 0.
 	Released *ReleasedConfig `json:"released,omitempty"`
 }
 
@@ -78,13 +69,18 @@ const (
 	ObjectiveReleased = "released"
 )
 
-// Objective names the formulation c trains.
-func (c Config) Objective() string {
+// NewObjective makes the objective c trains, not yet registered on a
+// model: the released code's when c.Released is set, else the paper's. It
+// is the one place that tells them apart.
+func (c Config) NewObjective() Objective {
 	if c.Released != nil {
-		return ObjectiveReleased
+		return &ReleasedObjective{c: c, r: *c.Released}
 	}
-	return ObjectivePaper
+	return &PaperObjective{c: c}
 }
+
+// Objective names the objective c trains.
+func (c Config) Objective() string { return c.NewObjective().Name() }
 
 // DefaultEncoderConfig is §1's pre-training encoder: 5 layers of width 300,
 // dropout 0.2, one-layer MLPs, t = 1 fixed, a shared BondEncoder.
@@ -147,7 +143,8 @@ func (c EncoderConfig) Validate() error {
 }
 
 // Validate reports the first setting that cannot work, naming its field
-// (the encoder's inside "encoder").
+// (the encoder's inside "encoder"): the settings every objective shares,
+// then its objective's own (Objective.Check).
 func (c Config) Validate() error {
 	if err := c.Encoder.Validate(); err != nil {
 		return field.Within("encoder", err)
@@ -161,12 +158,6 @@ func (c Config) Validate() error {
 		if err := field.Finite(f.name, f.v); err != nil {
 			return err
 		}
-	}
-	prob := func(name string, p float64) error {
-		if p < 0 || p > 1 {
-			return field.Errorf(name, p, "must be in [0, 1]")
-		}
-		return nil
 	}
 	switch {
 	case c.Motifs < 1:
@@ -185,60 +176,14 @@ func (c Config) Validate() error {
 		return field.Errorf("lambda_sub", c.LambdaSub, "must not be negative")
 	case c.LambdaReg < 0:
 		return field.Errorf("lambda_reg", c.LambdaReg, "must not be negative")
-	case c.Released != nil:
-		return c.validateReleased()
-	case c.Sampler != SamplerMotif && c.Sampler != SamplerRandomWalk && c.Sampler != SamplerKHop:
-		return field.Errorf("sampler", c.Sampler, "must be motif, random-walk or k-hop")
-	case c.Sampler != SamplerMotif && c.SubgraphsPerGraph < 1:
-		return field.Errorf("subgraphs_per_graph", c.SubgraphsPerGraph, "must be positive")
-	case c.OrthoSelected && c.Sampler != SamplerMotif:
-		return field.Errorf("ortho_selected", c.OrthoSelected, "needs the motif sampler")
 	}
-	return field.First(prob("alpha", c.Alpha), prob("p_drop", c.PDrop), prob("p_add", c.PAdd))
+	return c.NewObjective().Check()
 }
 
-// validateReleased checks §12's settings; the shared ones were checked.
-func (c Config) validateReleased() error {
-	r := c.Released
-	paperOnly := []struct {
-		name  string
-		value any
-		set   bool
-	}{{"alpha", c.Alpha, c.Alpha != 0}, {"lambda_node", c.LambdaNode, c.LambdaNode != 0},
-		{"lambda_sub", c.LambdaSub, c.LambdaSub != 0}, {"lambda_reg", c.LambdaReg, c.LambdaReg != 0},
-		{"p_drop", c.PDrop, c.PDrop != 0}, {"p_add", c.PAdd, c.PAdd != 0},
-		{"subgraphs_per_graph", c.SubgraphsPerGraph, c.SubgraphsPerGraph != 0},
-		{"ortho_selected", c.OrthoSelected, c.OrthoSelected}, {"contrast_detached", c.ContrastDetached, c.ContrastDetached}}
-	for _, p := range paperOnly {
-		if p.set {
-			return field.Errorf(p.name, p.value, "belongs to the paper objective, not the released one")
-		}
-	}
-	weights := []struct {
-		name string
-		v    float64
-	}{{"released.cluster_tau", r.ClusterTau}, {"released.motif_weight", r.MotifWeight},
-		{"released.contra_weight", r.ContraWeight}, {"released.sampler_weight", r.SamplerWeight},
-		{"released.top_fraction", r.TopFraction}}
-	for _, w := range weights {
-		if err := field.Finite(w.name, w.v); err != nil {
-			return err
-		}
-		if w.v < 0 {
-			return field.Errorf(w.name, w.v, "must not be negative")
-		}
-	}
-	switch {
-	case c.Sampler != SamplerSpectral && c.Sampler != SamplerRandomWalk && c.Sampler != SamplerKHop:
-		return field.Errorf("sampler", c.Sampler, "must be spectral, random-walk or k-hop for the released objective")
-	case !(r.ClusterTau > 0):
-		return field.Errorf("released.cluster_tau", r.ClusterTau, "must be positive")
-	case r.TopFraction <= 0 || r.TopFraction > 1:
-		return field.Errorf("released.top_fraction", r.TopFraction, "must be in (0, 1]")
-	case r.KMeansRestarts < 1:
-		return field.Errorf("released.kmeans_restarts", r.KMeansRestarts, "must be positive")
-	case r.InitBatches < 0:
-		return field.Errorf("released.init_batches", r.InitBatches, "must not be negative")
+// probability is the error of a field p that must be a probability.
+func probability(name string, p float64) error {
+	if p < 0 || p > 1 {
+		return field.Errorf(name, p, "must be in [0, 1]")
 	}
 	return nil
 }

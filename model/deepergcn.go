@@ -100,12 +100,14 @@ func (m *DeeperGCN) forward(g *graph.Graph, p ForwardProbe, update bool) *torch.
 		}
 		return n.Forward(h, p.BatchStats)
 	}
-	h := m.Convs[0].Forward(m.Atom.Forward(g.Atoms), bonds, g, update, m.cut)
+	// Each layer's temporaries go as soon as it is done (autograd keeps
+	// what backpropagation needs), so that later layers reuse warm memory.
+	h := torch.Scoped(func() *torch.Tensor { return m.Convs[0].Forward(m.Atom.Forward(g.Atoms), bonds, g, update, m.cut) })
 	for l := 1; l < len(m.Convs); l++ {
-		s := torch.NewScope()
-		x := drop.Forward(norm(l-1, h).Relu(), p.Dropout)
-		h = s.Keep(m.Convs[l].Forward(x, bonds, g, update, m.cut).Add(h))
-		s.Close()
+		h = torch.Scoped(func() *torch.Tensor {
+			x := drop.Forward(norm(l-1, h).Relu(), p.Dropout)
+			return m.Convs[l].Forward(x, bonds, g, update, m.cut).Add(h)
+		})
 	}
 	return drop.Forward(norm(len(m.Norms)-1, h), p.Dropout)
 }

@@ -81,14 +81,6 @@ type bondLookup struct {
 // batch's bonds (the shared table is ignored when the layer has its own
 // encoder).
 func (c *GENConv) Forward(h *torch.Tensor, bonds bondLookup, g *graph.Graph, train bool, cut stopGradient) *torch.Tensor {
-	// The layer's temporaries go as soon as it is done (autograd keeps what
-	// backpropagation needs), so that later ops reuse warm memory.
-	s := torch.NewScope()
-	defer s.Close()
-	return s.Keep(c.forward(h, bonds, g, train, cut))
-}
-
-func (c *GENConv) forward(h *torch.Tensor, bonds bondLookup, g *graph.Graph, train bool, cut stopGradient) *torch.Tensor {
 	table := bonds.shared
 	if c.Bond != nil {
 		table = c.Bond.Forward(bonds.combos)
@@ -107,8 +99,7 @@ func (c *GENConv) forward(h *torch.Tensor, bonds bondLookup, g *graph.Graph, tra
 		if c.T != nil {
 			a = ops.SegmentSoftmax(m.Mul(c.T), g.RowPtr, g.Dst)
 		} else {
-			torch.NoGrad(func() { a = ops.SegmentSoftmax(m.MulScalar(c.t), g.RowPtr, g.Dst) })
-			a = cut(c.name, a)
+			a = cut(c.name, torch.NoGradValue(func() *torch.Tensor { return ops.SegmentSoftmax(m.MulScalar(c.t), g.RowPtr, g.Dst) }))
 		}
 		x = h.Add(m.Mul(a).SegmentReduce(g.RowPtr, torch.ReduceSum))
 	}

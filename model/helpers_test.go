@@ -213,14 +213,14 @@ func checkGradients(t *testing.T, cfg model.Config, g *graph.Graph, seed uint64,
 			entry := flat.Narrow(0, int64(i), 1)
 			orig := entry.Item()
 			set := func(x float64) { entry.CopyFrom(torch.Full([]int64{1}, x, torch.Options{DType: torch.Float64}), false) }
-			var plus, minus float64
-			torch.NoGrad(func() {
-				set(orig + 1e-6)
-				plus = m.Forward(g, true).Total.Item()
-				set(orig - 1e-6)
-				minus = m.Forward(g, true).Total.Item()
-				set(orig)
-			})
+			lossAt := func(x float64) float64 {
+				return torch.NoGradValue(func() float64 {
+					set(x)
+					return m.Forward(g, true).Total.Item()
+				})
+			}
+			plus, minus := lossAt(orig+1e-6), lossAt(orig-1e-6)
+			torch.NoGrad(func() { set(orig) })
 			numeric := (plus - minus) / 2e-6
 			if math.Abs(grad[i]-numeric) > 1e-6*math.Max(1, math.Abs(numeric)) {
 				t.Errorf("%s[%d]: autograd %.10g, finite difference %.10g", v.Name, i, grad[i], numeric)

@@ -31,13 +31,9 @@ type MotifModel struct {
 	Store   *nn.Store
 	Encoder *DeeperGCN
 	Motifs  *torch.Tensor
-	Head    assignmentHead
-}
-
-// assignmentHead maps node embeddings (N×d) to the space the motif table
-// lives in: W_h, or the released objective's projection head.
-type assignmentHead interface {
-	Forward(x *torch.Tensor) *torch.Tensor
+	// Head maps node embeddings (N×d) to the space the motif table lives
+	// in: the objective's assignment head.
+	Head Projection
 }
 
 // NewMotifModel registers a motif model of cfg on dev, its tensors
@@ -52,11 +48,7 @@ func NewMotifModel(cfg Config, dev torch.Device) (*MotifModel, error) {
 	m := &MotifModel{Config: cfg, Store: s}
 	m.Encoder = NewDeeperGCN(root.Sub("encoder"), cfg.Encoder)
 	m.Motifs = root.Param("motif_embeddings", torch.Empty([]int64{int64(cfg.Motifs), d}, root.Options()))
-	if cfg.Objective() == ObjectiveReleased {
-		m.Head = NewProjectionHead(root.Sub("projection_head"), d)
-	} else {
-		m.Head = nn.NewLinear(root.Sub("W_h"), d, d, false)
-	}
+	m.Head = cfg.NewObjective().AssignmentHead(root)
 	return m, nil
 }
 

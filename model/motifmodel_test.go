@@ -48,12 +48,12 @@ func TestMotifModelAssignsAsThePretrainingModel(t *testing.T) {
 				cos := mm.Cosines(g)
 				if objective == model.ObjectivePaper {
 					got = vector(cos.DivScalar(cfg.Tau).Softmax(1))
-					want = vector(pre.Assign(g, false).Q)
+					want = vector(pre.Objective.(*model.PaperObjective).Assign(g, false).Q)
 					return
 				}
 				got = vector(cos)
 				h := pre.Encoder.Forward(g, false)
-				want = cosines(matrix(pre.Head.Forward(h)), matrix(pre.Motifs))
+				want = cosines(matrix(pre.Objective.(*model.ReleasedObjective).Head.Forward(h)), matrix(pre.Motifs))
 			})
 			if len(got) != len(want) || len(got) == 0 {
 				t.Fatalf("%d values, want %d", len(got), len(want))

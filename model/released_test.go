@@ -121,9 +121,7 @@ func TestReleasedGradientMatchesFiniteDifferences(t *testing.T) {
 	defer m.Free()
 	loss := func() float64 {
 		torch.ManualSeed(9) // the same balls every evaluation
-		var v float64
-		torch.NoGrad(func() { v = m.Forward(g, false).Total.Item() })
-		return v
+		return torch.NoGradValue(func() float64 { return m.Forward(g, false).Total.Item() })
 	}
 	torch.ManualSeed(9)
 	m.Forward(g, false).Total.Backward()
@@ -164,7 +162,7 @@ func TestInitMotifsAreKMeansCentres(t *testing.T) {
 	}
 	defer m.Free()
 	graphs := []*graph.Graph{collate(t, ds, span(0, 32)).Graph(testdevice.Get(t)), collate(t, ds, span(32, 64)).Graph(testdevice.Get(t))}
-	rows, err := m.InitMotifs(graphs)
+	rows, err := m.Objective.(*model.ReleasedObjective).InitMotifs(graphs)
 	if err != nil {
 		t.Fatal(err)
 	}

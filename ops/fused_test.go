@@ -27,7 +27,7 @@ func unfusedAggregate(h, table, bond, t *torch.Tensor, g *graph.Graph, learnT bo
 	if learnT {
 		a = ops.SegmentSoftmax(m.Mul(t), g.RowPtr, g.Dst)
 	} else {
-		torch.NoGrad(func() { a = ops.SegmentSoftmax(m.Mul(t), g.RowPtr, g.Dst) })
+		a = torch.NoGradValue(func() *torch.Tensor { return ops.SegmentSoftmax(m.Mul(t), g.RowPtr, g.Dst) })
 	}
 	return h.Add(m.Mul(a).SegmentReduce(g.RowPtr, torch.ReduceSum))
 }

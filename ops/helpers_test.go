@@ -144,13 +144,11 @@ func gradCheckOn(t *testing.T, d torch.Device, name string, x *torch.Tensor, f f
 	data := torch.HostData[float64](x)
 	for i := range data {
 		orig := data[i]
-		var plus, minus float64
-		torch.NoGrad(func() {
-			data[i] = orig + 1e-6
-			plus = f(x.To(d, false)).Item()
-			data[i] = orig - 1e-6
-			minus = f(x.To(d, false)).Item()
-		})
+		valueAt := func(v float64) float64 {
+			data[i] = v
+			return torch.NoGradValue(func() float64 { return f(x.To(d, false)).Item() })
+		}
+		plus, minus := valueAt(orig+1e-6), valueAt(orig-1e-6)
 		data[i] = orig
 		numeric := (plus - minus) / 2e-6
 		if math.Abs(analytic[i]-numeric) > 1e-6*math.Max(1, math.Abs(numeric)) {

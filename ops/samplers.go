@@ -29,8 +29,7 @@ func uniformInts(n, lo, hi int64, dev torch.Device) *torch.Tensor {
 // neighbour (a node without neighbours stays); a subgraph is the set of nodes
 // a walk visits. Weights have dtype dt.
 func RandomWalkSubgraphs(g *graph.Graph, perGraph int64, minLen, maxLen int64, eta int, dt torch.DType) *Subgraphs {
-	var s *Subgraphs
-	torch.NoGrad(func() {
+	return torch.NoGradValue(func() *Subgraphs {
 		dev := g.GraphPtr.Device()
 		walks := g.NumGraphs * perGraph
 		slot := torch.Arange(0, float64(walks), 1, torch.Options{DType: torch.Int64, Device: dev})
@@ -56,9 +55,8 @@ func RandomWalkSubgraphs(g *graph.Graph, perGraph int64, minLen, maxLen int64, e
 		weight := torch.Cat(valid, 0).ToDType(dt)
 		key := slots.MulScalar(float64(g.NumNodes)).Add(node)
 		weight = weight.Mul(firstValid(key, weight))
-		s = newSubgraphs(node, slots, weight, perGraph, walks, eta)
+		return newSubgraphs(node, slots, weight, perGraph, walks, eta)
 	})
-	return s
 }
 
 // firstValid is 1 at the first valid position of each distinct key: keys of
@@ -72,8 +70,7 @@ func firstValid(key, valid *torch.Tensor) *torch.Tensor {
 // molecule, each the nodes within k hops of a uniformly drawn seed node, with
 // k drawn from {1, 2} with equal probability. Weights have dtype dt.
 func KHopSubgraphs(g *graph.Graph, perGraph int64, eta int, dt torch.DType) *Subgraphs {
-	var s *Subgraphs
-	torch.NoGrad(func() {
+	return torch.NoGradValue(func() *Subgraphs {
 		dev := g.GraphPtr.Device()
 		slots := g.NumGraphs * perGraph
 		hops := uniformInts(slots, 1, 2, dev)
@@ -95,7 +92,6 @@ func KHopSubgraphs(g *graph.Graph, perGraph int64, eta int, dt torch.DType) *Sub
 		slot = slot.Reshape(-1)
 		within := dist.Reshape(-1).Le(hops.IndexSelect(0, slot).ToDType(torch.Float32))
 		node := g.Nodes.Unsqueeze(1).Expand(-1, perGraph).Reshape(-1)
-		s = newSubgraphs(node, slot, within.ToDType(dt), perGraph, slots, eta)
+		return newSubgraphs(node, slot, within.ToDType(dt), perGraph, slots, eta)
 	})
-	return s
 }

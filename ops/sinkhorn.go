@@ -40,7 +40,7 @@ func sinkhornComposed(q *torch.Tensor, lambda float64, iters int, across SumRedu
 		}
 		return t
 	}
-	torch.NoGrad(func() {
+	a := torch.NoGradValue(func() *torch.Tensor {
 		a := q.ToDType(torch.Float32).T().MulScalar(lambda).Exp()
 		a = a.Div(whole(a.Sum()))
 		k, n := float64(a.Size(0)), float64(a.Size(1))
@@ -54,7 +54,7 @@ func sinkhornComposed(q *torch.Tensor, lambda float64, iters int, across SumRedu
 			a = a.Mul(whole(a.SumDim(1, true)).Reciprocal().MulScalar(1 / k))
 			a = a.Mul(columns(a.SumDim(0, true)))
 		}
-		motif, balanced = a.Argmax(0, false), a
+		return a
 	})
-	return motif, balanced
+	return a.Argmax(0, false), a
 }

@@ -10,8 +10,7 @@ import "github.com/micrograph/micrograph/torch"
 // The maximum is subtracted for stability and detached: softmax does not
 // depend on it, so its gradient would cancel anyway.
 func SegmentSoftmax(z, rowPtr, dst *torch.Tensor) *torch.Tensor {
-	var shift *torch.Tensor
-	torch.NoGrad(func() { shift = z.SegmentReduce(rowPtr, torch.ReduceMax).IndexSelect(0, dst) })
+	shift := torch.NoGradValue(func() *torch.Tensor { return z.SegmentReduce(rowPtr, torch.ReduceMax).IndexSelect(0, dst) })
 	ex := z.Sub(shift).Exp()
 	den := ex.SegmentReduce(rowPtr, torch.ReduceSum).IndexSelect(0, dst)
 	return ex.Div(den)

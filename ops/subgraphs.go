@@ -30,7 +30,7 @@ type Subgraphs struct {
 func (s *Subgraphs) LiveRows(x *torch.Tensor) *torch.Tensor { return x.IndexSelect(0, s.LiveSlots) }
 
 func newSubgraphs(node, slot, weight *torch.Tensor, perGraph, numSlots int64, eta int) *Subgraphs {
-	size := torch.Zeros([]int64{numSlots}, torch.Options{DType: weight.DType(), Device: weight.Device()}).IndexAdd(0, slot, weight)
+	size := torch.Zeros([]int64{numSlots}, weight.Options()).IndexAdd(0, slot, weight)
 	live := size.GeScalar(float64(eta))
 	return &Subgraphs{
 		PerGraph: perGraph, NumSlots: numSlots,
@@ -47,8 +47,7 @@ func newSubgraphs(node, slot, weight *torch.Tensor, perGraph, numSlots int64, et
 // at least η members after this are the subgraphs. pDrop = pAdd = 0 gives the
 // unperturbed partition. Weights have dtype dt.
 func MotifSubgraphs(g *graph.Graph, motif *torch.Tensor, k int64, eta int, pDrop, pAdd float64, dt torch.DType) *Subgraphs {
-	var s *Subgraphs
-	torch.NoGrad(func() {
+	return torch.NoGradValue(func() *Subgraphs {
 		opts := torch.Options{DType: dt, Device: motif.Device()}
 		slot := g.NodeGraph.MulScalar(float64(k)).Add(motif)
 		node := g.Nodes
@@ -66,9 +65,8 @@ func MotifSubgraphs(g *graph.Graph, motif *torch.Tensor, k int64, eta int, pDrop
 			slot = torch.Cat([]*torch.Tensor{slot, cand}, 0)
 			weight = torch.Cat([]*torch.Tensor{weight, keepWithProbability(g.NumEdges, pAdd, opts).Mul(eligible)}, 0)
 		}
-		s = newSubgraphs(node, slot, weight, k, g.NumGraphs*k, eta)
+		return newSubgraphs(node, slot, weight, k, g.NumGraphs*k, eta)
 	})
-	return s
 }
 
 // ListedSubgraphs makes Subgraphs of subgraphs drawn on the host:
@@ -93,8 +91,7 @@ func ListedSubgraphs(g *graph.Graph, lists [][][]int, dt torch.DType) *Subgraphs
 		}
 	}
 	dev := g.NodeGraph.Device()
-	var s *Subgraphs
-	torch.NoGrad(func() {
+	return torch.NoGradValue(func() *Subgraphs {
 		upload := func(x []int64) *torch.Tensor {
 			t := torch.FromSlice(x, int64(len(x)))
 			if dev.IsCUDA() {
@@ -104,9 +101,8 @@ func ListedSubgraphs(g *graph.Graph, lists [][][]int, dt torch.DType) *Subgraphs
 		}
 		n := int64(len(node))
 		weight := torch.Ones([]int64{n}, torch.Options{DType: dt, Device: dev})
-		s = newSubgraphs(upload(node), upload(slot), weight, int64(perGraph), g.NumGraphs*int64(perGraph), 1)
+		return newSubgraphs(upload(node), upload(slot), weight, int64(perGraph), g.NumGraphs*int64(perGraph), 1)
 	})
-	return s
 }
 
 // keepWithProbability is n independent draws of 1 with probability p, else 0.
@@ -147,14 +143,13 @@ func (s *Subgraphs) Pool(h *torch.Tensor) *torch.Tensor {
 
 // poolSorted is Pool for devices without the kernel.
 func (s *Subgraphs) poolSorted(h *torch.Tensor) *torch.Tensor {
-	var node, weight, offsets *torch.Tensor
-	torch.NoGrad(func() {
-		_, order := s.Slot.Sort(0, false)
-		node, weight = s.Node.IndexSelect(0, order), s.Weight.IndexSelect(0, order)
-		ints := torch.Options{DType: torch.Int64, Device: s.Slot.Device()}
-		counts := torch.Zeros([]int64{s.NumSlots}, ints).IndexAdd(0, s.Slot, torch.Ones(s.Slot.Shape(), ints))
-		offsets = torch.Cat([]*torch.Tensor{torch.Zeros([]int64{1}, ints), counts.Cumsum(0)}, 0)
-	})
+	// The memberships are constants (made without gradient): sorting them
+	// records nothing.
+	_, order := s.Slot.Sort(0, false)
+	node, weight := s.Node.IndexSelect(0, order), s.Weight.IndexSelect(0, order)
+	ints := s.Slot.Options()
+	counts := torch.Zeros([]int64{s.NumSlots}, ints).IndexAdd(0, s.Slot, torch.Ones(s.Slot.Shape(), ints))
+	offsets := torch.Cat([]*torch.Tensor{torch.Zeros([]int64{1}, ints), counts.Cumsum(0)}, 0)
 	sum := h.IndexSelect(0, node).Mul(weight.Unsqueeze(1)).SegmentReduce(offsets, torch.ReduceSum)
 	return sum.Div(s.Size.ClampMin(1).Unsqueeze(1))
 }

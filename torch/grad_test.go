@@ -149,10 +149,12 @@ func TestGradientCutting(t *testing.T) {
 	scope(t)
 	x := torch.FromSlice([]float64{1, 2, 3}).SetRequiresGrad(true)
 	y := x.Mul(x).Add(x.Detach().MulScalar(10)).Sum()
-	var z *torch.Tensor
-	torch.NoGrad(func() { z = x.MulScalar(5) })
+	z := torch.NoGradValue(func() *torch.Tensor { return x.MulScalar(5) })
 	if z.RequiresGrad() {
-		t.Error("a tensor made under NoGrad requires grad")
+		t.Error("a tensor made under NoGradValue requires grad")
+	}
+	if after := x.MulScalar(5); !after.RequiresGrad() {
+		t.Error("recording stayed off after NoGradValue")
 	}
 	y.Backward()
 	assertTensor(t, "grad", x.Grad(), []int64{3}, []float64{2, 4, 6}, 0)
@@ -168,11 +170,10 @@ func TestGradientCutting(t *testing.T) {
 	}
 }
 
-func ExampleNoGrad() {
+func ExampleNoGradValue() {
 	x := torch.FromSlice([]float32{1, 2}).SetRequiresGrad(true)
 	defer x.Free()
-	var y *torch.Tensor
-	torch.NoGrad(func() { y = x.MulScalar(2) })
+	y := torch.NoGradValue(func() *torch.Tensor { return x.MulScalar(2) })
 	defer y.Free()
 	fmt.Println(y.RequiresGrad())
 	// Output: false

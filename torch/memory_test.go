@@ -1,8 +1,10 @@
 package torch_test
 
 import (
+	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,6 +41,39 @@ func TestScopeFreesTemporaries(t *testing.T) {
 	owned.Free() // twice is harmless
 	if got := torch.LiveTensors(); got != base+1 {
 		t.Errorf("after Free: %d live, want %d", got, base+1)
+	}
+}
+
+// Scoped keeps its result and frees the rest; ScopedValue frees everything,
+// also when fn panics.
+func TestScopedHelpers(t *testing.T) {
+	base := torch.LiveTensors()
+	x := torch.Ones([]int64{3}, torch.Options{})
+	defer x.Free()
+	y := torch.Scoped(func() *torch.Tensor { return x.MulScalar(2).Exp().AddScalar(1) })
+	if got := torch.LiveTensors(); got != base+2 { // x, y
+		t.Errorf("after Scoped: %d live, want %d", got, base+2)
+	}
+	got, want := torch.ToSlice[float32](y), math.Exp(2)+1
+	if len(got) != 3 || slices.ContainsFunc(got, func(v float32) bool { return math.Abs(float64(v)-want) > 1e-5 }) {
+		t.Errorf("Scoped's result %v, want e²+1 = %v thrice", got, want)
+	}
+	y.Free()
+	sum := torch.ScopedValue(func() float64 { return x.MulScalar(3).Sum().Item() })
+	if sum != 9 {
+		t.Errorf("ScopedValue's result %v, want 9", sum)
+	}
+	if got := torch.LiveTensors(); got != base+1 {
+		t.Errorf("after ScopedValue: %d live, want %d", got, base+1)
+	}
+	err := torch.Catch(func() {
+		torch.ScopedValue(func() int { x.MulScalar(2).Add(torch.Ones([]int64{2}, torch.Options{})); return 0 })
+	})
+	if err == nil {
+		t.Error("adding shapes 3 and 2 did not fail")
+	}
+	if got := torch.LiveTensors(); got != base+1 {
+		t.Errorf("after a panic in ScopedValue: %d live, want %d", got, base+1)
 	}
 }
 

@@ -304,6 +304,9 @@ func TestCreationAndTransfer(t *testing.T) {
 	if d := torch.Zeros([]int64{1}, o).Device(); d != dev {
 		t.Errorf("device %v, want %v", d, dev)
 	}
+	if got := ai.Options(); got != (torch.Options{DType: torch.Int64, Device: dev}) {
+		t.Errorf("Options of an int64 tensor on %v: %+v", dev, got)
+	}
 
 	// Round trips of every element type, and conversions.
 	if got := torch.ToSlice[float32](torch.FromSlice([]float32{1.5, -2})); !slices.Equal(got, []float32{1.5, -2}) {

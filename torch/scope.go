@@ -113,3 +113,32 @@ func NoGrad(fn func()) {
 	defer C.mg_set_grad_enabled(prev)
 	fn()
 }
+
+// NoGradValue returns fn's result, computed with autograd recording disabled
+// on this goroutine, as tch-rs's no_grad(|| …) does:
+//
+//	target := torch.NoGradValue(func() *torch.Tensor { return logP.Argmax(1, false) })
+func NoGradValue[T any](fn func() T) T {
+	var v T
+	NoGrad(func() { v = fn() })
+	return v
+}
+
+// Scoped runs fn in a scope of its own and returns fn's result, kept into
+// the enclosing scope: every other tensor fn makes is freed when it returns
+// (autograd keeps what backpropagation needs). A layer's temporaries then go
+// as soon as it is done, and later ops reuse warm memory.
+func Scoped(fn func() *Tensor) *Tensor {
+	s := NewScope()
+	defer s.Close()
+	return s.Keep(fn())
+}
+
+// ScopedValue runs fn in a scope of its own and returns fn's result: every
+// tensor fn makes is freed when it returns, so the result holds host values
+// (numbers, slices), never a tensor made inside.
+func ScopedValue[T any](fn func() T) T {
+	s := NewScope()
+	defer s.Close()
+	return fn()
+}

@@ -127,6 +127,10 @@ func (t *Tensor) Numel() int64 {
 // DType is the element type.
 func (t *Tensor) DType() DType { return dtypeOfScalarType(int(C.mg_dtype(t.c()))) }
 
+// Options are t's dtype and device, to make a tensor like it:
+// torch.Zeros(shape, t.Options()).
+func (t *Tensor) Options() Options { return Options{DType: t.DType(), Device: t.Device()} }
+
 // Device is where the tensor lives.
 func (t *Tensor) Device() Device {
 	var typ, index C.int

@@ -57,7 +57,7 @@ func runBench(args []string) error {
 	case *nproc > 1 && inJob:
 		return usageError{fmt.Errorf("--nproc %d under a launcher that set WORLD_SIZE=%d: give one or the other", *nproc, denv.WorldSize)}
 	case *nproc > 1:
-		if err := pretrain.CheckSplit(*pc, *nproc); err != nil {
+		if err := pretrain.CheckBenchLaunch(cfg, *nproc); err != nil {
 			return flagError(fs, pc, err)
 		}
 		return launchRanks("bench", *nproc, withoutFlag(args, "nproc"), pretrain.DefaultTimeout+30*time.Second)
@@ -65,6 +65,9 @@ func runBench(args []string) error {
 		// What pretrain does by default, for a new run.
 		split := defaultCPUSplit(defaultSplitConfig(fs, *pc), cpuCores(), availableMemory())
 		if split.processes > 1 {
+			if err := pretrain.CheckBenchLaunch(cfg, split.processes); err != nil {
+				return flagError(fs, pc, err)
+			}
 			return launchRanks("bench", split.processes, splitArgs(args, split), pretrain.DefaultTimeout+30*time.Second)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 	"github.com/spf13/pflag"
 )
@@ -56,8 +57,8 @@ func defaultCPUSplit(cfg runfolder.Config, cores int, available int64) cpuSplit 
 	switch {
 	case cores < 2:
 		return alone
-	case cfg.Model.Released != nil:
-		alone.why = "the released objective trains in one process"
+	case !dataParallel(cfg):
+		alone.why = fmt.Sprintf("the %s objective trains in one process", cfg.Model.Objective())
 		return alone
 	case !cfg.SyncBatchNorm || !cfg.GlobalNegatives:
 		alone.why = "the run's batch norm or contrastive negatives are per process (sync_batch_norm, global_negatives), so splitting its batches would change what it learns"
@@ -86,7 +87,7 @@ func defaultCPUSplit(cfg runfolder.Config, cores int, available int64) cpuSplit 
 // unless fs's flags set them. The released objective trains in one process
 // and is left as it is.
 func defaultSplitConfig(fs *pflag.FlagSet, cfg runfolder.Config) runfolder.Config {
-	if cfg.Model.Released != nil {
+	if !dataParallel(cfg) {
 		return cfg
 	}
 	if !fs.Changed("sync-batch-norm") {
@@ -96,6 +97,13 @@ func defaultSplitConfig(fs *pflag.FlagSet, cfg runfolder.Config) runfolder.Confi
 		cfg.GlobalNegatives = true
 	}
 	return cfg
+}
+
+// dataParallel says whether cfg's objective can train split across
+// processes (docs/method.md §3.3).
+func dataParallel(cfg runfolder.Config) bool {
+	_, ok := cfg.Model.NewObjective().(model.DataParallel)
+	return ok
 }
 
 // defaultsToSplit says whether a command parsed into fs leaves the use of

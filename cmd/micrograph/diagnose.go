@@ -81,6 +81,10 @@ func runDiagnose(args []string) error {
 		return err
 	}
 	r, err := diagnose.Run(opt, env)
+	var objective *diagnose.ObjectiveError
+	if errors.As(err, &objective) {
+		return fmt.Errorf("%w (export its encoder with micrograph export and diagnose that with --encoder)", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -65,12 +65,12 @@ func TestSplitlessDataset(t *testing.T) {
 	}
 	out := filepath.Join(dir, "out.json")
 	small := []string{"--seeds", "1", "--hidden", "16", "--layers", "2", "--device", "cpu", "--threads", "1", "--cache", filepath.Join(dir, "cache")}
-	need := `--protocol "scaffold" needs a split, and dataset bbbp has none (split/ is missing): use cv10 (cross-validation), or featurize it with --split scaffold`
+	need := `--protocol "scaffold" needs a split, and dataset bbbp has none (split/ is missing): use cv10 (cross-validation), or featurize it with a scaffold split (micrograph featurize --split scaffold)`
 	checkCLI(t, []cliCase{
 		{"finetune", append([]string{"finetune", "--data", ds, "--out", out, "--epochs", "1"}, small...), 2, need},
 		{"linear-eval", append([]string{"linear-eval", "--data", ds, "--out", out}, small...), 2, need},
 		{"suite", []string{"suite", "--encoder", writeTinyEncoder(t), "--datasets", ds, "--out", filepath.Join(dir, "suite"), "--seeds", "1", "--device", "cpu"}, 2,
-			`--datasets "` + ds + `" has no split (split/ is missing), which the scaffold protocol needs: leave scaffold out of the protocols, or featurize it with --split scaffold`},
+			`--datasets "` + ds + `" has no split (split/ is missing), which the scaffold protocol needs: leave scaffold out of the protocols, or featurize it with a scaffold split (micrograph featurize --split scaffold)`},
 	})
 	for _, p := range []string{out, filepath.Join(dir, "suite")} {
 		if _, err := os.Stat(p); err == nil {
@@ -178,7 +178,7 @@ func TestPretrainRunMisuse(t *testing.T) {
 		{"long name", []string{"pretrain", "--data", cfg.Data, "--run", filepath.Join(dir, strings.Repeat("b", 256))}, 2,
 			"--run " + (filepath.Join(dir, strings.Repeat("b", 256)))[:40] + "…: a folder name of 256 bytes, more than the 255 a name may have"},
 		{"resume, other hidden", []string{"pretrain", "--run", run, "--resume", "--hidden", "64"}, 2,
-			"--resume " + run + ": the model's shape differs from the run's (hidden, layers, mlp-layers, learn-t, bond-per-layer, motifs, objective: run [300 5 1 false false 20 paper], asked [64 5 1 false false 20 paper])"},
+			"--resume " + run + ": the model's shape differs from the run's: model.encoder.hidden 300 in the run, 64 asked"},
 		{"resume, other seed", []string{"pretrain", "--run", run, "--resume", "--seed", "5"}, 2,
 			"--resume " + run + ": seed is 0 in the run but 5 was asked; only the run's length and where it runs can change on resume"},
 		{"resume, other data", []string{"pretrain", "--run", run, "--resume", "--data", csvOf(dir)}, 2,

@@ -50,8 +50,8 @@ func TestPretrainObjectiveFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Model.Released == nil || cfg.Model.Sampler != "spectral" || cfg.BatchSize != 32 || cfg.WeightDecay != 0.01 || cfg.ClipGradNorm != 0.5 {
-		t.Errorf("released run's config: sampler %q, batch %d, weight decay %v, clip %v", cfg.Model.Sampler, cfg.BatchSize, cfg.WeightDecay, cfg.ClipGradNorm)
+	if cfg.Model.Objective() != model.ObjectiveReleased || cfg.Model.Sampler != "spectral" || cfg.BatchSize != 32 || cfg.WeightDecay != 0.01 || cfg.ClipGradNorm != 0.5 {
+		t.Errorf("released run's config: objective %s, sampler %q, batch %d, weight decay %v, clip %v", cfg.Model.Objective(), cfg.Model.Sampler, cfg.BatchSize, cfg.WeightDecay, cfg.ClipGradNorm)
 	}
 	code, _, stderr = runCLI(t, "pretrain", "--run", run, "--resume", "--objective", "paper", "--max-steps", "3")
 	if code != 2 || !strings.Contains(stderr, "trains the released objective") {

@@ -140,9 +140,6 @@ func runPretrain(args []string) error {
 	if onCPU && !resume {
 		cfg = defaultSplitConfig(fs, cfg)
 	}
-	if err := validatePretrain(fs, &cfg, run, resume); err != nil {
-		return err
-	}
 	switch {
 	case jf.nproc < 1:
 		return usageError{fmt.Errorf("--nproc %d must be positive", jf.nproc)}
@@ -151,7 +148,7 @@ func runPretrain(args []string) error {
 	case jf.nproc > 1 && inJob:
 		return usageError{fmt.Errorf("--nproc %d under a launcher that set WORLD_SIZE=%d: give one or the other", jf.nproc, denv.WorldSize)}
 	case jf.nproc > 1:
-		if err := pretrain.CheckSplit(cfg, jf.nproc); err != nil {
+		if err := pretrain.CheckLaunch(run, cfg, resume, jf.nproc); err != nil {
 			return flagError(fs, &cfg, err)
 		}
 		return launchRanks("pretrain", jf.nproc, withoutFlag(args, "nproc"), jf.timeout+30*time.Second)
@@ -160,6 +157,9 @@ func runPretrain(args []string) error {
 		cores := cpuCores()
 		split := defaultCPUSplit(cfg, cores, availableMemory())
 		if split.processes > 1 {
+			if err := pretrain.CheckLaunch(run, cfg, resume, split.processes); err != nil {
+				return flagError(fs, &cfg, err)
+			}
 			logf("%s", describeSplit(split, cores))
 			return launchRanks("pretrain", split.processes, splitArgs(args, split), jf.timeout+30*time.Second)
 		}
@@ -242,8 +242,8 @@ const (
 )
 
 // checkRunFlag refuses a --run that names no folder or one the system
-// cannot make, before anything is made (a 5,000-byte --run used to leave
-// the 20 folders MkdirAll managed).
+// cannot make, before anything is made: MkdirAll would leave the folders it
+// managed before the name that fails.
 func checkRunFlag(run string) error {
 	if run == "" {
 		return usageError{errors.New(`--run "": want a folder name`)}
@@ -255,18 +255,6 @@ func checkRunFlag(run string) error {
 		if len(name) > maxName {
 			return usageError{fmt.Errorf("--run %s…: a folder name of %d bytes, more than the %d a name may have", run[:min(len(run), 40)], len(name), maxName)}
 		}
-	}
-	return nil
-}
-
-// validatePretrain judges every setting of a pre-training run before
-// anything is written; fs's flags were registered into cfg.
-func validatePretrain(fs *pflag.FlagSet, cfg *runfolder.Config, run string, resume bool) error {
-	if err := cfg.Validate(); err != nil {
-		return flagError(fs, cfg, err)
-	}
-	if err := runfolder.CheckRunFolder(run, resume); err != nil {
-		return flagError(fs, cfg, err)
 	}
 	return nil
 }

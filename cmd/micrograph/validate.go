@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/spf13/pflag"
 )
@@ -28,7 +29,22 @@ func flagError(fs *pflag.FlagSet, cfg any, err error) error {
 	if name == "" {
 		return err
 	}
-	return usageError{fmt.Errorf("--%s %s %s", name, field.Format(fe.Value), fe.Reason)}
+	reason := fe.Reason
+	for _, h := range hints {
+		if errors.Is(err, h.err) {
+			reason += " (" + h.command + ")"
+		}
+	}
+	return usageError{fmt.Errorf("--%s %s %s", name, field.Format(fe.Value), reason)}
+}
+
+// hints are the command lines that do what a library's error advises,
+// which only this package can write.
+var hints = []struct {
+	err     error
+	command string
+}{
+	{data.ErrNoSplit, "micrograph featurize --split scaffold"},
 }
 
 // flagFor is the flag of fs that sets the field named path (dotted JSON

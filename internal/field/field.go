@@ -17,13 +17,20 @@ type Error struct {
 	Name   string
 	Value  any
 	Reason string
+	err    error // what Reason wraps (%w), for errors.Is and errors.As
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s %s %s", e.Name, Format(e.Value), e.Reason) }
 
-// Errorf is an *Error for field name holding value.
+// Unwrap is the error the reason wraps, if any: a layer above can tell the
+// failure and add what only it knows (the command that fixes it).
+func (e *Error) Unwrap() error { return e.err }
+
+// Errorf is an *Error for field name holding value; like fmt.Errorf, a %w
+// in format wraps its argument.
 func Errorf(name string, value any, format string, args ...any) error {
-	return &Error{Name: name, Value: value, Reason: fmt.Sprintf(format, args...)}
+	reason := fmt.Errorf(format, args...)
+	return &Error{Name: name, Value: value, Reason: reason.Error(), err: errors.Unwrap(reason)}
 }
 
 // Format writes a value as a user would type it: strings quoted, floats in
@@ -47,7 +54,7 @@ func Within(prefix string, err error) error {
 	if !errors.As(err, &fe) {
 		return err
 	}
-	return &Error{Name: prefix + "." + fe.Name, Value: fe.Value, Reason: fe.Reason}
+	return &Error{Name: prefix + "." + fe.Name, Value: fe.Value, Reason: fe.Reason, err: fe.err}
 }
 
 // Check names the field of a value whose check failed with err, err's
@@ -56,7 +63,7 @@ func Check(name string, value any, err error) error {
 	if err == nil {
 		return nil
 	}
-	return &Error{Name: name, Value: value, Reason: err.Error()}
+	return &Error{Name: name, Value: value, Reason: err.Error(), err: err}
 }
 
 // Finite is an error for a float field holding NaN or ±Inf, which no

@@ -46,7 +46,7 @@ func SumGradients(g *torch.ProcessGroup, params []*torch.Tensor) error {
 			if bucket[i] != nil {
 				flat[i] = bucket[i].Reshape(-1)
 			} else {
-				flat[i] = torch.Zeros([]int64{p.Numel()}, torch.Options{DType: p.DType(), Device: p.Device()})
+				flat[i] = torch.Zeros([]int64{p.Numel()}, p.Options())
 			}
 		}
 		buf := torch.Cat(flat, 0)

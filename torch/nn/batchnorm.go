@@ -66,7 +66,7 @@ func (b *BatchNorm1d) ForwardAcross(x *torch.Tensor, g *torch.ProcessGroup) *tor
 	}
 	sum := g.AllReduceSumGrad
 	c := x.Size(1)
-	rows := torch.Full([]int64{1}, float64(x.Size(0)), torch.Options{DType: x.DType(), Device: x.Device()})
+	rows := torch.Full([]int64{1}, float64(x.Size(0)), x.Options())
 	s1 := sum(torch.Cat([]*torch.Tensor{x.SumDim(0, false), rows}, 0))
 	n := s1.Narrow(0, c, 1)
 	mean := s1.Narrow(0, 0, c).Div(n)

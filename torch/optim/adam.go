@@ -64,7 +64,7 @@ func NewAdamW(vars []nn.Var, lr, weightDecay float64) *Adam {
 }
 
 func zerosLike(t *torch.Tensor) *torch.Tensor {
-	return torch.Zeros(t.Shape(), torch.Options{DType: t.DType(), Device: t.Device()}).Unscope()
+	return torch.Zeros(t.Shape(), t.Options()).Unscope()
 }
 
 // Step updates every parameter that has a gradient, in the fused kernel

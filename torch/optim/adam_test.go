@@ -128,7 +128,7 @@ func TestClipGradNorm(t *testing.T) {
 	setGrad(b, []float64{4})
 	sc := torch.NewScope()
 	defer sc.Close()
-	params := []*torch.Tensor{a, b} // one clipping group, as pretrain's model.ClipGroups gives them
+	params := []*torch.Tensor{a, b} // one clipping group, as an objective's ClipGroups gives them
 	if norm := torch.ClipGradNorm(params, 1).Item(); math.Abs(norm-5) > 1e-12 {
 		t.Errorf("norm %v, want 5", norm)
 	}

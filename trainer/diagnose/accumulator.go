@@ -62,9 +62,7 @@ func appendFloats(dst []float64, t *torch.Tensor) []float64 {
 func (a *diagAccumulator) batch(b *feed.Batch, dev torch.Device) error {
 	s := torch.NewScope()
 	defer s.Close()
-	var err error
-	torch.NoGrad(func() { err = a.measure(b, b.Graph(dev)) })
-	return err
+	return torch.NoGradValue(func() error { return a.measure(b, b.Graph(dev)) })
 }
 
 func (a *diagAccumulator) measure(b *feed.Batch, g *graph.Graph) error {
@@ -72,9 +70,9 @@ func (a *diagAccumulator) measure(b *feed.Batch, g *graph.Graph) error {
 	var h, e, z *torch.Tensor
 	var out model.Output
 	if m.full != nil {
-		out = m.full.Forward(g, false)
+		out = m.forward(g, false)
 		h, e = out.H, out.E
-		z = m.full.We.Forward(e)
+		z = m.paper.We.Forward(e)
 		a.z = appendFloats(a.z, z)
 	} else {
 		h = m.enc.Forward(g, false)
@@ -87,12 +85,16 @@ func (a *diagAccumulator) measure(b *feed.Batch, g *graph.Graph) error {
 
 	if m.full != nil {
 		a.motifs(b, g, out)
-		if err := a.subgraphs(model.SamplerMotif, b, out.Subgraphs, out.S, eHost, z, out.LogP); err != nil {
+		if err := a.subgraphs(m.paper.MotifSampler().Name(), b, out.Subgraphs, out.S, eHost, z, out.LogP); err != nil {
 			return err
 		}
 	}
-	rw := ops.RandomWalkSubgraphs(g, int64(cfg.SubgraphsPerGraph), 10, 40, cfg.Eta, torch.Float32)
-	if err := a.subgraphs(model.SamplerRandomWalk, b, rw, rw.LiveRows(rw.Pool(h)), eHost, z, nil); err != nil {
+	walks, err := cfg.NewObjective().Sampler(model.SamplerRandomWalk)
+	if err != nil {
+		return err
+	}
+	rw := walks.Sample(model.SampleInput{Graph: g, DType: torch.Float32})
+	if err := a.subgraphs(walks.Name(), b, rw, rw.LiveRows(rw.Pool(h)), eHost, z, nil); err != nil {
 		return err
 	}
 

@@ -25,12 +25,31 @@ import (
 const diagnoseStream = 0x6469616720 // "diag "
 
 // diagModel is the measured model: always an encoder, and for checkpoints
-// and random models the whole MICRO-Graph model around it.
+// and random models the whole MICRO-Graph model around it, with the paper's
+// objective, whose assignment and projections diagnose reads.
 type diagModel struct {
-	full *model.MicroGraph
-	enc  *model.DeeperGCN
-	cfg  model.Config
-	free func()
+	full  *model.MicroGraph
+	paper *model.PaperObjective // full's objective
+	enc   *model.DeeperGCN
+	cfg   model.Config
+	free  func()
+}
+
+// forward runs the full model on motif-guided subgraphs, whichever sampler
+// trained it.
+func (dm *diagModel) forward(g *graph.Graph, train bool) model.Output {
+	return dm.paper.Forward(g, dm.paper.MotifSampler(), train)
+}
+
+// ObjectiveError is a model whose objective diagnose does not measure: it
+// reads the node assignment and the projections of the paper's.
+type ObjectiveError struct {
+	Source    string // the checkpoint, or "random"
+	Objective string
+}
+
+func (e *ObjectiveError) Error() string {
+	return fmt.Sprintf("%s: diagnose covers the paper objective; this model trains the %s one", e.Source, e.Objective)
 }
 
 // Run measures opt's encoder on a seeded sample of opt.Data, where env
@@ -83,7 +102,7 @@ func run(opt Options, env runenv.Env) (_ *Diagnosis, err error) {
 			err := torch.Catch(func() {
 				s := torch.NewScope()
 				defer s.Close()
-				r.Gradients = partGradients(dm.full, b.Graph(dev), opt.Seed)
+				r.Gradients = partGradients(dm, b.Graph(dev), opt.Seed)
 			})
 			if err != nil {
 				return nil, fmt.Errorf("gradients: %w", err)
@@ -140,23 +159,21 @@ func loadDiagModel(opt Options, dev torch.Device) (*diagModel, *Diagnosis, error
 			return nil, nil, err
 		}
 		defer ck.Free()
-		if ck.Config.Model.Released != nil {
-			// Its probes read the paper objective's Q, W_h, W_s and W_e.
-			return nil, nil, fmt.Errorf("%s: diagnose covers the paper objective; this run trains the released one (export its encoder and diagnose that with --encoder)", opt.Checkpoint)
-		}
 		m, err := ck.NewModel(dev)
 		if err != nil {
 			return nil, nil, err
 		}
 		r.Source, r.Step = opt.Checkpoint, ck.Step
-		return fullDiagModel(m, r), r, nil
+		dm, err := fullDiagModel(m, r)
+		return dm, r, err
 	case opt.Random != nil:
 		m, err := model.New(*opt.Random, dev, torch.Float32)
 		if err != nil {
 			return nil, nil, err
 		}
 		r.Source = "random"
-		return fullDiagModel(m, r), r, nil
+		dm, err := fullDiagModel(m, r)
+		return dm, r, err
 	}
 	info, state, err := model.LoadEncoder(opt.Encoder)
 	if err != nil {
@@ -177,12 +194,16 @@ func loadDiagModel(opt Options, dev torch.Device) (*diagModel, *Diagnosis, error
 	return &diagModel{enc: enc, cfg: cfg, free: func() { enc.Free(); store.Free() }}, r, nil
 }
 
-func fullDiagModel(m *model.MicroGraph, r *Diagnosis) *diagModel {
+// fullDiagModel is the diagModel of m, which it frees when refused.
+func fullDiagModel(m *model.MicroGraph, r *Diagnosis) (*diagModel, error) {
+	paper, ok := m.Objective.(*model.PaperObjective)
+	if !ok {
+		m.Free()
+		return nil, &ObjectiveError{Source: r.Source, Objective: m.Objective.Name()}
+	}
 	cfg := m.Config
 	r.Model, r.Encoder = &cfg, cfg.Encoder
-	// Measured on motif-like subgraphs whichever sampler trained it.
-	m.Config.Sampler = model.SamplerMotif
-	return &diagModel{full: m, enc: m.Encoder, cfg: m.Config, free: m.Free}
+	return &diagModel{full: m, paper: paper, enc: m.Encoder, cfg: cfg, free: m.Free}, nil
 }
 
 // partGradients is the norm of the encoder gradient of each weighted loss
@@ -190,8 +211,8 @@ func fullDiagModel(m *model.MicroGraph, r *Diagnosis) *diagModel {
 // subgraphs; the same random draws for every part), with the contrast also
 // split into its paths through the graph embedding e and through the
 // subgraph embeddings s. Running statistics are left as they were.
-func partGradients(m *model.MicroGraph, g *graph.Graph, seed uint64) []PartGradient {
-	c := m.Config
+func partGradients(dm *diagModel, g *graph.Graph, seed uint64) []PartGradient {
+	m, we, c := dm.full, dm.paper.We, dm.cfg
 	var params []*torch.Tensor
 	for _, v := range m.Store.Trainable() {
 		if strings.HasPrefix(v.Name, "encoder.") {
@@ -216,19 +237,17 @@ func partGradients(m *model.MicroGraph, g *graph.Graph, seed uint64) []PartGradi
 		{"reg", func(o model.Output) *torch.Tensor { return o.Part("reg").MulScalar(c.Alpha * c.LambdaReg) }},
 		{"contra", func(o model.Output) *torch.Tensor { return o.Part("contra").MulScalar(1 - c.Alpha) }},
 		{"contra_via_e", func(o model.Output) *torch.Tensor {
-			return ops.GraphSubgraphContrast(m.We.Forward(o.E), o.S.Detach(), o.Subgraphs, c.Tau, nil).MulScalar(1 - c.Alpha)
+			return ops.GraphSubgraphContrast(we.Forward(o.E), o.S.Detach(), o.Subgraphs, c.Tau, nil).MulScalar(1 - c.Alpha)
 		}},
 		{"contra_via_s", func(o model.Output) *torch.Tensor {
-			return ops.GraphSubgraphContrast(m.We.Forward(o.E).Detach(), o.S, o.Subgraphs, c.Tau, nil).MulScalar(1 - c.Alpha)
+			return ops.GraphSubgraphContrast(we.Forward(o.E).Detach(), o.S, o.Subgraphs, c.Tau, nil).MulScalar(1 - c.Alpha)
 		}},
 	}
 	var out []PartGradient
 	for _, p := range parts {
-		func() {
-			s := torch.NewScope()
-			defer s.Close()
+		sq := torch.ScopedValue(func() float64 {
 			torch.ManualSeed(seed ^ 0x67726164) // the same dropout masks and perturbation for every part
-			loss := p.loss(m.Forward(g, true))
+			loss := p.loss(dm.forward(g, true))
 			torch.ZeroGrad(params)
 			loss.Backward()
 			var sq float64
@@ -237,8 +256,9 @@ func partGradients(m *model.MicroGraph, g *graph.Graph, seed uint64) []PartGradi
 					sq += gr.PowScalar(2).Sum().Item()
 				}
 			}
-			out = append(out, PartGradient{Part: p.name, Norm: metrics.Value(math.Sqrt(sq))})
-		}()
+			return sq
+		})
+		out = append(out, PartGradient{Part: p.name, Norm: metrics.Value(math.Sqrt(sq))})
 	}
 	torch.ZeroGrad(params)
 	return out

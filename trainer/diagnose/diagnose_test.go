@@ -1,6 +1,7 @@
 package diagnose_test
 
 import (
+	"errors"
 	"math"
 	"path/filepath"
 	"strings"
@@ -100,6 +101,18 @@ func TestDiagnoseErrors(t *testing.T) {
 		if _, err := diagnose.Run(c.opt, cpuEnv(t)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.opt, err, c.want)
 		}
+	}
+}
+
+// A model of the released objective is refused before any data is read:
+// diagnose reads the paper objective's node assignment and projections.
+func TestDiagnoseRefusesTheReleasedObjective(t *testing.T) {
+	cfg := model.ReleasedModelConfig()
+	cfg.Encoder.Hidden, cfg.Encoder.Layers = 8, 1
+	_, err := diagnose.Run(diagnose.Options{Random: &cfg, Data: "no-such-data", Molecules: 10, BatchSize: 4, ProbeSeeds: 1}, cpuEnv(t))
+	var objective *diagnose.ObjectiveError
+	if !errors.As(err, &objective) || objective.Objective != model.ObjectiveReleased || objective.Source != "random" {
+		t.Fatalf("error %v, want a diagnose.ObjectiveError for the released objective of the random model", err)
 	}
 }
 

@@ -38,14 +38,12 @@ func probe(m *diagModel, path string, opt Options, env runenv.Env, recalibrated 
 		if err := feed.Collate(ds, all[lo:min(lo+opt.BatchSize, len(all))], &b); err != nil {
 			return nil, err
 		}
-		torch.NoGrad(func() {
-			g := b.Graph(dev)
-			e := ops.GraphPool(m.enc.Forward(g, false), g, ops.MeanPool)
-			es = append(es, e)
-			if m.full != nil && !recalibrated {
-				zs = append(zs, m.full.We.Forward(e))
-			}
-		})
+		g := b.Graph(dev)
+		e := torch.NoGradValue(func() *torch.Tensor { return ops.GraphPool(m.enc.Forward(g, false), g, ops.MeanPool) })
+		es = append(es, e)
+		if m.full != nil && !recalibrated {
+			zs = append(zs, torch.NoGradValue(func() *torch.Tensor { return m.paper.We.Forward(e) }))
+		}
 	}
 	features := []struct {
 		name string

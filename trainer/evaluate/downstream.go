@@ -302,12 +302,12 @@ type Common struct {
 	TaskTypes map[string]data.TaskType `json:"task_types,omitempty"`
 
 	// Precision of the encoder's and head's matrix products (docs/method.md
-	// §13); results recorded before it was a setting are FP32.
+	// §13); a result that names none is FP32.
 	Precision model.Precision `json:"precision"`
 
 	// Where and how an evaluation runs (device, threads, workers, the
-	// dataset cache, progress) is the runenv.Env it is given, not saved:
-	// results written before kept device, threads and workers here.
+	// dataset cache, progress) is the runenv.Env it is given, not saved
+	// (a result file that holds device, threads or workers still reads).
 }
 
 // defaultCommon is docs/method.md §7's protocol: 10 seeds on the scaffold

@@ -291,17 +291,7 @@ func linearEval(cfg LinearEvalConfig, env runenv.Env) (_ *LinearEvalResult, err 
 		}
 		if se.progress != nil {
 			for _, run := range seedRuns {
-				validFigure, testFigure := run.figures(se.regression)
-				valid := fmt.Sprintf("valid %s %.4f", metric, validFigure)
-				if cfg.Protocol.CrossValidated() {
-					valid = fmt.Sprintf("λ %g chosen on the fold-averaged test", run.L2[0])
-				}
-				share := ""
-				if len(cfg.LabelFractions) > 0 {
-					share = fmt.Sprintf(", %.4g %% of train labels", 100*run.LabelFraction)
-				}
-				fmt.Fprintf(se.progress, "linear-eval %s: seed %d, %s split%s: %s, test %s %.4f (%.1fs)\n",
-					res.Dataset.Name, seed, run.Split, share, valid, metric, testFigure, run.Seconds)
+				fmt.Fprintf(se.progress, "linear-eval %s: seed %d, %s\n", res.Dataset.Name, seed, run.progressLine(cfg, metric, se.regression))
 			}
 		}
 		res.Runs = append(res.Runs, seedRuns...)
@@ -330,6 +320,22 @@ func linearEval(cfg LinearEvalConfig, env runenv.Env) (_ *LinearEvalResult, err 
 	}
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
+}
+
+// progressLine says how a run went, for the progress output: its split,
+// label share, validation figure (or the λ chosen across folds) and test
+// figure.
+func (run LinearEvalRun) progressLine(cfg LinearEvalConfig, metric string, regression bool) string {
+	validFigure, testFigure := run.figures(regression)
+	valid := fmt.Sprintf("valid %s %.4f", metric, validFigure)
+	if cfg.Protocol.CrossValidated() {
+		valid = fmt.Sprintf("λ %g chosen on the fold-averaged test", run.L2[0])
+	}
+	share := ""
+	if len(cfg.LabelFractions) > 0 {
+		share = fmt.Sprintf(", %.4g %% of train labels", 100*run.LabelFraction)
+	}
+	return fmt.Sprintf("%s split%s: %s, test %s %.4f (%.1fs)", run.Split, share, valid, metric, testFigure, run.Seconds)
 }
 
 // selectL2OnFolds applies the paper's selection to one seed's fold runs:
@@ -408,6 +414,59 @@ func embedMolecules(ds *data.Dataset, arch model.EncoderConfig, state []torch.Na
 // errNonFiniteEmbedding marks an encoder whose output cannot be used.
 var errNonFiniteEmbedding = errors.New("the encoder's weights give non-finite embeddings")
 
+// maskedLabels are labels with each missing one (NaN) set to 0, and the
+// mask that is 1 where a label is present.
+func maskedLabels(labels []float32) (filled, mask []float32) {
+	mask = make([]float32, len(labels))
+	for i, y := range labels {
+		if y == y {
+			mask[i] = 1
+		} else {
+			labels[i] = 0
+		}
+	}
+	return labels, mask
+}
+
+// bestL2PerTask is the grid index each task keeps: its best valid ROC-AUC
+// (validByTask[g][t]; ties: the earlier), or, for a task whose valid labels
+// hold one class, the one with the best mean (validByL2).
+func bestL2PerTask(validByL2 []metrics.Value, validByTask [][]float64, tasks int) []int {
+	overall := 0
+	for g := range validByL2 {
+		if validByL2[g] > validByL2[overall] {
+			overall = g
+		}
+	}
+	chosen := make([]int, tasks)
+	for t := range chosen {
+		best := -1
+		for g := range validByTask {
+			if v := validByTask[g][t]; !math.IsNaN(v) && (best < 0 || v > validByTask[best][t]) {
+				best = g
+			}
+		}
+		if best < 0 {
+			best = overall
+		}
+		chosen[t] = best
+	}
+	return chosen
+}
+
+// pickScores takes, from scores of every grid value on n molecules
+// (G×n×T, row-major), each task's chosen one: n×T.
+func pickScores(scores []float32, n int, chosen []int) []float32 {
+	tasks := len(chosen)
+	out := make([]float32, n*tasks)
+	for i := range n {
+		for t, g := range chosen {
+			out[i*tasks+t] = scores[(g*n+i)*tasks+t]
+		}
+	}
+	return out
+}
+
 // FitLinear fits the logistic regressions of every task and grid value on
 // split's train part and evaluates them (see LinearEvalConfig).
 func FitLinear(cfg *LinearEvalConfig, ds *data.Dataset, split *data.Split, embeddings *torch.Tensor, seed uint64) (LinearEvalRun, error) {
@@ -433,15 +492,7 @@ func FitLinear(cfg *LinearEvalConfig, ds *data.Dataset, split *data.Split, embed
 	standardise := func(x *torch.Tensor) *torch.Tensor { return x.Sub(mean).Div(std) }
 	xTrain := standardise(train)
 
-	trainLabels := splitLabels(ds, split.Train)
-	mask := make([]float32, len(trainLabels))
-	for i, y := range trainLabels {
-		if y == y {
-			mask[i] = 1
-		} else {
-			trainLabels[i] = 0
-		}
-	}
+	trainLabels, mask := maskedLabels(splitLabels(ds, split.Train))
 	n := int64(len(split.Train))
 	y := torch.FromSlice(trainLabels, n, int64(tasks)).To(dev, false)
 	m := torch.FromSlice(mask, n, int64(tasks)).To(dev, false)
@@ -484,13 +535,14 @@ func FitLinear(cfg *LinearEvalConfig, ds *data.Dataset, split *data.Split, embed
 	run.TrainLossByL2 = toValues(torch.ToSlice[float64](bce.MeanDim(1, false).ToDType(torch.Float64)))
 
 	// Scores of every grid value on a part: G×len(idx)×T, row-major.
-	var validScores, testScores []float32
-	torch.NoGrad(func() {
-		if len(split.Valid) > 0 {
-			validScores = torch.ToSlice[float32](standardise(rows(split.Valid)).MatMul(w).Add(b))
-		}
-		testScores = torch.ToSlice[float32](standardise(rows(split.Test)).MatMul(w).Add(b))
-	})
+	scores := func(part []int32) []float32 {
+		return torch.NoGradValue(func() []float32 { return torch.ToSlice[float32](standardise(rows(part)).MatMul(w).Add(b)) })
+	}
+	var validScores []float32
+	if len(split.Valid) > 0 {
+		validScores = scores(split.Valid)
+	}
+	testScores := scores(split.Test)
 	validLabels, testLabels := splitLabels(ds, split.Valid), splitLabels(ds, split.Test)
 	for g := range grid {
 		perTask, mean, err := metrics.ROCAUC(testLabels, testScores[g*len(testLabels):(g+1)*len(testLabels)], tasks)
@@ -517,41 +569,15 @@ func FitLinear(cfg *LinearEvalConfig, ds *data.Dataset, split *data.Split, embed
 		run.ValidByL2 = append(run.ValidByL2, metrics.Value(mean))
 	}
 
-	// Each task keeps its best λ on valid.
-	overall := 0
-	for g := range grid {
-		if run.ValidByL2[g] > run.ValidByL2[overall] {
-			overall = g
-		}
+	chosen := bestL2PerTask(run.ValidByL2, validByTask, tasks)
+	for _, g := range chosen {
+		run.L2 = append(run.L2, cfg.L2Grid[g])
 	}
-	chosen := make([]int, tasks)
-	for t := range tasks {
-		best := -1
-		for g := range grid {
-			if v := validByTask[g][t]; !math.IsNaN(v) && (best < 0 || v > validByTask[best][t]) {
-				best = g
-			}
-		}
-		if best < 0 {
-			best = overall
-		}
-		chosen[t] = best
-		run.L2 = append(run.L2, cfg.L2Grid[chosen[t]])
-	}
-	pick := func(scores []float32, n int) []float32 {
-		out := make([]float32, n*tasks)
-		for i := range n {
-			for t, g := range chosen {
-				out[i*tasks+t] = scores[(g*n+i)*tasks+t]
-			}
-		}
-		return out
-	}
-	_, valid, err := metrics.ROCAUC(validLabels, pick(validScores, len(split.Valid)), tasks)
+	_, valid, err := metrics.ROCAUC(validLabels, pickScores(validScores, len(split.Valid), chosen), tasks)
 	if err != nil {
 		return run, fmt.Errorf("valid: %w", err)
 	}
-	testPerTask, test, err := metrics.ROCAUC(testLabels, pick(testScores, len(split.Test)), tasks)
+	testPerTask, test, err := metrics.ROCAUC(testLabels, pickScores(testScores, len(split.Test), chosen), tasks)
 	if err != nil {
 		return run, fmt.Errorf("test: %w", err)
 	}

@@ -71,12 +71,12 @@ func (p Protocol) splitName(ds *data.Dataset) string {
 	return ds.Split.Name
 }
 
-// checkDataset is the error of a dataset without a split (featurize --split
+// checkDataset is the error of a dataset without a split (featurised with
 // none) under the scaffold protocol, which evaluates on the dataset's split;
 // cross-validation draws its own folds and needs none.
 func (p Protocol) checkDataset(name string, ds *data.Dataset) error {
 	if !p.CrossValidated() && ds.Split == nil {
-		return field.Errorf("protocol", string(ProtocolScaffold), "needs a split, and dataset %s has none (split/ is missing): use %s (cross-validation), or featurize it with --split scaffold", name, ProtocolCV10)
+		return field.Errorf("protocol", string(ProtocolScaffold), "needs a split, and dataset %s has none (%w): use %s (cross-validation), or featurize it with a scaffold split", name, data.ErrNoSplit, ProtocolCV10)
 	}
 	return nil
 }

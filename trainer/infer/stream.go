@@ -174,11 +174,8 @@ func runBatch(ds *data.Dataset, mols []int32, b *feed.Batch, dev torch.Device, m
 	err := torch.Catch(func() {
 		s := torch.NewScope()
 		defer s.Close()
-		torch.NoGrad(func() {
-			y := m.Forward(b.Graph(dev))
-			shape = y.Shape()
-			out = torch.ToSlice[float32](y)
-		})
+		y := torch.NoGradValue(func() *torch.Tensor { return m.Forward(b.Graph(dev)) })
+		shape, out = y.Shape(), torch.ToSlice[float32](y)
 	})
 	if err != nil {
 		return nil, err
@@ -229,7 +226,7 @@ func openSource(opt Options, env runenv.Env) (*source, error) {
 		return nil, fmt.Errorf("data %s: %w", opt.Data, errors.Unwrap(err))
 	}
 	if st.IsDir() && data.IsCorpus(opt.Data) {
-		return nil, fmt.Errorf("data %s is a pre-training corpus (featurize --shard-rows), which keeps no SMILES to score by: give the CSV it was made from", opt.Data)
+		return nil, fmt.Errorf("data %s is a pre-training corpus, which keeps no SMILES to score by: give the CSV it was made from", opt.Data)
 	}
 	if st.IsDir() {
 		return folderSource(opt, env)

@@ -1,7 +1,7 @@
 package metrics
 
-// Significance of a paired comparison (pre-trained against random encoders,
-// issue 12): the paired t-test and a t interval for a mean, with Student's t
+// Significance of a paired comparison (pre-trained against random
+// encoders): the paired t-test and a t interval for a mean, with Student's t
 // distribution computed from the regularized incomplete beta function. The
 // file depends on nothing else in the package.
 

@@ -68,6 +68,16 @@ func Bench(cfg BenchConfig, env runenv.Env, opt Options) (*BenchResult, error) {
 	return runenv.Run(env, cfg.Validate, func() (*BenchResult, error) { return bench(cfg, env, opt) })
 }
 
+// CheckBenchLaunch judges, for a launcher about to start the given number
+// of processes of a bench, what each would refuse as it starts: the
+// settings, the objective and the split of the batch.
+func CheckBenchLaunch(cfg BenchConfig, processes int) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	return checkSplit(cfg.Pretrain, processes)
+}
+
 // Validate reports the first setting that cannot work, naming its field.
 func (cfg BenchConfig) Validate() error {
 	if err := cfg.Pretrain.Validate(); err != nil {
@@ -101,17 +111,15 @@ func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err 
 	if err := jb.sameConfig(pc); err != nil {
 		return nil, err
 	}
-	se.job = jb
+	se.procs = jb
 	m, adam, err := se.newModel()
 	if err != nil {
 		return nil, err
 	}
 	defer m.Free()
 	defer adam.Free()
-	if jb != nil {
-		if err := jb.attach(m, m.Store.State(), pc); err != nil {
-			return nil, err
-		}
+	if err := jb.attach(m, pc); err != nil {
+		return nil, err
 	}
 	loader, err := se.newLoader(0, feed.Position{})
 	if err != nil {
@@ -127,7 +135,7 @@ func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err 
 		return nil, fmt.Errorf("nothing to time: %d steps, %d batches per epoch", steps, perEpoch)
 	}
 
-	t := &pretrainer{cfg: pc, dev: dev, job: jb, model: m, adam: adam}
+	t := &pretrainer{cfg: pc, dev: dev, procs: jb, model: m, adam: adam}
 	var wait time.Duration
 	run := func(n int, timed bool) error {
 		for range n {
@@ -180,7 +188,7 @@ func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err 
 	res = &BenchResult{
 		SPerStep: elapsed / float64(steps), DataWaitFraction: wait.Seconds() / elapsed,
 		Device: dev.String(), Libtorch: torch.Version(), Steps: steps, BatchSize: pc.BatchSize,
-		StepsPerEpoch: perEpoch, Threads: torch.NumThreads(), Processes: se.job.Size(),
+		StepsPerEpoch: perEpoch, Threads: torch.NumThreads(), Processes: se.procs.Size(),
 	}
 	res.MoleculesPerS = float64(steps*pc.BatchSize) / elapsed
 	res.SPerEpoch = res.SPerStep * float64(perEpoch)

@@ -26,7 +26,71 @@ import (
 // ends within minutes.
 const DefaultTimeout = 5 * time.Minute
 
-// job is this process's place in a data-parallel run; nil when alone.
+// processes are the processes a run trains in: this one alone, or the
+// ranks of a data-parallel job (docs/method.md §3.3). Everything a run does
+// differently in a job goes through them.
+type processes interface {
+	Rank() int // this process's, 0 alone
+	Size() int // the number of processes, 1 alone
+	// sameConfig makes sure that every process was started with cfg.
+	sameConfig(cfg runfolder.Config) error
+	// sameCheckpoint gives every process the checkpoint rank 0 resumes
+	// from, ck on rank 0 (nil: a new run).
+	sameCheckpoint(run string, ck *runfolder.Checkpoint) (*runfolder.Checkpoint, error)
+	// attach makes m balance and normalise over the global batch, starts
+	// every process from rank 0's state, and seeds this one's generators.
+	attach(m *model.MicroGraph, cfg runfolder.Config) error
+	// describe is the run banner's line on the processes, "" alone.
+	describe(cfg runfolder.Config, dev torch.Device) string
+	// stopping says whether a stop asked of this process ends the run
+	// before the next step: alone at once, in a job only once every rank
+	// has seen the request travel with a step's losses.
+	stopping(asked bool) bool
+	// shares are this process's shares of the step's losses (see
+	// job.globalShares); alone, the losses.
+	shares(m *model.MicroGraph, out model.Output) model.Losses
+	// reduce stacks a step's loss values (float64, on the device) and sums
+	// them and the gradients over the processes; in a job a last value
+	// counts the processes asking to stop.
+	reduce(values []*torch.Tensor, stop bool, m *model.MicroGraph) (*torch.Tensor, error)
+	// gatherRNG is every process's generator states, named for the
+	// checkpoint; the caller frees them.
+	gatherRNG() ([]torch.Named, error)
+	// explain turns a failed collective into the line a user reads.
+	explain(err error) error
+	// slowest is the largest of the processes' seconds; total the sum of
+	// their n (bench's time and memory).
+	slowest(seconds float64) (float64, error)
+	total(n int64) (int64, error)
+	close()
+}
+
+// alone is a run in one process.
+type alone struct{}
+
+func (alone) Rank() int                                        { return 0 }
+func (alone) Size() int                                        { return 1 }
+func (alone) sameConfig(runfolder.Config) error                { return nil }
+func (alone) attach(*model.MicroGraph, runfolder.Config) error { return nil }
+func (alone) describe(runfolder.Config, torch.Device) string   { return "" }
+func (alone) stopping(asked bool) bool                         { return asked }
+func (alone) gatherRNG() ([]torch.Named, error)                { return torch.RNGStates() }
+func (alone) explain(err error) error                          { return err }
+func (alone) close()                                           {}
+func (alone) slowest(seconds float64) (float64, error)         { return seconds, nil }
+func (alone) total(n int64) (int64, error)                     { return n, nil }
+
+func (alone) sameCheckpoint(_ string, ck *runfolder.Checkpoint) (*runfolder.Checkpoint, error) {
+	return ck, nil
+}
+
+func (alone) shares(_ *model.MicroGraph, out model.Output) model.Losses { return out.Losses }
+
+func (alone) reduce(values []*torch.Tensor, _ bool, _ *model.MicroGraph) (*torch.Tensor, error) {
+	return torch.Stack(values, 0).ToDType(torch.Float64), nil
+}
+
+// job is this process's place in a data-parallel run.
 type job struct {
 	group *torch.ProcessGroup
 	dev   torch.Device // where the backend's tensors live (NCCL's on the GPU)
@@ -34,23 +98,39 @@ type job struct {
 	size  int
 }
 
-// CheckSplit refuses a batch that the given number of processes cannot
-// split evenly: each takes an equal part of every batch (docs/method.md §3.3).
-func CheckSplit(cfg runfolder.Config, processes int) error {
+// CheckLaunch judges, for a launcher about to start the given number of
+// processes of run, what each would refuse as it starts (Run): the
+// settings, the run folder, the objective and the split of the batch, so
+// that a bad setting starts none.
+func CheckLaunch(run string, cfg runfolder.Config, resume bool, processes int) error {
+	if err := check(run, cfg, resume); err != nil {
+		return err
+	}
+	return checkSplit(cfg, processes)
+}
+
+// checkSplit refuses an objective that cannot train split across
+// processes, and a batch that the given number of processes cannot split
+// evenly: each takes an equal part of every batch (docs/method.md §3.3).
+func checkSplit(cfg runfolder.Config, processes int) error {
+	if _, ok := cfg.Model.NewObjective().(model.DataParallel); !ok {
+		return fmt.Errorf("the %s objective trains in one process only (the data-parallel form of docs/method.md §3.3 needs losses that are means over the batch's nodes, subgraphs or molecules)", cfg.Model.Objective())
+	}
 	if cfg.BatchSize%processes != 0 {
 		return field.Errorf("batch_size", cfg.BatchSize, "is not a multiple of the %d processes: each takes an equal part of every batch", processes)
 	}
 	return nil
 }
 
-// joinJob starts the process group of opt.Job on dev (nil: alone) and
-// refuses a batch that the processes cannot split evenly.
-func joinJob(cfg runfolder.Config, opt Options, dev torch.Device) (*job, error) {
+// joinJob starts the process group of opt.Job on dev (alone without one)
+// and refuses an objective that cannot train split, or a batch that the
+// processes cannot split evenly.
+func joinJob(cfg runfolder.Config, opt Options, dev torch.Device) (processes, error) {
 	if opt.Job == nil || opt.Job.WorldSize <= 1 {
-		return nil, nil
+		return alone{}, nil
 	}
 	w := opt.Job.WorldSize
-	if err := CheckSplit(cfg, w); err != nil {
+	if err := checkSplit(cfg, w); err != nil {
 		return nil, err
 	}
 	timeout := opt.Timeout
@@ -68,27 +148,15 @@ func joinJob(cfg runfolder.Config, opt Options, dev torch.Device) (*job, error) 
 	return &job{group: g, dev: at, rank: opt.Job.Rank, size: w}, nil
 }
 
-// Rank is this process's rank (0 alone).
-func (j *job) Rank() int {
-	if j == nil {
-		return 0
-	}
-	return j.rank
+func (j *job) Rank() int { return j.rank }
+func (j *job) Size() int { return j.size }
+func (j *job) close()    { j.group.Close() }
+
+func (j *job) describe(cfg runfolder.Config, dev torch.Device) string {
+	return fmt.Sprintf("%d processes (%s) of %d libtorch thread(s), %d molecules each per step of %d", j.size, distributed.Backend(dev), torch.NumThreads(), cfg.BatchSize/j.size, cfg.BatchSize)
 }
 
-// Size is the world size (1 alone).
-func (j *job) Size() int {
-	if j == nil {
-		return 1
-	}
-	return j.size
-}
-
-// slowest is the largest of the ranks' seconds (alone, seconds).
 func (j *job) slowest(seconds float64) (float64, error) {
-	if j == nil {
-		return seconds, nil
-	}
 	t := torch.Full([]int64{1}, seconds, torch.Options{DType: torch.Float64, Device: j.dev})
 	defer t.Free()
 	if err := j.group.AllReduce(t, torch.ReduceMax); err != nil {
@@ -97,11 +165,7 @@ func (j *job) slowest(seconds float64) (float64, error) {
 	return t.Item(), nil
 }
 
-// total is the sum of the ranks' n (alone, n).
 func (j *job) total(n int64) (int64, error) {
-	if j == nil {
-		return n, nil
-	}
 	t := torch.Full([]int64{1}, float64(n), torch.Options{DType: torch.Int64, Device: j.dev})
 	defer t.Free()
 	if err := j.group.AllReduce(t, torch.ReduceSum); err != nil {
@@ -110,10 +174,28 @@ func (j *job) total(n int64) (int64, error) {
 	return t.ItemInt(), nil
 }
 
-func (j *job) close() {
-	if j != nil {
-		j.group.Close()
+// stopping is false: a rank's request travels with its step's losses, and
+// every rank stops after the step whose summed losses carry the first.
+func (j *job) stopping(bool) bool { return false }
+
+func (j *job) shares(m *model.MicroGraph, out model.Output) model.Losses {
+	return j.globalShares(m.Objective.(model.DataParallel), out)
+}
+
+func (j *job) reduce(values []*torch.Tensor, stop bool, m *model.MicroGraph) (*torch.Tensor, error) {
+	// A rank's stop request travels with the losses it sums.
+	stopFlag := 0.0
+	if stop {
+		stopFlag = 1
 	}
+	all := torch.Stack(append(values, torch.Full(nil, stopFlag, values[0].Options())), 0).ToDType(torch.Float64)
+	if err := j.group.AllReduce(all, torch.ReduceSum); err != nil {
+		return nil, err
+	}
+	if err := distributed.SumGradients(j.group, j.params(m)); err != nil {
+		return nil, err
+	}
+	return all, nil
 }
 
 // rankSeed seeds rank r's generators after the model is initialised: rank 0
@@ -124,9 +206,9 @@ func (j *job) close() {
 func rankSeed(seed uint64, rank int) uint64 { return seed + uint64(rank)*0x9E3779B97F4A7C15 }
 
 // attach makes the model balance and normalise over the global batch and
-// starts every rank from rank 0's model and optimiser state; it then seeds
-// this rank's generators.
-func (j *job) attach(m *model.MicroGraph, state []torch.Named, cfg runfolder.Config) error {
+// starts every rank from rank 0's model state; it then seeds this rank's
+// generators.
+func (j *job) attach(m *model.MicroGraph, cfg runfolder.Config) error {
 	m.Across = distributed.SumAcross(j.group)
 	if cfg.SyncBatchNorm {
 		m.Encoder.NormAcross = j.group
@@ -134,7 +216,7 @@ func (j *job) attach(m *model.MicroGraph, state []torch.Named, cfg runfolder.Con
 	if cfg.GlobalNegatives {
 		m.Gather = distributed.GatherRows(j.group)
 	}
-	if err := distributed.BroadcastFrom0(j.group, state); err != nil {
+	if err := distributed.BroadcastFrom0(j.group, m.Store.State()); err != nil {
 		return err
 	}
 	if j.rank > 0 {
@@ -168,12 +250,12 @@ func rngOfRank(all []torch.Named, rank int) []torch.Named {
 }
 
 // gatherRNG collects every rank's generator states on every rank (on the
-// backend's device and back), named for the checkpoint; alone, this
-// process's. The caller frees the tensors.
+// backend's device and back), named for the checkpoint. The caller frees
+// the tensors.
 func (j *job) gatherRNG() ([]torch.Named, error) {
 	mine, err := torch.RNGStates()
-	if err != nil || j == nil {
-		return mine, err
+	if err != nil {
+		return nil, err
 	}
 	defer func() {
 		for _, n := range mine {
@@ -207,28 +289,26 @@ func (j *job) params(m *model.MicroGraph) []*torch.Tensor {
 	return ps
 }
 
-// shareOf is, for each part of the paper objective, the index in
-// globalShares' counts of what the part is a mean over.
-var shareOf = map[string]int64{"node_mot": 0, "mot_sub": 1, "reg": 2, "contra": 3}
-
 // globalShares turns this rank's losses, each a mean over its part of the
 // batch, into its shares of the global batch's means: each is weighted by
-// the rank's share of what it averages over (nodes for L_node-mot, live
-// subgraphs for L_mot-sub, molecules for L_reg, molecules with a live
-// subgraph for L_contra), counted across ranks with one all-reduce. Summed
-// over ranks, the shares (and so the gradients) are the means one process
-// would compute over the whole batch, for every loss whose terms are per
-// node, subgraph or molecule; L_contra's negatives stay within the rank
-// (docs/method.md §3). Subgraphs stays this rank's count: summed, it is the
-// batch's. A failed all-reduce panics with its *torch.Error.
-func (j *job) globalShares(m *model.MicroGraph, out model.Output) model.Losses {
+// the rank's share of what it averages over (model.DataParallel: for the
+// paper's objective nodes for L_node-mot, live subgraphs for L_mot-sub,
+// molecules for L_reg, molecules with a live subgraph for L_contra),
+// counted across ranks with one all-reduce. Summed over ranks, the shares
+// (and so the gradients) are the means one process would compute over the
+// whole batch, for every loss whose terms are per node, subgraph or
+// molecule; L_contra's negatives stay within the rank (docs/method.md §3).
+// Subgraphs stays this rank's count: summed, it is the batch's. A failed
+// all-reduce panics with its *torch.Error.
+func (j *job) globalShares(o model.DataParallel, out model.Output) model.Losses {
 	l := out.Losses
 	dev, dt := l.Total.Device(), l.Total.DType()
 	f64 := torch.Options{DType: torch.Float64, Device: dev}
 	live := out.Subgraphs.Live.ToDType(torch.Float64)
 	molecules := live.Reshape(-1, out.Subgraphs.PerGraph).Size(0)
+	// Indexed by model.MeanOver.
 	counts := torch.Stack([]*torch.Tensor{
-		torch.Full(nil, float64(out.Q.Size(0)), f64),
+		torch.Full(nil, float64(out.H.Size(0)), f64),
 		live.Sum(),
 		torch.Full(nil, float64(molecules), f64),
 		live.Reshape(molecules, out.Subgraphs.PerGraph).Amax(1, false).Sum(),
@@ -239,12 +319,13 @@ func (j *job) globalShares(m *model.MicroGraph, out model.Output) model.Losses {
 	}
 	share := counts.Div(global.ClampMin(1)).ToDType(dt)
 	part := func(i int64) *torch.Tensor { return share.Narrow(0, i, 1).Reshape() }
+	over := o.MeansOver()
 	parts := make([]torch.Named, len(l.Parts))
 	for i, p := range l.Parts {
-		parts[i] = torch.Named{Name: p.Name, Tensor: p.Tensor.Mul(part(shareOf[p.Name]))}
+		parts[i] = torch.Named{Name: p.Name, Tensor: p.Tensor.Mul(part(int64(over[i])))}
 	}
 	l.Parts = parts
-	l.Total = m.Objective(l)
+	l.Total = o.Total(l.Parts)
 	return l
 }
 
@@ -252,11 +333,8 @@ func (j *job) globalShares(m *model.MicroGraph, out model.Output) model.Losses {
 // when it starts afresh): rank 0 broadcasts its step, and the other ranks
 // load the run's newest readable checkpoint (the run folder is shared by
 // the job's machines, as torchrun's users arrange) and check that it is the
-// same. Alone, ck is returned as it is.
+// same.
 func (j *job) sameCheckpoint(run string, ck *runfolder.Checkpoint) (*runfolder.Checkpoint, error) {
-	if j == nil {
-		return ck, nil
-	}
 	step := int64(-1)
 	if ck != nil {
 		step = ck.Step
@@ -290,7 +368,7 @@ func (j *job) sameCheckpoint(run string, ck *runfolder.Checkpoint) (*runfolder.C
 // whatever it returns.
 func (j *job) explain(err error) error {
 	var already *JobError
-	if j == nil || !torch.IsCollectiveError(err) || errors.As(err, &already) {
+	if !torch.IsCollectiveError(err) || errors.As(err, &already) {
 		return err
 	}
 	return &JobError{Rank: j.rank, Size: j.size, Err: err}
@@ -317,11 +395,8 @@ func (e *JobError) Unwrap() error { return e.Err }
 // model other than the one the run records. Each rank's SHA-256 of its
 // JSON configuration is gathered on every rank; where they differ, rank 0's
 // JSON is broadcast so that each differing rank names the fields, and every
-// rank returns one line. Alone it does nothing.
+// rank returns one line.
 func (j *job) sameConfig(cfg runfolder.Config) error {
-	if j == nil {
-		return nil
-	}
 	blob, err := json.Marshal(cfg)
 	if err != nil {
 		return err

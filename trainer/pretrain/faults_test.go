@@ -229,7 +229,7 @@ func TestResumeNamesAForeignCheckpoint(t *testing.T) {
 	before, _ := os.ReadFile(runfolder.LogPath(run))
 	cfg.MaxSteps = 8
 	_, err = pretrain.Run(run, cfg, testEnv(t), pretrain.Options{Resume: true})
-	want := []string{foreign, "[64 2 1 false false 8 paper]", "[32 2 1 false false 8 paper]", "not this run's checkpoint"}
+	want := []string{foreign, "model.encoder.hidden 64 there, 32 in " + runfolder.ConfigPath(run), "not this run's checkpoint"}
 	for _, w := range want {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Fatalf("resume over a foreign checkpoint: %v; want it to say %q", err, w)

@@ -75,13 +75,19 @@ func newStepRun(t *testing.T, cfg runfolder.Config, dev torch.Device, start feed
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &stepRun{pretrainer: &pretrainer{cfg: cfg, dev: dev, model: m, adam: adam, loader: loader}, indices: indices}
+	r := &stepRun{pretrainer: &pretrainer{cfg: cfg, dev: dev, procs: alone{}, model: m, adam: adam, loader: loader}, indices: indices}
 	t.Cleanup(func() {
 		loader.Close()
 		adam.Free()
 		m.Free()
 	})
 	return r
+}
+
+// checkpoint is the run's state after step, as a single process saves it.
+func (r *stepRun) checkpoint(cfg runfolder.Config, step int64, rng []torch.Named) runfolder.Checkpoint {
+	return runfolder.Checkpoint{Step: step, Position: r.loader.Position(), Config: cfg, World: 1,
+		Model: r.model.Store.State(), Optim: r.adam.State(), RNG: rng}
 }
 
 // outcome is everything a step leaves behind, as bits: its losses, every
@@ -187,7 +193,7 @@ func TestCheckpointReplaysEveryRandomDrawOfAStep(t *testing.T) {
 			dir := t.TempDir()
 			r := newStepRun(t, cfg, dev, feed.Position{})
 			r.run(t) // Adam's moments and the generators move off their start
-			path, err := runfolder.SaveCheckpoint(dir, 1, r.loader.Position(), cfg, r.model, r.adam, processRNG(t), 1, 1)
+			path, err := runfolder.SaveCheckpoint(dir, r.checkpoint(cfg, 1, processRNG(t)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -255,7 +261,7 @@ func TestRestoreToleratesForeignAndMissingGenerators(t *testing.T) {
 	dev := testdevice.Get(t)
 	cfg := smallStepConfig(dev)
 	r := newStepRun(t, cfg, dev, feed.Position{})
-	path, err := runfolder.SaveCheckpoint(t.TempDir(), 0, r.loader.Position(), cfg, r.model, r.adam, processRNG(t), 1, 1)
+	path, err := runfolder.SaveCheckpoint(t.TempDir(), r.checkpoint(cfg, 0, processRNG(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,6 +329,7 @@ var randomSources = map[string]string{
 	"trainer/diagnose/diagnose.go":   "the diagnosis's molecule sample, drawn once from --seed; not in a pre-training step",
 	"trainer/evaluate/downstream.go": "cross-validation folds, made once from a seed; not in a pre-training step",
 	"model/released.go":              "the released objective's host draws: a PCG seeded each step by two torch.Rand draws on the CPU generator (rng.cpu)",
+	"model/sampler.go":               "host samplers draw only from the *rand.Rand they are given (SampleInput.RNG: model/released.go's)",
 	"ops/sample/sample.go":           "walks and balls, drawn only from the *rand.Rand they are given (model/released.go's)",
 	"ops/sample/spectral.go":         "k-means starts, drawn only from the *rand.Rand they are given (model/released.go's)",
 

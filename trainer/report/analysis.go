@@ -20,19 +20,7 @@ func AtomMotifs(m *model.MicroGraph, ds *data.Dataset, graphs []int32, batchSize
 		if err := feed.Collate(ds, graphs[lo:min(lo+batchSize, len(graphs))], &b); err != nil {
 			return nil, err
 		}
-		func() {
-			s := torch.NewScope()
-			defer s.Close()
-			if m.Config.Released != nil {
-				motifs = append(motifs, releasedBatch(m, &b, dev).atomMotifs(b.NumAtoms())...)
-				return
-			}
-			var a model.Assignment
-			torch.NoGrad(func() { a = m.Assign(b.Graph(dev), false) })
-			for _, k := range torch.ToSlice[int64](a.Motif) {
-				motifs = append(motifs, int(k))
-			}
-		}()
+		motifs = append(motifs, torch.ScopedValue(func() []int { return m.Objective.ReadMotifs(b.Graph(dev)).AtomMotif })...)
 	}
 	return motifs, nil
 }

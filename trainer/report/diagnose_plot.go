@@ -15,12 +15,15 @@ import (
 )
 
 // diagnosisPanel is one figure of a diagnosis drawn as bars, one per
-// encoder; value is NaN where the encoder lacks the figure.
+// encoder.
 type diagnosisPanel struct {
-	name, about string
-	value       func(*diagnose.Diagnosis) float64
+	name  string // the panel's title
+	about string // what the figure is, under the title
+	// value is the figure of one diagnosis; NaN where it lacks it.
+	value func(*diagnose.Diagnosis) float64
 }
 
+// subgraphFigure reads a figure of one sampler's subgraphs.
 func subgraphFigure(sampler string, get func(diagnose.SubgraphStats) metrics.Value) func(*diagnose.Diagnosis) float64 {
 	return func(d *diagnose.Diagnosis) float64 {
 		for _, s := range d.Subgraphs {
@@ -32,6 +35,8 @@ func subgraphFigure(sampler string, get func(diagnose.SubgraphStats) metrics.Val
 	}
 }
 
+// probeFigure reads the test ROC-AUC (%) of the probe on features of the
+// dataset whose path ends in suffix.
 func probeFigure(suffix, features string) func(*diagnose.Diagnosis) float64 {
 	return func(d *diagnose.Diagnosis) float64 {
 		for _, p := range d.Probes {
@@ -43,15 +48,22 @@ func probeFigure(suffix, features string) func(*diagnose.Diagnosis) float64 {
 	}
 }
 
+// diagnosisPanels are the figures WriteDiagnosisPlot draws, in order.
 var diagnosisPanels = []diagnosisPanel{
-	{"effective rank of e", "exp entropy of normalised singular values", func(d *diagnose.Diagnosis) float64 { return float64(d.Graph.EffectiveRank) }},
-	{"uniformity of e", "log mean exp(−2‖ê_i − ê_j‖²); lower is more uniform", func(d *diagnose.Diagnosis) float64 { return float64(d.Graph.Uniformity) }},
-	{"node variance explained by molecule", "between-molecule / total", func(d *diagnose.Diagnosis) float64 { return float64(d.Nodes.BetweenGraphShare) }},
-	{"motif subgraphs covering > 80 %", "share of subgraphs, η = 4, no perturbation", subgraphFigure(model.SamplerMotif, func(s diagnose.SubgraphStats) metrics.Value { return s.Over80 })},
-	{"median positive mass in Y (motif)", "softmax mass on own subgraphs, per molecule", subgraphFigure(model.SamplerMotif, func(s diagnose.SubgraphStats) metrics.Value { return s.PositiveMass.Q50 })},
-	{"cos(e eval, e with dropout)", "mean over molecules", func(d *diagnose.Diagnosis) float64 { return float64(d.Dropout.Dropout.Mean) }},
-	{"probe clintox on e (ROC-AUC %)", "linear, scaffold split", probeFigure("clintox", "e")},
-	{"probe bace on e (ROC-AUC %)", "linear, scaffold split", probeFigure("bace", "e")},
+	{name: "effective rank of e", about: "exp entropy of normalised singular values",
+		value: func(d *diagnose.Diagnosis) float64 { return float64(d.Graph.EffectiveRank) }},
+	{name: "uniformity of e", about: "log mean exp(−2‖ê_i − ê_j‖²); lower is more uniform",
+		value: func(d *diagnose.Diagnosis) float64 { return float64(d.Graph.Uniformity) }},
+	{name: "node variance explained by molecule", about: "between-molecule / total",
+		value: func(d *diagnose.Diagnosis) float64 { return float64(d.Nodes.BetweenGraphShare) }},
+	{name: "motif subgraphs covering > 80 %", about: "share of subgraphs, η = 4, no perturbation",
+		value: subgraphFigure(model.SamplerMotif, func(s diagnose.SubgraphStats) metrics.Value { return s.Over80 })},
+	{name: "median positive mass in Y (motif)", about: "softmax mass on own subgraphs, per molecule",
+		value: subgraphFigure(model.SamplerMotif, func(s diagnose.SubgraphStats) metrics.Value { return s.PositiveMass.Q50 })},
+	{name: "cos(e eval, e with dropout)", about: "mean over molecules",
+		value: func(d *diagnose.Diagnosis) float64 { return float64(d.Dropout.Dropout.Mean) }},
+	{name: "probe clintox on e (ROC-AUC %)", about: "linear, scaffold split", value: probeFigure("clintox", "e")},
+	{name: "probe bace on e (ROC-AUC %)", about: "linear, scaffold split", value: probeFigure("bace", "e")},
 }
 
 // WriteDiagnosisPlot draws chosen figures of several diagnoses (named by

@@ -11,7 +11,6 @@ import (
 	"github.com/micrograph/micrograph/data/rdkit"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
-	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/metrics"
 	"github.com/micrograph/micrograph/trainer/runenv"
@@ -78,17 +77,19 @@ type MotifReport struct {
 }
 
 // MotifSubgraph is one motif-like subgraph: the atoms of one molecule that
-// Sinkhorn assigned to one motif, when they are at least η (§4).
+// Sinkhorn assigned to one motif, when they are at least η (§4), or under
+// the released objective one of its spectral clusters (§12.6).
 type MotifSubgraph struct {
 	Molecule int    // index in the dataset
 	SMILES   string // the molecule's SMILES; "" when the dataset has none
 	Motif    int
 	Atoms    []int // members, as atom indices within the molecule (RDKit's order), increasing
 	// LogP is log P[j, motif], the log-probability the model gives the
-	// subgraph's own motif: softmax over motifs of cos(W_s s, M)/τ.
+	// subgraph's own motif: softmax over motifs of cos(W_s s, M)/τ (the
+	// released objective's projection head in place of W_s).
 	LogP float64
-	// Cosine is cos(W_s s, M_motif), which still separates subgraphs whose P
-	// is 1 to float precision.
+	// Cosine is cos(W_s s, M_motif) (or the head's), which still separates
+	// subgraphs whose P is 1 to float precision.
 	Cosine float64
 }
 
@@ -216,12 +217,6 @@ func buildMotifReport(opt MotifReportOptions, env runenv.Env) (_ *MotifReport, e
 		return nil, err
 	}
 	defer m.Free()
-	// The report is about motif-like subgraphs, whichever sampler trained
-	// the model (the ablation samplers' slots are not motifs).
-	m.Config.Sampler = model.SamplerMotif
-	if m.Config.Released != nil {
-		m.Config.Sampler = model.SamplerSpectral
-	}
 
 	atomMotifs, err := r.collect(m, ds, graphs, dev)
 	if err != nil {
@@ -296,44 +291,37 @@ func (r *MotifReport) collect(m *model.MicroGraph, ds *data.Dataset, graphs []in
 	return atomMotifs, nil
 }
 
-// collectBatch analyses one batch: it appends the batch's subgraphs to
+// collectBatch analyses one batch as the model's objective reads its
+// motifs (model.Objective.ReadMotifs: motif-like subgraphs, whichever
+// sampler trained the model): it appends the batch's subgraphs to
 // r.Subgraphs and returns its atoms' motifs.
 func (r *MotifReport) collectBatch(m *model.MicroGraph, ds *data.Dataset, b *feed.Batch, dev torch.Device) ([]int, error) {
-	if m.Config.Released != nil {
-		return r.collectReleasedBatch(m, ds, b, dev)
-	}
 	s := torch.NewScope()
 	defer s.Close()
-	var out model.Output
-	var cosine *torch.Tensor
-	torch.NoGrad(func() {
-		out = m.Forward(b.Graph(dev), false)
-		cosine = ops.Cosine(m.Ws.Forward(out.S), m.Motifs)
-	})
+	read := m.Objective.ReadMotifs(b.Graph(dev))
 	k := m.Config.Motifs
-	sub := out.Subgraphs
-	motif := torch.ToSlice[int64](out.Motif)
+	sub := read.Subgraphs
 	node := torch.ToSlice[int64](sub.Node)
 	slot := torch.ToSlice[int64](sub.Slot)
 	weight := torch.ToSlice[float32](sub.Weight.ToDType(torch.Float32))
 	live := torch.ToSlice[bool](sub.Live)
-	logP := torch.ToSlice[float32](out.LogP.ToDType(torch.Float32))
-	cos := torch.ToSlice[float32](cosine.ToDType(torch.Float32))
-	if len(motif) != b.NumAtoms() || len(live) != b.NumGraphs()*k {
-		return nil, fmt.Errorf("model output: %d motifs for %d atoms, %d slots for %d molecules and %d motifs",
-			len(motif), b.NumAtoms(), len(live), b.NumGraphs(), k)
+	logP := torch.ToSlice[float32](read.LogP.ToDType(torch.Float32))
+	cos := torch.ToSlice[float32](read.Cosine.ToDType(torch.Float32))
+	if len(read.AtomMotif) != b.NumAtoms() || len(live) != b.NumGraphs()*int(sub.PerGraph) {
+		return nil, fmt.Errorf("model output: %d motifs for %d atoms, %d slots for %d molecules and %d slots each",
+			len(read.AtomMotif), b.NumAtoms(), len(live), b.NumGraphs(), sub.PerGraph)
 	}
 
-	// Slot j = molecule·K + motif; its members are the memberships of
-	// weight 1 (without perturbation, every atom in its own motif's slot).
+	// Slot j belongs to molecule j / PerGraph; its members are the
+	// memberships of weight 1.
 	members := make([][]int, len(live))
 	for i, j := range slot {
 		if weight[i] > 0 && live[j] {
-			mol := j / int64(k)
+			mol := j / sub.PerGraph
 			members[j] = append(members[j], int(node[i]-b.GraphPtr[mol]))
 		}
 	}
-	row := -1 // j's row of out.LogP and cosine, which have the live slots only
+	row := -1 // j's row of the subgraph tensors, which have the live slots only
 	for j, atoms := range members {
 		if !live[j] {
 			continue
@@ -343,118 +331,18 @@ func (r *MotifReport) collectBatch(m *model.MicroGraph, ds *data.Dataset, b *fee
 			return nil, fmt.Errorf("model output: subgraph in slot %d has no members", j)
 		}
 		slices.Sort(atoms)
-		g := int(b.Graphs[j/k])
+		g := int(b.Graphs[int64(j)/sub.PerGraph])
+		motif := read.SubgraphMotif[row]
 		sg := MotifSubgraph{
-			Molecule: g, Motif: j % k, Atoms: atoms,
-			LogP: float64(logP[row*k+j%k]), Cosine: float64(cos[row*k+j%k]),
+			Molecule: g, Motif: motif, Atoms: atoms,
+			LogP: float64(logP[row*k+motif]), Cosine: float64(cos[row*k+motif]),
 		}
 		if ds.SMILES != nil {
 			sg.SMILES = ds.SMILES[g]
 		}
 		r.Subgraphs = append(r.Subgraphs, sg)
 	}
-	atomMotifs := make([]int, len(motif))
-	for i, v := range motif {
-		atomMotifs[i] = int(v)
-	}
-	return atomMotifs, nil
-}
-
-// collectReleasedBatch is collectBatch under the released objective
-// (docs/method.md §12.6): the subgraphs are the spectral sampler's, each
-// subgraph's motif is its closest, argmax_k cos(head(s), M_k), and an atom
-// takes the motif of its subgraph (-1 for an atom in none).
-func (r *MotifReport) collectReleasedBatch(m *model.MicroGraph, ds *data.Dataset, b *feed.Batch, dev torch.Device) ([]int, error) {
-	s := torch.NewScope()
-	defer s.Close()
-	sub := releasedBatch(m, b, dev)
-	k := m.Config.Motifs
-	atomMotifs := sub.atomMotifs(b.NumAtoms())
-	for j, atoms := range sub.members {
-		mol := sub.molecule[j]
-		best := sub.motif[j]
-		local := make([]int, len(atoms))
-		for i, a := range atoms {
-			local[i] = a - int(b.GraphPtr[mol])
-		}
-		slices.Sort(local)
-		g := int(b.Graphs[mol])
-		sg := MotifSubgraph{Molecule: g, Motif: best, Atoms: local,
-			LogP: float64(sub.logP[j*k+best]), Cosine: float64(sub.cosine[j*k+best])}
-		if ds.SMILES != nil {
-			sg.SMILES = ds.SMILES[g]
-		}
-		r.Subgraphs = append(r.Subgraphs, sg)
-	}
-	return atomMotifs, nil
-}
-
-// releasedSubgraphs are one batch's subgraphs under the released objective,
-// in evaluation mode: members (batch-wide atoms) and molecule of each, its
-// closest motif, and its rows of log P and of the cosines to the motifs
-// (J×K, row-major).
-type releasedSubgraphs struct {
-	members      [][]int
-	molecule     []int
-	motif        []int
-	logP, cosine []float32
-}
-
-// releasedBatch samples and reads back b's subgraphs, without autograd; the
-// caller's scope frees the tensors.
-func releasedBatch(m *model.MicroGraph, b *feed.Batch, dev torch.Device) releasedSubgraphs {
-	var out model.Output
-	var cosine *torch.Tensor
-	torch.NoGrad(func() {
-		out = m.Forward(b.Graph(dev), false)
-		cosine = ops.Cosine(m.Head.Forward(out.S), m.Motifs)
-	})
-	k := m.Config.Motifs
-	var r releasedSubgraphs
-	r.logP = torch.ToSlice[float32](out.LogP.ToDType(torch.Float32))
-	r.cosine = torch.ToSlice[float32](cosine.ToDType(torch.Float32))
-	live := torch.ToSlice[bool](out.Subgraphs.Live)
-	node, slot := torch.ToSlice[int64](out.Subgraphs.Node), torch.ToSlice[int64](out.Subgraphs.Slot)
-	row := map[int64]int{}
-	for j, ok := range live {
-		if ok {
-			row[int64(j)] = len(r.members)
-			r.members = append(r.members, nil)
-			r.molecule = append(r.molecule, j/int(out.Subgraphs.PerGraph))
-		}
-	}
-	for i, j := range slot {
-		if at, ok := row[j]; ok {
-			r.members[at] = append(r.members[at], int(node[i]))
-		}
-	}
-	for j := range r.members {
-		best := 0
-		for c := 1; c < k; c++ {
-			if r.cosine[j*k+c] > r.cosine[j*k+best] {
-				best = c
-			}
-		}
-		r.motif = append(r.motif, best)
-	}
-	return r
-}
-
-// atomMotifs is the motif of each of a batch's atoms: that of the first
-// subgraph it is a member of, -1 for an atom in none.
-func (r releasedSubgraphs) atomMotifs(atoms int) []int {
-	out := make([]int, atoms)
-	for i := range out {
-		out[i] = -1
-	}
-	for j, members := range r.members {
-		for _, a := range members {
-			if out[a] < 0 {
-				out[a] = r.motif[j]
-			}
-		}
-	}
-	return out
+	return read.AtomMotif, nil
 }
 
 // summarise fills r.Motifs and r.NMI from the subgraphs and atomMotifs, the

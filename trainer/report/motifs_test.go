@@ -14,6 +14,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/metrics"
@@ -79,7 +80,8 @@ func TestMotifReport(t *testing.T) {
 			r.Step, r.Data, r.Usable, len(usable), r.Molecules, r.Atoms, atoms, r.BatchSize, len(r.Motifs), r.SMILES, r.Groups)
 	}
 
-	// The same checkpoint's motifs, computed by another path, over the same batches.
+	// The same checkpoint's motifs, computed by another path (the paper
+	// objective's assignment alone), over the same batches.
 	ck, _, err := runfolder.LatestCheckpoint(run)
 	if err != nil {
 		t.Fatal(err)
@@ -90,10 +92,7 @@ func TestMotifReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Free()
-	atomMotifs, err := report.AtomMotifs(m, ds, graphs, batch, torch.CPU)
-	if err != nil {
-		t.Fatal(err)
-	}
+	atomMotifs := assignedMotifs(t, m, ds, graphs, batch)
 
 	histogram := make([]int, k)
 	groupAtoms := map[[2]int][]int{} // (molecule, motif) → local atoms
@@ -147,7 +146,76 @@ func TestMotifReport(t *testing.T) {
 		perMotifSize[sg.Motif] += len(sg.Atoms)
 	}
 
-	// Per motif: counts, mean size, and the closest subgraphs are its best by P.
+	checkMotifSummaries(t, r, perMotif, perMotifCount, perMotifSize)
+
+	// Planted groups: NMI over grouped atoms, dominant group per motif.
+	if nmi := metrics.NMI(groupedMotifs, plantedGroups); math.Abs(r.NMI-nmi) > 1e-12 {
+		t.Errorf("NMI %g, want %g", r.NMI, nmi)
+	}
+	untrained := untrainedNMI(t, cfg, ds, graphs, batch, plantedGroups)
+	t.Logf("NMI with planted groups: %.4f after pre-training, %.4f untrained", r.NMI, untrained)
+	if math.Abs(r.UntrainedNMI-untrained) > 1e-12 || untrained == r.NMI || !(untrained > 0 && untrained < 1) {
+		t.Errorf("untrained NMI %g, want %g (and not the trained %g)", r.UntrainedNMI, untrained, r.NMI)
+	}
+	checkDominantGroups(t, r, groupedMotifs, plantedGroups)
+
+	t.Run("html", func(t *testing.T) { checkReportHTML(t, r, run) })
+}
+
+// assignedMotifs is the paper objective's motif of every atom of graphs,
+// from its assignment alone (Sinkhorn over each batch), in evaluation mode.
+func assignedMotifs(t *testing.T, m *model.MicroGraph, ds *data.Dataset, graphs []int32, batch int) []int {
+	t.Helper()
+	paper, ok := m.Objective.(*model.PaperObjective)
+	if !ok {
+		t.Fatalf("the run trains the %s objective, not the paper's", m.Objective.Name())
+	}
+	var motifs []int
+	var b feed.Batch
+	for lo := 0; lo < len(graphs); lo += batch {
+		if err := feed.Collate(ds, graphs[lo:min(lo+batch, len(graphs))], &b); err != nil {
+			t.Fatal(err)
+		}
+		s := torch.NewScope()
+		a := torch.NoGradValue(func() model.Assignment { return paper.Assign(b.Graph(torch.CPU), false) })
+		for _, k := range torch.ToSlice[int64](a.Motif) {
+			motifs = append(motifs, int(k))
+		}
+		s.Close()
+	}
+	return motifs
+}
+
+// untrainedNMI is the NMI with the planted groups of the model pre-training
+// started from: the run's architecture initialised from its seed, built
+// here independently and assigned by assignedMotifs.
+func untrainedNMI(t *testing.T, cfg runfolder.Config, ds *data.Dataset, graphs []int32, batch int, plantedGroups []int) float64 {
+	t.Helper()
+	torch.ManualSeed(cfg.Seed)
+	initial, err := model.New(cfg.Model, torch.CPU, torch.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer initial.Free()
+	initialMotifs := assignedMotifs(t, initial, ds, graphs, batch)
+	var initialGrouped []int
+	i := 0
+	for _, g := range graphs {
+		for a := ds.NodePtr[g]; a < ds.NodePtr[g+1]; a++ {
+			if ds.AtomGroup[a] >= 0 {
+				initialGrouped = append(initialGrouped, initialMotifs[i])
+			}
+			i++
+		}
+	}
+	return metrics.NMI(initialGrouped, plantedGroups)
+}
+
+// checkMotifSummaries checks each motif's summary against the subgraphs
+// counted by hand: counts, mean size, and the closest subgraphs are its best
+// by P.
+func checkMotifSummaries(t *testing.T, r *report.MotifReport, perMotif int, perMotifCount, perMotifSize []int) {
+	t.Helper()
 	for mo, s := range r.Motifs {
 		if s.Subgraphs != perMotifCount[mo] || s.Subgraphs > 0 && math.Abs(s.MeanSize-float64(perMotifSize[mo])/float64(s.Subgraphs)) > 1e-12 {
 			t.Errorf("motif %d: %d subgraphs of mean size %g, want %d of %d atoms", mo, s.Subgraphs, s.MeanSize, perMotifCount[mo], perMotifSize[mo])
@@ -170,39 +238,12 @@ func TestMotifReport(t *testing.T) {
 			}
 		}
 	}
+}
 
-	// Planted groups: NMI over grouped atoms, dominant group per motif.
-	if nmi := metrics.NMI(groupedMotifs, plantedGroups); math.Abs(r.NMI-nmi) > 1e-12 {
-		t.Errorf("NMI %g, want %g", r.NMI, nmi)
-	}
-	// The untrained figure is the NMI of the model pre-training started
-	// from: the run's architecture initialised from its seed, built here
-	// independently and assigned by the other path.
-	torch.ManualSeed(cfg.Seed)
-	initial, err := model.New(cfg.Model, torch.CPU, torch.Float32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer initial.Free()
-	initialMotifs, err := report.AtomMotifs(initial, ds, graphs, batch, torch.CPU)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var initialGrouped []int
-	i = 0
-	for _, g := range graphs {
-		for a := ds.NodePtr[g]; a < ds.NodePtr[g+1]; a++ {
-			if ds.AtomGroup[a] >= 0 {
-				initialGrouped = append(initialGrouped, initialMotifs[i])
-			}
-			i++
-		}
-	}
-	untrained := metrics.NMI(initialGrouped, plantedGroups)
-	t.Logf("NMI with planted groups: %.4f after pre-training, %.4f untrained", r.NMI, untrained)
-	if math.Abs(r.UntrainedNMI-untrained) > 1e-12 || untrained == r.NMI || !(untrained > 0 && untrained < 1) {
-		t.Errorf("untrained NMI %g, want %g (and not the trained %g)", r.UntrainedNMI, untrained, r.NMI)
-	}
+// checkDominantGroups checks each motif's dominant planted group, its share
+// and the linker share against the grouped atoms' motifs.
+func checkDominantGroups(t *testing.T, r *report.MotifReport, groupedMotifs, plantedGroups []int) {
+	t.Helper()
 	for mo, s := range r.Motifs {
 		counts := map[int]int{}
 		grouped := 0
@@ -223,57 +264,61 @@ func TestMotifReport(t *testing.T) {
 			t.Errorf("motif %d: dominant group %d (%g), linkers %g; want %d of %d grouped atoms (%v)", mo, s.DominantGroup, s.DominantShare, s.LinkerShare, best, grouped, counts)
 		}
 	}
+}
 
-	t.Run("html", func(t *testing.T) {
-		var buf bytes.Buffer
-		if err := r.WriteHTML(&buf); err != nil {
-			t.Fatal(err)
+// checkReportHTML checks the page of r: the histogram's bars, the sections
+// largest first, each motif's figures, the NMI line and the escaped run
+// name.
+func checkReportHTML(t *testing.T, r *report.MotifReport, run string) {
+	k := len(r.Motifs)
+	var buf bytes.Buffer
+	if err := r.WriteHTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	page := checkMotifHTML(t, buf.Bytes())
+	var drawn []int
+	for _, s := range r.Motifs {
+		if s.Subgraphs > 0 {
+			drawn = append(drawn, s.Motif)
 		}
-		page := checkMotifHTML(t, buf.Bytes())
-		var drawn []int
-		for _, s := range r.Motifs {
-			if s.Subgraphs > 0 {
-				drawn = append(drawn, s.Motif)
-			}
+	}
+	slices.SortStableFunc(drawn, func(a, b int) int { return r.Motifs[b].Atoms - r.Motifs[a].Atoms })
+	// Bars in motif order, heights in proportion to the atoms, the
+	// tallest the plot's full height.
+	most, tallest := 0, 0.0
+	for j, s := range r.Motifs {
+		most = max(most, s.Atoms)
+		if j < len(page.bars) {
+			tallest = max(tallest, page.bars[j].height)
 		}
-		slices.SortStableFunc(drawn, func(a, b int) int { return r.Motifs[b].Atoms - r.Motifs[a].Atoms })
-		// Bars in motif order, heights in proportion to the atoms, the
-		// tallest the plot's full height.
-		most, tallest := 0, 0.0
-		for j, s := range r.Motifs {
-			most = max(most, s.Atoms)
-			if j < len(page.bars) {
-				tallest = max(tallest, page.bars[j].height)
-			}
+	}
+	if len(page.bars) != k || tallest < 100 {
+		t.Fatalf("%d histogram bars, the tallest %g px, want %d", len(page.bars), tallest, k)
+	}
+	for j, s := range r.Motifs {
+		b := page.bars[j]
+		if math.Abs(b.height/tallest-float64(s.Atoms)/float64(most)) > 1e-3 || b.empty != (s.Subgraphs == 0) {
+			t.Errorf("motif %d (%d atoms of at most %d, %d subgraphs): bar %+v, tallest %g", j, s.Atoms, most, s.Subgraphs, b, tallest)
 		}
-		if len(page.bars) != k || tallest < 100 {
-			t.Fatalf("%d histogram bars, the tallest %g px, want %d", len(page.bars), tallest, k)
+	}
+	if !slices.Equal(page.sections, drawn) {
+		t.Errorf("sections for motifs %v, want %v (largest first)", page.sections, drawn)
+	}
+	var figures []htmlFigureSeen
+	for _, mo := range drawn {
+		for _, c := range r.Motifs[mo].Closest {
+			figures = append(figures, htmlFigureSeen{motif: mo, molecule: c.Molecule, caption: c.Atoms, highlighted: c.Atoms})
 		}
-		for j, s := range r.Motifs {
-			b := page.bars[j]
-			if math.Abs(b.height/tallest-float64(s.Atoms)/float64(most)) > 1e-3 || b.empty != (s.Subgraphs == 0) {
-				t.Errorf("motif %d (%d atoms of at most %d, %d subgraphs): bar %+v, tallest %g", j, s.Atoms, most, s.Subgraphs, b, tallest)
-			}
-		}
-		if !slices.Equal(page.sections, drawn) {
-			t.Errorf("sections for motifs %v, want %v (largest first)", page.sections, drawn)
-		}
-		var figures []htmlFigureSeen
-		for _, mo := range drawn {
-			for _, c := range r.Motifs[mo].Closest {
-				figures = append(figures, htmlFigureSeen{motif: mo, molecule: c.Molecule, caption: c.Atoms, highlighted: c.Atoms})
-			}
-		}
-		if !slices.EqualFunc(page.figures, figures, htmlFigureSeen.equal) {
-			t.Errorf("figures (motif, molecule, caption atoms, highlighted atoms):\n got %v\nwant %v", page.figures, figures)
-		}
-		if nmi := fmt.Sprintf("%.3f; before pre-training (the run's initial model) %.3f", r.NMI, r.UntrainedNMI); !strings.Contains(page.text, nmi) {
-			t.Errorf("page text lacks %q", nmi)
-		}
-		if !strings.Contains(page.title, run) || !strings.Contains(page.text, run) || bytes.Contains(buf.Bytes(), []byte(`<b>&"x"`)) {
-			t.Errorf("run name %q not shown escaped: title %q", run, page.title)
-		}
-	})
+	}
+	if !slices.EqualFunc(page.figures, figures, htmlFigureSeen.equal) {
+		t.Errorf("figures (motif, molecule, caption atoms, highlighted atoms):\n got %v\nwant %v", page.figures, figures)
+	}
+	if nmi := fmt.Sprintf("%.3f; before pre-training (the run's initial model) %.3f", r.NMI, r.UntrainedNMI); !strings.Contains(page.text, nmi) {
+		t.Errorf("page text lacks %q", nmi)
+	}
+	if !strings.Contains(page.title, run) || !strings.Contains(page.text, run) || bytes.Contains(buf.Bytes(), []byte(`<b>&"x"`)) {
+		t.Errorf("run name %q not shown escaped: title %q", run, page.title)
+	}
 }
 
 // A report built by hand: a motif without subgraphs is listed briefly at

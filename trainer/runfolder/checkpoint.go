@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/data/feed"
+	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 )
@@ -27,7 +28,7 @@ const CheckpointFormat = "micrograph-checkpoint/1"
 //	model.<name>    every parameter and buffer of the model
 //	optim.<name>.*  Adam's moments and step counts
 //	rng.<device>    every default generator's state: rng.cpu, and
-//	                rng.cuda:N for each GPU (earlier files hold only the
+//	                rng.cuda:N for each GPU (a file may hold only the
 //	                GPU the run was on); in a data-parallel run these are
 //	                rank 0's, and rng.rank<r>/<device> rank r's
 //	meta.*          format, step, epoch, data position (global: of the
@@ -36,17 +37,18 @@ const CheckpointFormat = "micrograph-checkpoint/1"
 //
 // named RUNDIR/checkpoints/step-<step>.pt and written atomically.
 
-// Checkpoint is what a checkpoint file holds, with its tensors on the CPU.
+// Checkpoint is a run's state after a step, as SaveCheckpoint writes it
+// and LoadCheckpoint reads it back (with its tensors on the CPU).
 type Checkpoint struct {
-	Path     string
+	Path     string        // the file; set when read
 	Step     int64         // optimiser steps done
 	Position feed.Position // the next batch of the data sequence
 	Config   Config
-	World    int           // processes of the run that wrote it (1 before data-parallel runs)
-	Threads  int           // libtorch threads in each of them (0: not recorded, in files written before issue 36)
+	World    int           // processes of the run that wrote it (1 when the file does not say)
+	Threads  int           // libtorch threads in each of them (0 when the file does not say: written before issue 36)
 	Model    []torch.Named // model.* without the prefix
 	Optim    []torch.Named // optim.* without the prefix
-	RNG      []torch.Named // rng.* without the prefix: "cpu", "cuda:0", …
+	RNG      []torch.Named // rng.* without the prefix: "cpu", "cuda:0", …; every rank's (see pretrain's gatherRNG)
 }
 
 // Free releases the checkpoint's tensors.
@@ -64,46 +66,44 @@ func checkpointPath(run string, step int64) string {
 	return filepath.Join(CheckpointDir(run), fmt.Sprintf("step-%09d.pt", step))
 }
 
-// SaveCheckpoint writes the run's state at step atomically and keeps only the
-// newest keep checkpoints.
-// rngs are the generator states of every rank (see pretrain's job.gatherRNG), world the
-// number of ranks, threads libtorch's threads in each.
-func SaveCheckpoint(run string, step int64, pos feed.Position, cfg Config, m *model.MicroGraph, opt interface{ State() []torch.Named }, rngs []torch.Named, world, threads int) (string, error) {
+// SaveCheckpoint writes ck (its Path ignored) atomically as the run's
+// checkpoint at ck.Step, keeps only the newest ck.Config.Keep checkpoints,
+// and returns the file's path. ck.RNG holds every generator, not only the
+// run device's: whatever a step draws from (see pretrain's restore), and a
+// state costs a few bytes (a GPU's is 16).
+func SaveCheckpoint(run string, ck Checkpoint) (string, error) {
 	var state []torch.Named
-	for _, n := range m.Store.State() {
-		state = append(state, torch.Named{Name: "model." + n.Name, Tensor: n.Tensor})
+	for _, group := range []struct {
+		prefix  string
+		tensors []torch.Named
+	}{{"model.", ck.Model}, {"optim.", ck.Optim}, {"rng.", ck.RNG}} {
+		for _, n := range group.tensors {
+			state = append(state, torch.Named{Name: group.prefix + n.Name, Tensor: n.Tensor})
+		}
 	}
-	for _, n := range opt.State() {
-		state = append(state, torch.Named{Name: "optim." + n.Name, Tensor: n.Tensor})
-	}
-	// Every generator, not only the run device's: whatever a step draws from
-	// (see restore), and a state costs a few bytes (a GPU's is 16).
-	for _, n := range rngs {
-		state = append(state, torch.Named{Name: "rng." + n.Name, Tensor: n.Tensor})
-	}
-	cfgJSON, err := json.Marshal(cfg)
+	cfgJSON, err := json.Marshal(ck.Config)
 	if err != nil {
 		return "", err
 	}
 	meta := map[string]string{
 		"meta.format":  CheckpointFormat,
-		"meta.step":    strconv.FormatInt(step, 10),
-		"meta.epoch":   strconv.Itoa(pos.Epoch),
-		"meta.batch":   strconv.Itoa(pos.Batch),
+		"meta.step":    strconv.FormatInt(ck.Step, 10),
+		"meta.epoch":   strconv.Itoa(ck.Position.Epoch),
+		"meta.batch":   strconv.Itoa(ck.Position.Batch),
 		"meta.config":  string(cfgJSON),
 		"meta.torch":   torch.Version(),
-		"meta.world":   strconv.Itoa(world),
-		"meta.threads": strconv.Itoa(threads),
+		"meta.world":   strconv.Itoa(ck.World),
+		"meta.threads": strconv.Itoa(ck.Threads),
 	}
 	if err := os.MkdirAll(CheckpointDir(run), 0o755); err != nil {
 		return "", err
 	}
-	path := checkpointPath(run, step)
+	path := checkpointPath(run, ck.Step)
 	if err := torch.Save(path, state, meta); err != nil {
 		return "", err
 	}
 	remember(path, nil) // written whole and synced
-	return path, pruneCheckpoints(run, cfg.Keep)
+	return path, pruneCheckpoints(run, ck.Config.Keep)
 }
 
 // CheckpointFile is a file of a run's checkpoint folder named as a
@@ -180,7 +180,7 @@ func checkReadable(path string) error {
 
 // ReadableCheckpoints is the run's checkpoints that read back whole, newest
 // first; report (when not nil) hears of each unreadable one, which is left
-// alone and counted nowhere: not for --keep, not for resume.
+// alone and counted nowhere: not among those kept, not for resume.
 func ReadableCheckpoints(run string, report func(path string, err error)) ([]string, error) {
 	files, err := ListCheckpoints(run)
 	if err != nil {
@@ -228,7 +228,7 @@ var reported sync.Map
 // reportUnreadable says once on stderr that path is unreadable and left alone.
 func reportUnreadable(path string, err error) {
 	if _, done := reported.LoadOrStore(path, true); !done {
-		fmt.Fprintf(os.Stderr, "micrograph: leaving the unreadable checkpoint %s alone, not counted for --keep or resume: %v\n", path, err)
+		fmt.Fprintf(os.Stderr, "micrograph: leaving the unreadable checkpoint %s alone, not counted among those kept nor resumed from: %v\n", path, err)
 	}
 }
 
@@ -312,8 +312,12 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 	return ck, nil
 }
 
-// NewModel builds the checkpoint's model on dev with its weights.
+// NewModel builds the checkpoint's model on dev with its weights, once its
+// configuration is found valid.
 func (c *Checkpoint) NewModel(dev torch.Device) (*model.MicroGraph, error) {
+	if err := c.Config.Model.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Path, field.Within("model", err))
+	}
 	m, err := model.New(c.Config.Model, dev, torch.Float32)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/internal/field"
@@ -18,28 +19,29 @@ import (
 // Config is a pre-training run, saved as RUNDIR/config.json and in
 // every checkpoint. Defaults are docs/method.md §1's.
 type Config struct {
-	Data string `json:"data"` // OGB folder, CSV of SMILES, or corpus folder; absolute in runs made since issue #28
+	Data string `json:"data"` // OGB folder, CSV of SMILES, or corpus folder; Run makes it absolute
 	// DataKey is Data's content when the run began (data.ContentKey), set
-	// by Run: a resume on other data is refused. Empty in older runs.
+	// by Run: a resume on other data is refused. Empty: none recorded, and
+	// none checked.
 	DataKey string       `json:"data_key,omitempty"`
 	Model   model.Config `json:"model"` //
 
 	BatchSize    int     `json:"batch_size"`
 	LR           float64 `json:"lr"`
-	ClipGradNorm float64 `json:"clip_grad_norm"` // 0: no clipping; per group of model.ClipGroups
+	ClipGradNorm float64 `json:"clip_grad_norm"` // 0: no clipping; per group of the objective's ClipGroups
 	// WeightDecay > 0 makes the optimiser AdamW with this decoupled decay
 	// (the released objective's, docs/method.md §12.5); 0 is Adam.
 	WeightDecay float64 `json:"weight_decay,omitempty"`
 	Epochs      int     `json:"epochs"`
 	MaxSteps    int     `json:"max_steps"` // 0: no limit beyond Epochs
 	Seed        uint64  `json:"seed"`
-	// Precision of the matrix products (docs/method.md §13); runs made
-	// before it was a setting are FP32.
+	// Precision of the matrix products (docs/method.md §13); a config
+	// that names none is FP32.
 	Precision model.Precision `json:"precision"`
 
 	// Where and how the run runs (device, threads, workers) is not here but
-	// in the runenv.Env it is given: runs made before that kept them in
-	// config.json, where they are now ignored.
+	// in the runenv.Env it is given; a config.json that holds them still
+	// reads, and they are ignored.
 	CheckpointEvery int  `json:"checkpoint_every"` // steps
 	Keep            int  `json:"keep"`             // checkpoints kept
 	LogEvery        int  `json:"log_every"`        // steps per log.jsonl line
@@ -125,9 +127,8 @@ var resumable = map[string]bool{
 // anything but its length and where and how it runs. Model shape changes get
 // their own message, since the checkpoint could not even be loaded.
 func CheckResume(saved, asked Config) error {
-	if ModelShape(saved) != ModelShape(asked) {
-		return fmt.Errorf("the model's shape differs from the run's (hidden, layers, mlp-layers, learn-t, bond-per-layer, motifs, objective: run %v, asked %v)",
-			ModelShape(saved), ModelShape(asked))
+	if d := ShapeOf(saved).differences(ShapeOf(asked), "in the run", "asked"); d != "" {
+		return fmt.Errorf("the model's shape differs from the run's: %s", d)
 	}
 	a, b := Flatten(saved), Flatten(asked)
 	for _, k := range slices.Sorted(maps.Keys(a)) {
@@ -138,11 +139,45 @@ func CheckResume(saved, asked Config) error {
 	return nil
 }
 
-// ModelShape is what a checkpoint's tensors must fit: hidden, layers,
-// mlp-layers, learn-t, bond-per-layer, motifs, objective.
-func ModelShape(c Config) [7]any {
+// ModelShape is what a checkpoint's tensors must fit: the settings that
+// decide which tensors the model has and their shapes.
+type ModelShape struct {
+	Hidden       int
+	Layers       int
+	MLPLayers    int
+	LearnT       bool
+	BondPerLayer bool
+	Motifs       int
+	Objective    string // its parameters differ
+}
+
+// ShapeOf is the shape of c's model.
+func ShapeOf(c Config) ModelShape {
 	e := c.Model.Encoder
-	return [7]any{e.Hidden, e.Layers, e.MLPLayers, e.LearnT, e.BondPerLayer, c.Model.Motifs, c.Model.Objective()}
+	return ModelShape{Hidden: e.Hidden, Layers: e.Layers, MLPLayers: e.MLPLayers, LearnT: e.LearnT,
+		BondPerLayer: e.BondPerLayer, Motifs: c.Model.Motifs, Objective: c.Model.Objective()}
+}
+
+// differences names the settings where o differs from s, each as
+// "model.encoder.hidden 300 in the run, 64 asked" (s's value, then o's, each
+// with its label); "" when none does.
+func (s ModelShape) differences(o ModelShape, mine, theirs string) string {
+	var out []string
+	for _, f := range []struct {
+		name   string
+		ours   any
+		others any
+	}{
+		{"model.encoder.hidden", s.Hidden, o.Hidden}, {"model.encoder.layers", s.Layers, o.Layers},
+		{"model.encoder.mlp_layers", s.MLPLayers, o.MLPLayers}, {"model.encoder.learn_t", s.LearnT, o.LearnT},
+		{"model.encoder.bond_per_layer", s.BondPerLayer, o.BondPerLayer}, {"model.motifs", s.Motifs, o.Motifs},
+		{"objective", s.Objective, o.Objective},
+	} {
+		if f.ours != f.others {
+			out = append(out, fmt.Sprintf("%s %v %s, %v %s", f.name, f.ours, mine, f.others, theirs))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // Flatten is a config as dotted JSON keys, for naming differences.

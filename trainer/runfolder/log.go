@@ -24,7 +24,7 @@ type LogRecord struct {
 	Step          int64
 	Epoch         int
 	Loss          metrics.Value
-	Parts         []LossPart // model.PartNames order
+	Parts         []LossPart // in the objective's PartNames order
 	Subgraphs     int64
 	MoleculesPerS metrics.Value
 	LR            metrics.Value

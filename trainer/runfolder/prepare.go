@@ -86,9 +86,9 @@ func Prepare(run string, cfg *Config, resume bool) (ck *Checkpoint, release func
 		for _, s := range skipped {
 			fmt.Fprintf(os.Stderr, "micrograph: skipping an unreadable checkpoint: %s\n", s)
 		}
-		if ModelShape(latest.Config) != ModelShape(saved) {
-			return nil, nil, fmt.Errorf("resume: %s holds a model of another shape (hidden, layers, mlp-layers, learn-t, bond-per-layer, motifs, objective: %v) than the run's %s (%v): it is not this run's checkpoint; move it out of %s to resume from the one before",
-				latest.Path, ModelShape(latest.Config), ConfigPath(run), ModelShape(saved), CheckpointDir(run))
+		if d := ShapeOf(latest.Config).differences(ShapeOf(saved), "there", "in "+ConfigPath(run)); d != "" {
+			return nil, nil, fmt.Errorf("resume: %s holds a model of another shape than the run's (%s): it is not this run's checkpoint; move it out of %s to resume from the one before",
+				latest.Path, d, CheckpointDir(run))
 		}
 		saved = latest.Config
 	}
