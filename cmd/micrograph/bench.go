@@ -51,6 +51,14 @@ func runBench(args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
+	var job *distributed.Env
+	if inJob {
+		job = &denv
+	}
+	env, err := rt.parse(fs, job)
+	if err != nil {
+		return err
+	}
 	switch {
 	case *nproc < 1:
 		return usageError{fmt.Errorf("--nproc %d must be positive", *nproc)}
@@ -61,23 +69,18 @@ func runBench(args []string) error {
 			return flagError(fs, pc, err)
 		}
 		return launchRanks("bench", *nproc, withoutFlag(args, "nproc"), pretrain.DefaultTimeout+30*time.Second)
-	case !inJob && defaultsToSplit(fs) && !deviceIsCUDA(rt.device):
+	case !inJob && defaultsToSplit(fs) && !env.Device.IsCUDA():
 		// What pretrain does by default, for a new run.
 		split := defaultCPUSplit(defaultSplitConfig(fs, *pc), cpuCores(), availableMemory())
 		if split.processes > 1 {
 			if err := pretrain.CheckBenchLaunch(cfg, split.processes); err != nil {
 				return flagError(fs, pc, err)
 			}
+			if err := pretrain.CheckData(*pc, env); err != nil {
+				return flagError(fs, pc, err)
+			}
 			return launchRanks("bench", split.processes, splitArgs(args, split), pretrain.DefaultTimeout+30*time.Second)
 		}
-	}
-	var job *distributed.Env
-	if inJob {
-		job = &denv
-	}
-	env, err := rt.parse(fs, job)
-	if err != nil {
-		return err
 	}
 	if pc.Deterministic {
 		cublasDeterminism()

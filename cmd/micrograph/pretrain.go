@@ -11,10 +11,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/model"
-	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runenv"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 	"github.com/spf13/pflag"
 )
@@ -73,11 +74,26 @@ func splitFlags(fs *pflag.FlagSet, cfg *runfolder.Config) {
 	fs.BoolVar(&cfg.GlobalNegatives, "global-negatives", cfg.GlobalNegatives, "with several processes, L_contra's negatives from the global batch instead of each process's part")
 }
 
-// deviceIsCUDA says whether --device names (or, as auto, finds) a GPU; a
-// name of no device is not one, and is refused later.
-func deviceIsCUDA(name string) bool {
-	dev, err := torch.ParseDevice(name)
-	return err == nil && dev.IsCUDA()
+// openDataOnce opens a pre-training run's data where env says and closes
+// it (pretrain.CheckData), stopping at SIGINT or SIGTERM while a CSV is
+// featurised, as a run does: stopped says so.
+func openDataOnce(cfg runfolder.Config, env runenv.Env) (stopped bool, err error) {
+	stop := make(chan struct{})
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-signals:
+			close(stop)
+		case <-done:
+		}
+	}()
+	env.Stop = stop
+	err = pretrain.CheckData(cfg, env)
+	return errors.Is(err, data.ErrStopped), err
 }
 
 // jobFlags are pretrain's flags for data-parallel runs.
@@ -136,7 +152,15 @@ func runPretrain(args []string) error {
 	if err != nil {
 		return usageError{err} // the environment is part of how the command was started
 	}
-	onCPU := !inJob && defaultsToSplit(fs) && !deviceIsCUDA(rt.device)
+	var job *distributed.Env
+	if inJob {
+		job = &denv
+	}
+	env, err := rt.parse(fs, job)
+	if err != nil {
+		return err
+	}
+	onCPU := !inJob && defaultsToSplit(fs) && !env.Device.IsCUDA()
 	if onCPU && !resume {
 		cfg = defaultSplitConfig(fs, cfg)
 	}
@@ -160,20 +184,23 @@ func runPretrain(args []string) error {
 			if err := pretrain.CheckLaunch(run, cfg, resume, split.processes); err != nil {
 				return flagError(fs, &cfg, err)
 			}
+			// The data once, here: a CSV featurised into the cache, where
+			// the processes find it; what one process would refuse of it,
+			// refused before any starts.
+			stopped, err := openDataOnce(cfg, env)
+			if stopped {
+				logf("stopped while featurising %s into the cache: nothing was written; the same command starts again", cfg.Data)
+				return nil
+			}
+			if err != nil {
+				return flagError(fs, &cfg, err)
+			}
 			logf("%s", describeSplit(split, cores))
 			return launchRanks("pretrain", split.processes, splitArgs(args, split), jf.timeout+30*time.Second)
 		}
 		if split.why != "" {
 			logf("one process of %d libtorch threads: %s", cores, split.why)
 		}
-	}
-	var job *distributed.Env
-	if inJob {
-		job = &denv
-	}
-	env, err := rt.parse(fs, job)
-	if err != nil {
-		return err
 	}
 
 	if cfg.Deterministic {
