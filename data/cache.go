@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // The binary cache of a dataset folder is one file:
@@ -71,7 +72,8 @@ func Load(dir string, opt LoadOptions) (*Dataset, *CacheStatus, error) {
 		return nil, nil, err
 	}
 	st := &CacheStatus{Path: path, Rebuilt: "absent", Key: ogbKey(fp)}
-	if blob, err := os.ReadFile(path); err == nil {
+	// The cache is derived from the dataset and as large as it: no cap.
+	if blob, err := inputfile.ReadAll(path, math.MaxInt64); err == nil {
 		d, err := decodeDataset(blob, fp)
 		switch {
 		case err == nil:
@@ -112,7 +114,7 @@ func fingerprint(dir string) ([32]byte, error) {
 			if err != nil || !e.Type().IsRegular() {
 				return err
 			}
-			f, err := os.Open(p)
+			f, err := inputfile.Open(p)
 			if err != nil {
 				return err
 			}

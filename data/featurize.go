@@ -19,6 +19,7 @@ import (
 
 	"github.com/micrograph/micrograph/data/rdkit"
 	"github.com/micrograph/micrograph/internal/atomicfile"
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // Table is molecules to featurise: SMILES with their labels, one row each.
@@ -45,7 +46,7 @@ const idColumn = "mol_id"
 // label columns, all columns but the SMILES and mol_id ones when nil. Labels
 // must be numbers; an empty field is a missing label.
 func ReadTable(path, smilesCol string, labelCols []string) (*Table, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -68,13 +69,13 @@ func ReadTable(path, smilesCol string, labelCols []string) (*Table, error) {
 	for i, h := range header {
 		for j, other := range header[:i] {
 			if h == other || strings.EqualFold(h, smilesCol) && strings.EqualFold(other, smilesCol) {
-				return nil, fmt.Errorf("%s:1: the header names column %q twice (columns %d and %d)", path, h, j+1, i+1)
+				return nil, fmt.Errorf("%s:1: the header names column %s twice (columns %d and %d)", path, inputfile.Quote(h), j+1, i+1)
 			}
 		}
 	}
 	smi := slices.IndexFunc(header, func(h string) bool { return strings.EqualFold(h, smilesCol) })
 	if smi < 0 {
-		return nil, fmt.Errorf("%s:1: %w %q among %s", path, ErrNoSMILESColumn, smilesCol, columnList(header))
+		return nil, fmt.Errorf("%s:1: %w %s among %s", path, ErrNoSMILESColumn, inputfile.Quote(smilesCol), columnList(header))
 	}
 	id := slices.Index(header, idColumn)
 	var cols []int
@@ -120,7 +121,7 @@ func ReadTable(path, smilesCol string, labelCols []string) (*Table, error) {
 		for _, c := range cols {
 			v, err := parseLabel([]byte(strings.TrimSpace(rec[c])))
 			if err != nil {
-				return nil, fmt.Errorf("%s:%d: column %q: %q %v", path, line, header[c], truncate([]byte(rec[c])), err)
+				return nil, fmt.Errorf("%s:%d: column %s: %s %v", path, line, inputfile.Quote(header[c]), inputfile.Quote(rec[c]), err)
 			}
 			t.Labels = append(t.Labels, v)
 		}
@@ -139,10 +140,15 @@ var ErrNoSMILESColumn = errors.New("no SMILES column")
 // toxcast's has 618.
 func columnList(header []string) string {
 	const show = 8
-	if len(header) <= show {
-		return fmt.Sprintf("%q", header)
+	names := make([]string, min(len(header), show))
+	for i := range names {
+		names[i] = inputfile.Quote(header[i])
 	}
-	return fmt.Sprintf("%q and %d more", header[:show], len(header)-show)
+	list := "[" + strings.Join(names, " ") + "]"
+	if len(header) > show {
+		list += fmt.Sprintf(" and %d more", len(header)-show)
+	}
+	return list
 }
 
 // FeaturizeOptions control Featurize.
@@ -325,8 +331,8 @@ func fillDataset(d *Dataset, t *Table, graphs []*rdkit.Graph, kept []int) error 
 		d.Labels = append(d.Labels, t.Labels[i*nt:(i+1)*nt]...)
 		if t.AtomGroups != nil {
 			if len(t.AtomGroups[i]) != g.NumAtoms() {
-				return fmt.Errorf("%s row %d: %d atom groups for the %d atoms RDKit made of %q",
-					t.Source, i, len(t.AtomGroups[i]), g.NumAtoms(), t.SMILES[i])
+				return fmt.Errorf("%s row %d: %d atom groups for the %d atoms RDKit made of %s",
+					t.Source, i, len(t.AtomGroups[i]), g.NumAtoms(), inputfile.Quote(t.SMILES[i]))
 			}
 			d.AtomGroup = append(d.AtomGroup, t.AtomGroups[i]...)
 		}
@@ -337,7 +343,7 @@ func fillDataset(d *Dataset, t *Table, graphs []*rdkit.Graph, kept []int) error 
 // CountRejections is the number of rows listed in dir's RejectFile; a
 // folder without one (OGB's own) rejected none.
 func CountRejections(dir string) (int, error) {
-	f, err := os.Open(filepath.Join(dir, RejectFile))
+	f, err := inputfile.Open(filepath.Join(dir, RejectFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}

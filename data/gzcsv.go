@@ -12,6 +12,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // lineReader reads a gzip-compressed, headerless CSV file line by line and
@@ -24,7 +26,7 @@ type lineReader struct {
 }
 
 func openLines(path string) (*lineReader, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +93,7 @@ func (r *lineReader) finish(what string) error {
 	if err != nil {
 		return err
 	}
-	return r.errorf("extra row %q: %s", truncate(line), what)
+	return r.errorf("extra row %s: %s", inputfile.Quote(string(line)), what)
 }
 
 // ints parses a line of exactly len(dst) comma-separated integers into dst.
@@ -106,7 +108,7 @@ func (r *lineReader) ints(line []byte, dst []int64) error {
 		}
 		v, ok := parseInt(line[:end])
 		if !ok {
-			return r.errorf("field %d %q is not an integer", i+1, truncate(line[:end]))
+			return r.errorf("field %d %s is not an integer", i+1, inputfile.Quote(string(line[:end])))
 		}
 		dst[i] = v
 		if end < len(line) {
@@ -150,6 +152,22 @@ func parseInt(b []byte) (int64, bool) {
 	return v, true
 }
 
+// nonzero tells whether the number b writes has a digit other than 0 in
+// its mantissa: whether it is anything but a zero, however small.
+func nonzero(b []byte) bool {
+	digits, exp := "123456789", "eE"
+	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
+		b = b[1:]
+	}
+	if len(b) > 1 && b[0] == '0' && (b[1] == 'x' || b[1] == 'X') {
+		b, digits, exp = b[2:], "123456789abcdefABCDEF", "pP"
+	}
+	if i := bytes.IndexAny(b, exp); i >= 0 {
+		b = b[:i]
+	}
+	return bytes.ContainsAny(b, digits)
+}
+
 // parseLabel parses a label field: empty (or NaN) is a missing label. Its
 // error is the reason the field is no label, worded to follow the quoted
 // field ("is not a number").
@@ -164,20 +182,15 @@ func parseLabel(b []byte) (float32, error) {
 	case errors.Is(err, strconv.ErrRange) && v != 0, err == nil && math.Abs(v) > math.MaxFloat32:
 		// Overflows float64 (1e309) or float32 (1e39), where labels are kept.
 		return 0, errors.New("is a number beyond the range of float32 labels (±3.4e38)")
-	case errors.Is(err, strconv.ErrRange):
-		v = 0 // underflow: a number too close to 0 to hold
+	case err == nil && float32(v) == 0 && nonzero(b):
+		// Underflows float64 (1e-400, which ParseFloat reads as 0 without
+		// an error) or float32 (1e-46): it would be stored as 0, another
+		// label (1e-400 used to be).
+		return 0, errors.New("is a number too close to 0 for float32 labels (below 1.4e-45 in magnitude, it would be stored as 0)")
 	case err != nil:
 		return 0, errors.New("is not a number")
 	}
 	return float32(v), nil
-}
-
-// truncate shortens a field quoted in an error message.
-func truncate(b []byte) string {
-	if len(b) > 40 {
-		return string(b[:40]) + "..."
-	}
-	return string(b)
 }
 
 // gzipWriter writes text to a gzip stream through a buffer: the caller
@@ -242,18 +255,21 @@ func appendLabel(buf []byte, v float32) []byte {
 // encoding/csv gives no line.
 type csvReader struct {
 	*csv.Reader
-	path string
-	line int // line where the last record read ends
+	path  string
+	line  int  // line where the last record read ends
+	utf16 bool // the text starts with a UTF-16 byte order mark
 }
 
 func newCSVReader(path string, r io.Reader) *csvReader {
 	// A UTF-8 byte order mark at the start (Excel writes one) would become
 	// part of the first column's name.
 	br := bufio.NewReader(r)
-	if head, _ := br.Peek(len(utf8BOM)); bytes.Equal(head, utf8BOM) {
+	head, _ := br.Peek(len(utf8BOM))
+	if bytes.Equal(head, utf8BOM) {
 		br.Discard(len(utf8BOM))
 	}
-	return &csvReader{Reader: csv.NewReader(&recordLimiter{r: br}), path: path}
+	utf16 := bytes.HasPrefix(head, []byte{0xff, 0xfe}) || bytes.HasPrefix(head, []byte{0xfe, 0xff})
+	return &csvReader{Reader: csv.NewReader(&recordLimiter{r: br}), path: path, utf16: utf16}
 }
 
 // MaxLineBytes bounds a line of any file read as text (CSV, OGB's
@@ -338,6 +354,9 @@ func (c *csvReader) read() ([]string, error) {
 // carriage return only (classic Mac OS), which encoding/csv reads as a single
 // line.
 func (c *csvReader) header() ([]string, error) {
+	if c.utf16 {
+		return nil, fmt.Errorf("%s:1: the file is UTF-16 (it starts with a UTF-16 byte order mark): save it as UTF-8", c.path)
+	}
 	rec, err := c.read()
 	if err == io.EOF {
 		return nil, fmt.Errorf("%s:1: empty file: no header and no molecules", c.path)
@@ -346,8 +365,11 @@ func (c *csvReader) header() ([]string, error) {
 		return nil, err
 	}
 	for _, name := range rec {
-		if strings.ContainsRune(name, '\r') {
+		switch {
+		case strings.ContainsRune(name, '\r'):
 			return nil, fmt.Errorf("%s:1: lines end with a carriage return only (classic Mac OS): convert them to LF or CRLF line endings", c.path)
+		case strings.ContainsRune(name, 0):
+			return nil, fmt.Errorf("%s:1: the header holds NUL bytes: is the file UTF-16? save it as UTF-8", c.path)
 		}
 	}
 	return rec, nil

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf16"
 )
 
 // endless is a reader of zero bytes that never ends, as /dev/zero.
@@ -107,6 +108,12 @@ func TestReadTableInput(t *testing.T) {
 		{"infinity", "smiles,y\nCCO,inf\n", nil, `in.csv:2: column "y": "inf" is not a finite number`},
 		{"word", "smiles,y\nCCO,yes\n", nil, `in.csv:2: column "y": "yes" is not a number`},
 		{"label asked twice", "smiles,y\nCCO,1\n", []string{"y", "y"}, `in.csv: label column "y" asked for twice`},
+		// Stored as 0 once (as float64, or as float32), a label that is not 0.
+		{"below float64", "smiles,y\nCCO,1e-400\n", nil, `in.csv:2: column "y": "1e-400" is a number too close to 0 for float32 labels (below 1.4e-45 in magnitude, it would be stored as 0)`},
+		{"below float32", "smiles,y\nCCO,1\nCCN,-1e-50\n", nil, `in.csv:3: column "y": "-1e-50" is a number too close to 0 for float32 labels (below 1.4e-45 in magnitude, it would be stored as 0)`},
+		{"hexadecimal below float32", "smiles,y\nCCO,0x1p-200\n", nil, `in.csv:2: column "y": "0x1p-200" is a number too close to 0 for float32 labels (below 1.4e-45 in magnitude, it would be stored as 0)`},
+		{"UTF-16", utf16LE("\ufeffsmiles,y\nCCO,1\nCCN,0.5\n"), nil, "in.csv:1: the file is UTF-16 (it starts with a UTF-16 byte order mark): save it as UTF-8"},
+		{"UTF-16 without a byte order mark", utf16LE("smiles,y\nCCO,1\nCCN,0.5\n"), nil, "in.csv:1: the header holds NUL bytes: is the file UTF-16? save it as UTF-8"},
 	}
 	for _, tc := range tests {
 		path := writeInput(t, tc.content)
@@ -126,8 +133,13 @@ func TestReadTableInput(t *testing.T) {
 			t.Errorf("%s: smiles %q, tasks %q, labels %v", tc.name, table.SMILES, table.Tasks, table.Labels)
 		}
 	}
-	if v, err := parseLabel([]byte("1e-50")); v != 0 || err != nil {
-		t.Errorf("an underflowing label: %v, %v; want 0", v, err)
+	for _, zero := range []string{"0", "-0", "0.000", "0e-400", "0x0p-3000"} {
+		if v, err := parseLabel([]byte(zero)); v != 0 || err != nil {
+			t.Errorf("%s: %v, %v; want 0", zero, v, err)
+		}
+	}
+	if v, err := parseLabel([]byte("1e-40")); v != float32(1e-40) || v == 0 || err != nil {
+		t.Errorf("a subnormal float32 label: %v, %v", v, err)
 	}
 	if v, err := parseLabel([]byte("3.4e38")); float64(v) != float64(float32(3.4e38)) || err != nil || math.IsInf(float64(v), 0) {
 		t.Errorf("the largest label: %v, %v", v, err)
@@ -136,9 +148,12 @@ func TestReadTableInput(t *testing.T) {
 
 // A SMILES holding a NUL or bytes beyond ASCII is rejected with the byte and
 // its offset; RDKit used to stop at the NUL, or skip the bytes, and make a
-// one-atom molecule of the rest.
+// one-atom molecule of the rest. A space inside is rejected too: RDKit reads
+// what follows as the molecule's name, and "C C" was embedded as methane;
+// spaces around a SMILES change nothing and are accepted.
 func TestFeaturizeRejectsNonSMILESBytes(t *testing.T) {
-	table := &Table{Source: "in.csv", SMILES: []string{"CCO", "C\x00CO", "\xff\xfeC", "CC\tC", "CCé"}, Lines: []int{2, 3, 4, 5, 6}}
+	table := &Table{Source: "in.csv", SMILES: []string{"CCO", "C\x00CO", "\xff\xfeC", "CC\tC", "CCé", "C C", " CCO ", "CCO aspirin"},
+		Lines: []int{2, 3, 4, 5, 6, 7, 8, 9}}
 	rep, err := Featurize(table, filepath.Join(t.TempDir(), "out"), FeaturizeOptions{Split: "none"})
 	if err != nil {
 		t.Fatal(err)
@@ -148,8 +163,10 @@ func TestFeaturizeRejectsNonSMILESBytes(t *testing.T) {
 		{Row: 2, Line: 4, SMILES: "\xff\xfeC", Reason: "byte 0xff at offset 0: a SMILES is printable ASCII"},
 		{Row: 3, Line: 5, SMILES: "CC\tC", Reason: "byte 0x09 at offset 2: a SMILES is printable ASCII"},
 		{Row: 4, Line: 6, SMILES: "CCé", Reason: "byte 0xc3 at offset 2: a SMILES is printable ASCII"},
+		{Row: 5, Line: 7, SMILES: "C C", Reason: "a space at offset 1: RDKit would read what follows as a name, not as atoms"},
+		{Row: 7, Line: 9, SMILES: "CCO aspirin", Reason: "a space at offset 3: RDKit would read what follows as a name, not as atoms"},
 	}
-	if rep.Molecules != 1 || len(rep.Rejected) != len(want) {
+	if rep.Molecules != 2 || len(rep.Rejected) != len(want) {
 		t.Fatalf("%d molecules, %d rejected: %+v", rep.Molecules, len(rep.Rejected), rep.Rejected)
 	}
 	for i, r := range rep.Rejected {
@@ -157,4 +174,13 @@ func TestFeaturizeRejectsNonSMILESBytes(t *testing.T) {
 			t.Errorf("rejection %d: %+v, want %+v", i, r, want[i])
 		}
 	}
+}
+
+// utf16LE is s encoded as UTF-16, little-endian (as Windows' "Unicode" saves).
+func utf16LE(s string) string {
+	var b []byte
+	for _, u := range utf16.Encode([]rune(s)) {
+		b = append(b, byte(u), byte(u>>8))
+	}
+	return string(b)
 }

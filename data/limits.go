@@ -54,6 +54,11 @@ func (l Limits) check(smiles string) string {
 	if i := strings.IndexFunc(smiles, notSMILES); i >= 0 {
 		return fmt.Sprintf("byte 0x%02x at offset %d: a SMILES is printable ASCII", smiles[i], i)
 	}
+	// RDKit reads what follows a space as the molecule's name: "C C" would
+	// be methane. Spaces around the SMILES are harmless.
+	if trimmed := strings.Trim(smiles, " "); strings.Contains(trimmed, " ") {
+		return fmt.Sprintf("a space at offset %d: RDKit would read what follows as a name, not as atoms", strings.Index(smiles, trimmed)+strings.Index(trimmed, " "))
+	}
 	if n := smilesAtoms(smiles); n > l.MaxAtoms {
 		return fmt.Sprintf("%d atoms, more than the limit of %d per molecule", n, l.MaxAtoms)
 	}

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // Files of an OGB graph-property dataset folder (see ../shared/data/README.md),
@@ -272,7 +274,7 @@ func readLabels(dir string, d *Dataset) error {
 		for j, f := range fields {
 			v, err := parseLabel(f)
 			if err != nil {
-				return r.errorf("field %d %q %v", j+1, truncate(f), err)
+				return r.errorf("field %d %s %v", j+1, inputfile.Quote(string(f)), err)
 			}
 			d.Labels = append(d.Labels, v)
 		}
@@ -304,7 +306,7 @@ func splitFields(line []byte) [][]byte {
 // task names (the columns before "smiles").
 func readMapping(dir string, d *Dataset) error {
 	path := filepath.Join(dir, fileMapping)
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // CorpusManifestFile is the file that makes a folder a pre-training corpus
@@ -99,6 +101,12 @@ func OpenWithKey(path string, opt OpenOptions) (*Dataset, string, error) {
 	return ds, key, nil
 }
 
+// rowRules numbers the rules by which a CSV's rows are read and refused
+// (rowRules 2: a SMILES with a space inside, a label that underflows). The
+// featurised folder's name holds it, so that a CSV featurised under older
+// rules is featurised again rather than read from the cache as it was.
+const rowRules = 2
+
 // featurized is the folder holding csv featurised, made if missing, and
 // csv's ContentKey.
 func featurized(csv string, opt OpenOptions, cache string) (dir, key string, err error) {
@@ -115,7 +123,7 @@ func featurized(csv string, opt OpenOptions, cache string) (dir, key string, err
 	}
 	key = "csv:" + sum
 	name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(csv), ".gz"), ".csv")
-	folder := fmt.Sprintf("%s-%s-%s", name, opt.SmilesCol, sum[:16])
+	folder := fmt.Sprintf("%s-%s-%s-rules%d", name, opt.SmilesCol, sum[:16], rowRules)
 	if limits != DefaultLimits() {
 		folder += fmt.Sprintf("-atoms%d-bytes%d", limits.MaxAtoms, limits.MaxSMILESBytes) // other rows rejected
 	}
@@ -177,7 +185,7 @@ func ContentKey(path string) (string, error) {
 		sum, err := FileSHA256(path)
 		return "csv:" + sum, err // as featurized names it
 	case IsCorpus(path):
-		blob, err := os.ReadFile(filepath.Join(path, CorpusManifestFile))
+		blob, err := inputfile.ReadAll(filepath.Join(path, CorpusManifestFile), inputfile.MaxJSONBytes)
 		if err != nil {
 			return "", err
 		}
@@ -196,7 +204,7 @@ func ogbKey(fp [32]byte) string { return fmt.Sprintf("ogb:%x", fp) }
 // FileSHA256 is the hex SHA-256 of the file at path (gzip-compressed
 // files as they are on disk).
 func FileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return "", err
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/micrograph/micrograph/data/rdkit"
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // Row is one molecule of a SMILES file read as a stream.
@@ -37,7 +38,7 @@ type SMILESReader struct {
 // column (case ignored); empty tries "smiles", then "mol" (MoleculeNet's
 // bace), as the training commands do.
 func OpenSMILES(path, smilesCol string) (*SMILESReader, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -69,12 +70,12 @@ func OpenSMILES(path, smilesCol string) (*SMILESReader, error) {
 	}
 	if r.smiles < 0 {
 		f.Close()
-		return nil, fmt.Errorf("%s:1: %w %q among %s", path, ErrNoSMILESColumn, names[0], columnList(header))
+		return nil, fmt.Errorf("%s:1: %w %s among %s", path, ErrNoSMILESColumn, inputfile.Quote(names[0]), columnList(header))
 	}
 	for i, h := range header {
 		if i != r.smiles && strings.EqualFold(h, header[r.smiles]) {
 			f.Close()
-			return nil, fmt.Errorf("%s:1: the header names column %q twice (columns %d and %d)", path, h, r.smiles+1, i+1)
+			return nil, fmt.Errorf("%s:1: the header names column %s twice (columns %d and %d)", path, inputfile.Quote(h), r.smiles+1, i+1)
 		}
 	}
 	r.Column = header[r.smiles]

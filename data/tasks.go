@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // TaskType says what a task's labels are: classes 0 and 1, or real values.
@@ -58,7 +60,7 @@ func (d *Dataset) TaskTypes(override map[string]TaskType) ([]TaskType, error) {
 	nt := d.NumTasks()
 	for name := range override {
 		if !slices.Contains(d.Tasks, name) {
-			return nil, fmt.Errorf("no task %q (the tasks: %s)", name, strings.Join(d.Tasks, ", "))
+			return nil, fmt.Errorf("no task %q (the tasks: %s)", name, inputfile.Shorten(strings.Join(d.Tasks, ", ")))
 		}
 	}
 	types := make([]TaskType, nt)
@@ -79,10 +81,10 @@ func (d *Dataset) TaskTypes(override map[string]TaskType) ([]TaskType, error) {
 		case t == Classification && firstReal >= 0:
 			smiles := ""
 			if d.SMILES != nil {
-				smiles = fmt.Sprintf(" (%s)", d.SMILES[firstReal])
+				smiles = fmt.Sprintf(" (%s)", inputfile.Shorten(d.SMILES[firstReal]))
 			}
-			return nil, fmt.Errorf("task %q: molecule %d%s has label %g, not 0 or 1, so the task cannot be classification",
-				name, firstReal, smiles, d.Labels[firstReal*nt+j])
+			return nil, fmt.Errorf("task %s: molecule %d%s has label %g, not 0 or 1, so the task cannot be classification",
+				inputfile.Quote(name), firstReal, smiles, d.Labels[firstReal*nt+j])
 		}
 		types[j] = t
 	}

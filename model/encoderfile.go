@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
+	"github.com/micrograph/micrograph/internal/field"
+	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/nn"
 )
@@ -84,12 +86,8 @@ func LoadEncoder(ref string) (_ EncoderInfo, _ []torch.Named, err error) {
 		return info, nil, err
 	}
 	path := ref
-	b, err := readDescription(EncoderInfoPath(path))
-	if err != nil {
+	if err := inputfile.ReadJSON(EncoderInfoPath(path), &info); err != nil {
 		return info, nil, fmt.Errorf("encoder %s: its description: %w", path, err)
-	}
-	if err := json.Unmarshal(b, &info); err != nil {
-		return info, nil, fmt.Errorf("%s: %w", EncoderInfoPath(path), err)
 	}
 	if info.Format == MotifModelFormat {
 		src, err := openMotifModel(path)
@@ -99,25 +97,29 @@ func LoadEncoder(ref string) (_ EncoderInfo, _ []torch.Named, err error) {
 		return encoderFromMotifModel(src)
 	}
 	if info.Format != EncoderFormat {
-		return info, nil, fmt.Errorf("%s: format %q, want %q", EncoderInfoPath(path), info.Format, EncoderFormat)
+		return info, nil, fmt.Errorf("%s: format %s, want %q", EncoderInfoPath(path), inputfile.Quote(info.Format), EncoderFormat)
 	}
 	if err := info.Encoder.Validate(); err != nil {
-		return info, nil, fmt.Errorf("%s: %w", EncoderInfoPath(path), err)
+		return info, nil, field.InFile(EncoderInfoPath(path), err)
 	}
 	// What the description says beyond the architecture must be what every
 	// micrograph encoder is: the readout and the feature vocabularies are
 	// not settings, and a file that says otherwise was edited or is not ours.
 	switch {
 	case info.Pool != "mean":
-		return info, nil, fmt.Errorf("%s: pool %q: micrograph encoders read out by the mean (docs/method.md §2.4), the only pooling the weights were trained with", EncoderInfoPath(path), info.Pool)
+		return info, nil, fmt.Errorf("%s: pool %s: micrograph encoders read out by the mean (docs/method.md §2.4), the only pooling the weights were trained with", EncoderInfoPath(path), inputfile.Quote(info.Pool))
 	case !slices.Equal(info.AtomFeatureDims, AtomFeatureDims):
-		return info, nil, fmt.Errorf("%s: atom_feature_dims %v, but the featurisation's vocabularies are %v (docs/method.md §8.1)", EncoderInfoPath(path), info.AtomFeatureDims, AtomFeatureDims)
+		return info, nil, fmt.Errorf("%s: atom_feature_dims %s, but the featurisation's vocabularies are %v (docs/method.md §8.1)", EncoderInfoPath(path), inputfile.Shorten(fmt.Sprint(info.AtomFeatureDims)), AtomFeatureDims)
 	case !slices.Equal(info.BondFeatureDims, BondFeatureDims):
-		return info, nil, fmt.Errorf("%s: bond_feature_dims %v, but the featurisation's vocabularies are %v (docs/method.md §8.1)", EncoderInfoPath(path), info.BondFeatureDims, BondFeatureDims)
+		return info, nil, fmt.Errorf("%s: bond_feature_dims %s, but the featurisation's vocabularies are %v (docs/method.md §8.1)", EncoderInfoPath(path), inputfile.Shorten(fmt.Sprint(info.BondFeatureDims)), BondFeatureDims)
 	}
 	state, _, err := torch.Load(path, torch.CPU)
 	if err != nil {
 		return info, nil, err
+	}
+	if err := info.Encoder.CheckSizes(state, ""); err != nil {
+		torch.FreeNamed(state)
+		return info, nil, fmt.Errorf("%s: %v (the weights: %s)", EncoderInfoPath(path), err, path)
 	}
 	return info, state, nil
 }

@@ -14,8 +14,11 @@ import (
 
 // An exported encoder loads back as saved; a description edited to say
 // something the weights were not made for (another pooling, other feature
-// vocabularies) is refused, naming the file and the field, where it used to
-// be ignored.
+// vocabularies, other sizes) is refused, naming the file and the field,
+// where it used to be ignored. Sizes are compared with the weights' shapes
+// before any model is built: "layers": 1000000 or "hidden": 46341 used to
+// have the caller build that model (gigabytes, in 15–30 s) before the
+// weights were compared with it.
 func TestLoadEncoderRefusesAContradictingDescription(t *testing.T) {
 	scope(t)
 	cfg := model.EncoderConfig{Hidden: 8, Layers: 1, MLPLayers: 1, T: 1}
@@ -46,6 +49,13 @@ func TestLoadEncoderRefusesAContradictingDescription(t *testing.T) {
 		{"pool", "max", `pool "max": micrograph encoders read out by the mean`},
 		{"atom_feature_dims", []int{119, 5, 12, 12, 10, 6, 6, 2, 3}, "atom_feature_dims [119 5 12 12 10 6 6 2 3], but the featurisation's vocabularies are [119 5 12 12 10 6 6 2 2]"},
 		{"bond_feature_dims", []int{5, 6}, "bond_feature_dims [5 6], but"},
+		{"encoder", map[string]any{"hidden": 46341, "layers": 1, "mlp_layers": 1, "t": 1},
+			"enc.json: hidden 46341 differs from the weights, which are 8 wide (atom_encoder.embeddings.0.weight is [119 8]) (the weights: "},
+		{"encoder", map[string]any{"hidden": 8, "layers": 1000000, "mlp_layers": 1, "t": 1},
+			"enc.json: layers 1000000 differs from the weights, which have 1 (norms.0 … norms.0)"},
+		{"encoder", map[string]any{"hidden": 8, "layers": 1, "mlp_layers": 1000, "t": 1},
+			"enc.json: mlp_layers 1000 differs from the weights, which have 1 in convs.0"},
+		{"encoder", map[string]any{"hidden": 0, "layers": 1, "mlp_layers": 1, "t": 1}, "enc.json: hidden 0 must be positive"},
 	}
 	for _, e := range edits {
 		var desc map[string]any

@@ -38,16 +38,26 @@ type Classifier struct {
 }
 
 // NewClassifier builds a freshly initialised classifier for T tasks.
-func NewClassifier(c EncoderConfig, tasks int, dev torch.Device, dt torch.DType) (*Classifier, error) {
+// Weights that do not fit in memory are an error naming the size setting
+// at fault (encoder.hidden, encoder.layers or tasks).
+func NewClassifier(c EncoderConfig, tasks int, dev torch.Device, dt torch.DType) (_ *Classifier, err error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	s := nn.NewStore(dev, dt)
-	return &Classifier{
-		Store:   s,
-		Encoder: NewDeeperGCN(s.Root().Sub("encoder"), c),
-		Head:    NewGraphHead(s.Root().Sub("head"), c.Hidden, tasks),
-	}, nil
+	clf := &Classifier{Store: nn.NewStore(dev, dt)}
+	defer func() {
+		if err != nil {
+			err = outOfMemory(clf.Store, c, "head.lin2.", "tasks", tasks, err)
+			if clf.Encoder != nil {
+				clf.Encoder.Free()
+			}
+			clf.Store.Free()
+		}
+	}()
+	defer torch.Recover(&err)
+	clf.Encoder = NewDeeperGCN(clf.Store.Root().Sub("encoder"), c)
+	clf.Head = NewGraphHead(clf.Store.Root().Sub("head"), c.Hidden, tasks)
+	return clf, nil
 }
 
 // Forward is the logits (B×T) of a batch.

@@ -40,21 +40,33 @@ type MicroGraph struct {
 // for reference checks). M starts from N(0, 1). cfg must be valid
 // (Config.Validate): configurations are judged where they enter, a
 // command's in its entry point's prologue, a saved one when it is read.
+// Weights that do not fit in memory are an error naming the size setting
+// at fault.
 func New(cfg Config, dev torch.Device, dt torch.DType) (*MicroGraph, error) {
 	return NewWith(cfg, cfg.NewObjective(), dev, dt)
 }
 
 // NewWith is New with the objective o, made from cfg: New's choice, or an
 // objective of the caller's own.
-func NewWith(cfg Config, o Objective, dev torch.Device, dt torch.DType) (*MicroGraph, error) {
+func NewWith(cfg Config, o Objective, dev torch.Device, dt torch.DType) (_ *MicroGraph, err error) {
 	sampler, err := o.Sampler(cfg.Sampler)
 	if err != nil {
 		return nil, err
 	}
 	s := nn.NewStore(dev, dt)
+	m := &MicroGraph{Config: cfg, Store: s, Objective: o, sampler: sampler}
+	defer func() {
+		if err != nil {
+			err = outOfMemory(s, cfg.Encoder, "motif_embeddings", "motifs", cfg.Motifs, err)
+			if m.Encoder != nil {
+				m.Encoder.Free()
+			}
+			s.Free()
+		}
+	}()
+	defer torch.Recover(&err)
 	root := s.Root()
 	d := int64(cfg.Encoder.Hidden)
-	m := &MicroGraph{Config: cfg, Store: s, Objective: o, sampler: sampler}
 	m.Encoder = NewDeeperGCN(root.Sub("encoder"), cfg.Encoder)
 	m.Motifs = root.Param("motif_embeddings", torch.Empty([]int64{int64(cfg.Motifs), d}, root.Options()))
 	nn.Normal(m.Motifs, 0, 1)

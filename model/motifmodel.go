@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/internal/atomicfile"
+	"github.com/micrograph/micrograph/internal/field"
+	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/nn"
@@ -159,6 +159,10 @@ func LoadMotifModel(ref string, dev torch.Device) (_ *MotifModel, _ MotifModelIn
 		return nil, src.info, err
 	}
 	defer torch.FreeNamed(state)
+	// Before the model the description asks for is built.
+	if err := src.info.Model.CheckSizes(state); err != nil {
+		return nil, src.info, fmt.Errorf("%s: %v (the weights: %s)", src.infoName, field.Within("model", err), src.name)
+	}
 	m, err := NewMotifModel(src.info.Model, dev)
 	if err != nil {
 		return nil, src.info, fmt.Errorf("%s: %w", src.infoName, err)
@@ -195,7 +199,7 @@ func openMotifModel(ref string) (*motifModelSource, error) {
 		return nil, err
 	}
 	infoPath := MotifModelInfoPath(ref)
-	b, err := readDescription(infoPath)
+	b, err := inputfile.ReadAll(infoPath, inputfile.MaxJSONBytes)
 	if err != nil {
 		return nil, fmt.Errorf("motif model %s: its description: %w", ref, err)
 	}
@@ -210,44 +214,22 @@ func openMotifModel(ref string) (*motifModelSource, error) {
 // parseMotifModelInfo decodes and checks a motif model's description.
 func parseMotifModelInfo(name string, b []byte) (MotifModelInfo, error) {
 	var info MotifModelInfo
-	if err := json.Unmarshal(b, &info); err != nil {
+	if err := inputfile.Unmarshal(b, &info); err != nil {
 		return info, fmt.Errorf("%s: %w", name, err)
 	}
 	switch {
 	case info.Format != MotifModelFormat:
-		return info, fmt.Errorf("%s: format %q, want %q", name, info.Format, MotifModelFormat)
+		return info, fmt.Errorf("%s: format %s, want %q", name, inputfile.Quote(info.Format), MotifModelFormat)
 	case !slices.Equal(info.AtomFeatureDims, AtomFeatureDims):
-		return info, fmt.Errorf("%s: atom_feature_dims %v, but the featurisation's vocabularies are %v (docs/method.md §8.1)", name, info.AtomFeatureDims, AtomFeatureDims)
+		return info, fmt.Errorf("%s: atom_feature_dims %s, but the featurisation's vocabularies are %v (docs/method.md §8.1)", name, inputfile.Shorten(fmt.Sprint(info.AtomFeatureDims)), AtomFeatureDims)
 	case !slices.Equal(info.BondFeatureDims, BondFeatureDims):
-		return info, fmt.Errorf("%s: bond_feature_dims %v, but the featurisation's vocabularies are %v (docs/method.md §8.1)", name, info.BondFeatureDims, BondFeatureDims)
+		return info, fmt.Errorf("%s: bond_feature_dims %s, but the featurisation's vocabularies are %v (docs/method.md §8.1)", name, inputfile.Shorten(fmt.Sprint(info.BondFeatureDims)), BondFeatureDims)
 	}
 	if err := info.Model.Validate(); err != nil {
-		return info, fmt.Errorf("%s: model: %w", name, err)
+		return info, field.InFile(name, field.Within("model", err))
 	}
 	return info, nil
 }
-
-// readDescription reads a model's .json description, refusing one larger
-// than any description the program writes.
-func readDescription(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxDescriptionBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxDescriptionBytes {
-		return nil, fmt.Errorf("%s is larger than %d bytes: not a description micrograph wrote", path, maxDescriptionBytes)
-	}
-	return b, nil
-}
-
-// maxDescriptionBytes bounds a model's .json: a motif model's legend is the
-// largest part, a few kilobytes per motif.
-const maxDescriptionBytes = 4 << 20
 
 // encoderFromMotifModel is LoadEncoder for a motif model: its encoder's
 // description and tensors.
@@ -276,6 +258,10 @@ func encoderFromMotifModel(src *motifModelSource) (EncoderInfo, []torch.Named, e
 		}
 	}
 	torch.FreeNamed(rest)
+	if err := info.Encoder.CheckSizes(enc, ""); err != nil {
+		torch.FreeNamed(enc)
+		return info, nil, fmt.Errorf("%s: %v (the weights: %s)", src.infoName, field.Within("model.encoder", err), src.name)
+	}
 	if err := checkEncoderState(info.Encoder, enc); err != nil {
 		torch.FreeNamed(enc)
 		return info, nil, fmt.Errorf("%s: %w", src.name, err)

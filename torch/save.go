@@ -42,7 +42,10 @@ func Save(path string, state []Named, meta map[string]string) error {
 
 // Load reads a file written by Save or by PyTorch's torch.save of a state
 // dict, with every tensor on dev and bit-identical to what was saved. String,
-// integer and boolean entries come back as metadata strings.
+// integer and boolean entries come back as metadata strings. Reading takes
+// at most 64 MiB plus 8 times the file's size (a file that asks for more is
+// refused before it is allocated), and as much again for the tensors'
+// copies in libtorch.
 func Load(path string, dev Device) (state []Named, meta map[string]string, err error) {
 	entries, err := ptfile.ReadFile(path)
 	if err != nil {

@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/evaluate/suite"
 	"github.com/micrograph/micrograph/trainer/metrics"
@@ -51,12 +51,11 @@ func runCompare(args []string) error {
 	}
 	var rows []evaluation
 	for _, path := range fs.Args() {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
 		var e evaluation
-		if err := json.Unmarshal(b, &e); err != nil || e.Evaluation == "" {
+		if err := inputfile.ReadJSON(path, &e); err != nil {
+			return fmt.Errorf("%w (want a finetune or linear-eval result)", err)
+		}
+		if e.Evaluation == "" {
 			return fmt.Errorf("%s is not a finetune or linear-eval result", path)
 		}
 		if e.Metric == "" {
@@ -97,14 +96,10 @@ func suiteArg(arg string) (name, file string) {
 // suite entries.
 func isSuite(arg string) bool {
 	_, file := suiteArg(arg)
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return false
-	}
 	var probe struct {
 		Entries []json.RawMessage `json:"entries"`
 	}
-	return json.Unmarshal(b, &probe) == nil && probe.Entries != nil
+	return inputfile.ReadJSON(file, &probe) == nil && probe.Entries != nil
 }
 
 // compareSuites prints suite.CompareArms of the suites named.
@@ -114,7 +109,7 @@ func compareSuites(args []string) error {
 		name, file := suiteArg(arg)
 		r, err := suite.ReadResult(file)
 		if err != nil {
-			return fmt.Errorf("%s %w (compare suites with suites)", file, err)
+			return fmt.Errorf("%w (compare suites with suites)", err)
 		}
 		arms = append(arms, suite.Arm{Name: name, Result: r})
 	}

@@ -2,13 +2,12 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
+	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/diagnose"
 	"github.com/micrograph/micrograph/trainer/report"
@@ -124,13 +123,9 @@ func runDiagnosePlot(args []string) error {
 		if !ok || name == "" {
 			return usageError{fmt.Errorf("%q: want NAME=diag.json", arg)}
 		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
 		var d diagnose.Diagnosis
-		if err := json.Unmarshal(b, &d); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+		if err := inputfile.ReadJSON(path, &d); err != nil {
+			return err
 		}
 		names, ds = append(names, name), append(ds, &d)
 	}

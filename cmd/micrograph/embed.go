@@ -28,7 +28,7 @@ func (s *scoreFlags) register(fs *pflag.FlagSet, outHelp string) {
 	fs.StringVar(&s.data, "data", "", "CSV file of SMILES (gzip-compressed or not), read as a stream, or an OGB dataset folder")
 	fs.StringVar(&s.out, "out", "", outHelp+"; written atomically (no partial file)")
 	fs.StringVar(&s.smilesCol, "smiles-col", "", `SMILES column of the CSV (case ignored; default: "smiles", else "mol")`)
-	fs.IntVar(&s.batchSize, "batch-size", 256, "molecules per forward pass (the outputs do not depend on it)")
+	fs.IntVar(&s.batchSize, "batch-size", 256, "molecules per forward pass (the outputs may differ with it in the last float32 bits: docs/pytorch.md)")
 	fs.IntVar(&s.rdkitWorkers, "rdkit-workers", 0, "goroutines featurising CSV rows with RDKit (0: one per core)")
 	s.precision = model.FP32
 	precisionFlag(fs, &s.precision)

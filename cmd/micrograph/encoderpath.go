@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
@@ -86,8 +88,28 @@ func isCheckpoint(path string) bool {
 			return true
 		}
 	}
-	blob, err := os.ReadFile(path)
-	return err == nil && bytes.Contains(blob, []byte(runfolder.CheckpointFormat))
+	f, err := inputfile.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return holds(f, []byte(runfolder.CheckpointFormat))
+}
+
+// holds tells whether r's bytes contain s, reading them in pieces.
+func holds(r io.Reader, s []byte) bool {
+	buf := make([]byte, 1<<20+len(s))
+	kept := 0 // bytes of the previous piece kept, where s may begin
+	for {
+		n, err := io.ReadFull(r, buf[kept:])
+		if bytes.Contains(buf[:kept+n], s) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		kept = copy(buf, buf[kept+n-(len(s)-1):kept+n])
+	}
 }
 
 // checkNotCorpus refuses, as misuse of flag, a --data path that is a

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
@@ -191,3 +193,113 @@ func TestPretrainRunMisuse(t *testing.T) {
 
 // csvOf is a CSV path in dir, for flags that are only compared.
 func csvOf(dir string) string { return filepath.Join(dir, "other.csv") }
+
+// editConfig rewrites run's config.json with edit applied to it as JSON.
+func editConfig(t *testing.T, run string, edit func(map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(runfolder.ConfigPath(run))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	edit(c)
+	if b, err = json.Marshal(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(runfolder.ConfigPath(run), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A resumed run's settings are its config.json's: one that cannot work, a
+// key that is no setting ("objective" written by hand) and a file that
+// says otherwise than the checkpoint it resumes are each one line naming
+// config.json, status 1. They used to be blamed on a flag nobody gave
+// (`--sampler "nonsense"`, status 2), be ignored ("objective"), or be
+// reported as "asked". A flag that contradicts the run stays misuse, its
+// value named even when the run's is an omitted zero (was "<nil> was
+// asked"); a model too large for memory names the setting and the file.
+func TestResumeBlamesConfigJSONNotAFlag(t *testing.T) {
+	dir := t.TempDir()
+	synth := filepath.Join(dir, "synth")
+	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 60, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(dir, "cache")
+	newRun := func(name string, args ...string) string {
+		run := filepath.Join(dir, name)
+		all := append([]string{"pretrain", "--data", synth, "--run", run, "--hidden", "8", "--layers", "1", "--motifs", "4",
+			"--batch-size", "16", "--max-steps", "1", "--device", "cpu", "--threads", "1", "--cache", cache}, args...)
+		if code, _, errs := runCLI(t, all...); code != 0 {
+			t.Fatalf("pretrain %s: %s", name, errs)
+		}
+		return run
+	}
+	resume := func(run string, args ...string) []string {
+		return append([]string{"pretrain", "--run", run, "--resume", "--max-steps", "2", "--device", "cpu", "--cache", cache}, args...)
+	}
+	paper, released := newRun("paper"), newRun("released", "--objective", "released", "--sampler", "random-walk")
+	config := runfolder.ConfigPath(paper)
+	setting := func(keys ...string) func(map[string]any) { // keys..., value
+		return func(c map[string]any) {
+			m := c
+			for _, k := range keys[:len(keys)-2] {
+				m = m[k].(map[string]any)
+			}
+			m[keys[len(keys)-2]] = keys[len(keys)-1]
+		}
+	}
+	cases := []struct {
+		name string
+		edit func(map[string]any)
+		run  string
+		args []string
+		code int
+		want string
+	}{
+		{"a sampler that cannot work", setting("model", "sampler", "nonsense"), paper, nil, 1,
+			config + `: model.sampler "nonsense" must be motif, random-walk or k-hop`},
+		{"an objective written by hand", setting("model", "objective", "released"), paper, nil, 1,
+			config + `: unknown key "objective": config.json holds the run's settings, and this is none (the objective, for one, follows from the model's "released" block)`},
+		{"a sampler the checkpoint was not made with", setting("model", "sampler", "k-hop"), paper, nil, 1,
+			"resume: " + config + " says model.sampler is k-hop, but the run's newest checkpoint " +
+				filepath.Join(paper, "checkpoints", "step-000000001.pt") + " was made with motif: that file was edited (put it back)"},
+		{"a weight decay of 0 asked of an AdamW run", nil, released, []string{"--weight-decay", "0"}, 2,
+			"--resume " + released + ": weight_decay is 0.01 in the run but 0 was asked; only the run's length and where it runs can change on resume"},
+	}
+	original, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		if tc.edit != nil {
+			editConfig(t, tc.run, tc.edit)
+		}
+		code, _, errs := runCLI(t, resume(tc.run, tc.args...)...)
+		if code != tc.code || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%s: status %d, stderr %q; want status %d and one line with %q", tc.name, code, errs, tc.code, tc.want)
+		}
+		if err := os.WriteFile(config, original, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A run without a checkpoint yet whose config.json asks for a model
+	// too large for memory.
+	empty := filepath.Join(dir, "empty")
+	if err := os.MkdirAll(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(runfolder.ConfigPath(empty), original, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	editConfig(t, empty, func(c map[string]any) { c["model"].(map[string]any)["encoder"].(map[string]any)["hidden"] = 1 << 40 })
+	code, _, errs := runCLI(t, resume(empty)...)
+	want := runfolder.ConfigPath(empty) + ": model.encoder.hidden 1099511627776 makes weights that do not fit in memory ("
+	if code != 1 || !strings.Contains(errs, want) || strings.Count(errs, "\n") != 1 {
+		t.Errorf("a huge hidden size in config.json: status %d, stderr %q; want status 1 and %q", code, errs, want)
+	}
+}

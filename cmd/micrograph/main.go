@@ -108,7 +108,7 @@ func run(args []string, stderr io.Writer) int {
 			// other command is ended by it, without its temporary files.
 			atomicfile.RemoveTempsOnInterrupt()
 		}
-		err := c.run(args[1:])
+		err := runReporting(c, args[1:])
 		var usage usageError
 		if err != nil {
 			// One line, whatever the error joined (a full disk fails every file at once).
@@ -129,6 +129,40 @@ func run(args []string, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "micrograph: unknown command %q (see micrograph --help)\n", args[0])
 	return 2
+}
+
+// runReporting runs c with stdout kept by a reportWriter: a report that
+// could not be written (a full disk) fails the command, which used to end
+// with status 0 and nothing written.
+func runReporting(c command, args []string) error {
+	out := &reportWriter{w: stdout}
+	saved := stdout
+	stdout = out
+	defer func() { stdout = saved }()
+	err := c.run(args)
+	if err == nil && out.err != nil {
+		return fmt.Errorf("the report could not be written: %w", out.err)
+	}
+	return err
+}
+
+// reportWriter passes writes on to w and keeps the first error, after
+// which it writes nothing more.
+type reportWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (r *reportWriter) Write(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	n, err := r.w.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	r.err = err
+	return n, err
 }
 
 func overview(w io.Writer) {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // input is a path a command reads, with the flag that named it; dataset
@@ -26,7 +28,7 @@ func checkOutput(flag, path string, inputs ...input) error {
 		case st.IsDir():
 			return usageError{fmt.Errorf("%s %s is a folder; want a file name", flag, path)}
 		case !st.Mode().IsRegular():
-			return usageError{fmt.Errorf("%s %s is not a regular file (%s): want a file name", flag, path, fileKind(st.Mode()))}
+			return usageError{fmt.Errorf("%s %s is not a regular file (%s): want a file name", flag, path, inputfile.Kind(st.Mode()))}
 		}
 	}
 	for _, in := range inputs {
@@ -41,19 +43,6 @@ func checkOutput(flag, path string, inputs ...input) error {
 		}
 	}
 	return checkWritableFolder(flag, path, filepath.Dir(path))
-}
-
-// fileKind names a non-regular file's type for a message.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeDevice != 0: // character devices too
-		return "a device"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	}
-	return m.Type().String()
 }
 
 // same tells whether a and b are the same file: the same one on disk when

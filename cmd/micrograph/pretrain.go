@@ -148,6 +148,14 @@ func runPretrain(args []string) error {
 	} else if cfg.Data == "" {
 		return usageError{errMissing("--data")}
 	}
+	// A setting that fails from here on is a flag's, or on resume, where the
+	// run's settings are config.json's, that file's unless a flag set it.
+	blame := func(err error) error {
+		if resume {
+			return savedError(fs, &cfg, runfolder.ConfigPath(run), err)
+		}
+		return flagError(fs, &cfg, err)
+	}
 	denv, inJob, err := distributed.FromEnv()
 	if err != nil {
 		return usageError{err} // the environment is part of how the command was started
@@ -173,7 +181,7 @@ func runPretrain(args []string) error {
 		return usageError{fmt.Errorf("--nproc %d under a launcher that set WORLD_SIZE=%d: give one or the other", jf.nproc, denv.WorldSize)}
 	case jf.nproc > 1:
 		if err := pretrain.CheckLaunch(run, cfg, resume, jf.nproc); err != nil {
-			return flagError(fs, &cfg, err)
+			return blame(err)
 		}
 		return launchRanks("pretrain", jf.nproc, withoutFlag(args, "nproc"), jf.timeout+30*time.Second)
 	}
@@ -243,7 +251,7 @@ func runPretrain(args []string) error {
 		return fmt.Errorf("%w; %s", err, hint)
 	}
 	if err != nil {
-		return flagError(fs, &cfg, err)
+		return blame(err)
 	}
 	if denv.Rank > 0 {
 		return nil // rank 0 reports for the run
@@ -262,7 +270,7 @@ func runPretrain(args []string) error {
 
 // Bounds on --run, in bytes: Linux's on a name (NAME_MAX), and its on a
 // path (PATH_MAX less the terminating NUL) less room for the longest name
-// a run holds, checkpoints/.step-000000000.pt.tmp-NNNNNNNNNN.
+// a run holds, checkpoints/.step-000000000.pt.tmp-PID-NNNNNNNNNN.
 const (
 	maxPath = 4095 - 64
 	maxName = 255

@@ -38,7 +38,7 @@ func runSuite(args []string) error {
 	fs.StringSliceVar(&cfg.Datasets, "datasets", nil, "benchmark datasets: paths after the flag, comma-separated, or the flag repeated")
 	fs.StringVar(&out, "out", "", "folder for suite.md and suite.json, written once everything is done")
 	fs.StringVar(&cfg.RandomFrom, "random-from", "", "an earlier suite's --out folder (or suite.json) whose runs without pre-training are\n"+
-		"taken instead of made again; its datasets, settings, seeds and architecture must be these")
+		"taken instead of made again; its datasets (paths and content), settings, seeds and architecture must be these")
 	fs.StringSliceVar(&cfg.Evaluations, "evaluations", cfg.Evaluations, "evaluations to run: finetune, linear (feature extraction)")
 	fs.StringSliceVar(&protocols, "protocols", protocols, "protocols to run: scaffold, cv10 (cvK: K folds)")
 	fs.IntVar(&ft.Seeds, "seeds", ft.Seeds, "runs per encoder, split and evaluation, seeded --seed, --seed+1, …")

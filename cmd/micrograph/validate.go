@@ -47,6 +47,21 @@ var hints = []struct {
 	{data.ErrNoSplit, "micrograph featurize --split scaffold"},
 }
 
+// savedError is flagError for a command whose settings come from a saved
+// file (a resumed run's config.json) where no flag of the command line
+// overrides them: a field whose flag was given is that flag's misuse, any
+// other is the file's (status 1, naming it), not a flag nobody gave.
+func savedError(fs *pflag.FlagSet, cfg any, file string, err error) error {
+	var fe *field.Error
+	if err == nil || !errors.As(err, &fe) {
+		return err
+	}
+	if name := flagFor(fs, cfg, fe.Name); name != "" && fs.Changed(name) {
+		return flagError(fs, cfg, err)
+	}
+	return field.InFile(file, err)
+}
+
 // flagFor is the flag of fs that sets the field named path (dotted JSON
 // names) of the struct cfg points to: the flag registered with that field's
 // address, else the flag named as the field's last name with dashes (slice

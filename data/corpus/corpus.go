@@ -2,11 +2,9 @@ package corpus
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync/atomic"
@@ -14,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // A corpus is a folder of molecules for pre-training too large to hold in
@@ -90,16 +89,12 @@ func layout(g, n, m int64) shardSizes {
 // ReadManifest reads dir's corpus.json.
 func ReadManifest(dir string) (*Manifest, error) {
 	path := filepath.Join(dir, data.CorpusManifestFile)
-	blob, err := os.ReadFile(path)
-	if err != nil {
+	var m Manifest
+	if err := inputfile.ReadJSON(path, &m); err != nil {
 		return nil, err
 	}
-	var m Manifest
-	if err := json.Unmarshal(blob, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
 	if m.Format != corpusFormat {
-		return nil, fmt.Errorf("%s: format %q, want %q", path, m.Format, corpusFormat)
+		return nil, fmt.Errorf("%s: format %s, want %q", path, inputfile.Quote(m.Format), corpusFormat)
 	}
 	return &m, nil
 }
@@ -176,7 +171,7 @@ func Open(dir string) (*Corpus, error) {
 // mapShard maps path read-only and views its sections, checking its size,
 // its CRC-32C and its header against info.
 func mapShard(path string, info ShardInfo) (*shard, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return nil, err
 	}

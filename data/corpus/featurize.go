@@ -18,6 +18,7 @@ import (
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/internal/failpoint"
+	"github.com/micrograph/micrograph/internal/inputfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -202,7 +203,7 @@ func resumeCorpus(out string, want *Manifest) (m *Manifest, damaged string, err 
 
 // checkShardFile compares a shard file's size and CRC-32C with its record.
 func checkShardFile(path string, info ShardInfo) error {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return err
 	}
@@ -458,7 +459,7 @@ func (b *shardBuilder) write(out string) (ShardInfo, error) {
 // through faults one page at a time (MADV_RANDOM), it maps only what
 // batches read. Failure only costs that memory.
 func evict(path string) {
-	if f, err := os.Open(path); err == nil {
+	if f, err := inputfile.Open(path); err == nil {
 		evictFile(f)
 		f.Close()
 	}
@@ -479,7 +480,7 @@ func concatRejections(out string, m *Manifest) error {
 		w := csv.NewWriter(f)
 		w.Write([]string{"row", "line", "smiles", "reason"})
 		for _, s := range m.Shards {
-			in, err := os.Open(filepath.Join(out, shardRejectFile(s.File)))
+			in, err := inputfile.Open(filepath.Join(out, shardRejectFile(s.File)))
 			if err != nil {
 				return err
 			}

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // RecordingEnv names a file of featurisations that RDKit made elsewhere
@@ -87,7 +87,7 @@ func readRecording(path string) (*recording, error) {
 	fail := func(err error) (*recording, error) {
 		return nil, fmt.Errorf("rdkit: %s=%s: %w", RecordingEnv, path, err)
 	}
-	file, err := os.Open(path)
+	file, err := inputfile.Open(path)
 	if err != nil {
 		return fail(err)
 	}

@@ -1,6 +1,13 @@
 // Package atomicfile writes files and folders so that readers see either the
 // old content or the complete new content, never a partial write: data goes to
 // a temporary name in the same folder, is synced, and is renamed into place.
+//
+// The temporary name is .NAME.tmp-PID-RANDOM, PID the writing process's. A
+// process killed by SIGKILL (or a power cut) leaves its temporary behind;
+// the next write of NAME removes every such temporary whose process is gone,
+// so that none accumulates. (This assumes the writers of a folder share one
+// machine's process ids, as they share a local disk; a temporary from
+// before the PID was in the name is left alone.)
 package atomicfile
 
 import (
@@ -9,8 +16,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 
 	"github.com/micrograph/micrograph/internal/failpoint"
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // Write creates or replaces path with what fill writes. If fill fails, path is
@@ -24,7 +35,7 @@ func Write(path string, perm os.FileMode, fill func(w io.Writer) error) (err err
 		return err
 	}
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	f, err := os.CreateTemp(dir, tempPattern(path))
 	if err != nil {
 		return writeError(path, err)
 	}
@@ -56,6 +67,39 @@ func Write(path string, perm os.FileMode, fill func(w io.Writer) error) (err err
 	return SyncDir(dir)
 }
 
+// tempPattern is the os.CreateTemp pattern of path's temporary names in
+// this process, after removing the temporaries of path's writers that are
+// gone.
+func tempPattern(path string) string {
+	prefix := "." + filepath.Base(path) + ".tmp-"
+	removeStaleTemps(filepath.Dir(path), prefix)
+	return prefix + strconv.Itoa(os.Getpid()) + "-*"
+}
+
+// removeStaleTemps removes the entries of dir named prefix + PID + "-…"
+// whose process PID no longer exists. Failures change nothing: the write
+// goes on.
+func removeStaleTemps(dir, prefix string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok {
+			continue
+		}
+		digits, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(digits)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if syscall.Kill(pid, 0) == syscall.ESRCH {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
 // checkTarget refuses a path that exists, or links to something that
 // exists, as anything but a regular file.
 func checkTarget(path string) error {
@@ -67,7 +111,7 @@ func checkTarget(path string) error {
 	case st.IsDir():
 		return fmt.Errorf("write %s: it is a folder", path)
 	case !st.Mode().IsRegular():
-		return fmt.Errorf("write %s: it is not a regular file (%v)", path, st.Mode().Type())
+		return fmt.Errorf("write %s: it is not a regular file (%s)", path, inputfile.Kind(st.Mode()))
 	}
 	return nil
 }
@@ -110,7 +154,7 @@ func WriteDir(path string, fill func(tmp string) error) (err error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(path)+".tmp-*")
+	tmp, err := os.MkdirTemp(parent, tempPattern(path))
 	if err != nil {
 		return writeError(path, err)
 	}

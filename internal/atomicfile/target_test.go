@@ -31,7 +31,7 @@ func TestWriteTargets(t *testing.T) {
 		path, want string
 	}{
 		{folder, "write " + folder + ": it is a folder"},
-		{fifo, "write " + fifo + ": it is not a regular file (p---------)"},
+		{fifo, "write " + fifo + ": it is not a regular file (a FIFO)"},
 		{filepath.Join(dir, "missing", "f"), "write " + filepath.Join(dir, "missing", "f") + ": no such file or directory"},
 	}
 	if os.Geteuid() != 0 { // root writes anywhere

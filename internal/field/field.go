@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // Error is a setting that cannot work: the field's dotted JSON name (such as
@@ -33,12 +35,13 @@ func Errorf(name string, value any, format string, args ...any) error {
 	return &Error{Name: name, Value: value, Reason: reason.Error(), err: errors.Unwrap(reason)}
 }
 
-// Format writes a value as a user would type it: strings quoted, floats in
-// their shortest form.
+// Format writes a value as a user would type it: strings quoted (a long
+// one, read from a file, shortened: inputfile.Quote), floats in their
+// shortest form.
 func Format(v any) string {
 	switch x := v.(type) {
 	case string:
-		return fmt.Sprintf("%q", x)
+		return inputfile.Quote(x)
 	case float64:
 		return fmt.Sprintf("%g", x)
 	case float32:
@@ -83,4 +86,16 @@ func First(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// InFile is err, about the content of the file at path, as an error naming
+// the file that is no longer an *Error: a setting read from a file is that
+// file's fault, and cmd/ maps field errors, and only them, to the flags
+// that set them (a value edited into config.json must not be reported as a
+// flag nobody gave).
+func InFile(path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return errors.New(path + ": " + err.Error())
 }

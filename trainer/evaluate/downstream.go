@@ -15,6 +15,7 @@ import (
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/internal/field"
+	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/metrics"
@@ -268,6 +269,13 @@ func downstreamSetup(dataPath string, opt data.OpenOptions, override map[string]
 	}
 	if ds.NumTasks() == 0 {
 		return nil, nil, fmt.Errorf("dataset %s: no label column to evaluate on", dataPath)
+	}
+	if !slices.ContainsFunc(ds.Labels, func(y float32) bool { return y == y }) {
+		what := "its label column " + inputfile.Quote(ds.Tasks[0]) + " is"
+		if ds.NumTasks() > 1 {
+			what = fmt.Sprintf("all its %d label columns are", ds.NumTasks())
+		}
+		return nil, nil, fmt.Errorf("dataset %s has no labels: %s empty in every row", dataPath, what)
 	}
 	types, err := ds.TaskTypes(override)
 	if err != nil {

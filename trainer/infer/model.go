@@ -14,6 +14,8 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/atomicfile"
+	"github.com/micrograph/micrograph/internal/field"
+	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 )
@@ -112,19 +114,15 @@ func SaveModel(dir string, m *SavedModel, state []torch.Named) (err error) {
 func LoadModel(dir string, dev torch.Device) (_ *SavedModel, _ *model.Classifier, err error) {
 	defer torch.Recover(&err)
 	infoPath := filepath.Join(dir, ModelInfo)
-	b, err := os.ReadFile(infoPath)
-	if err != nil {
+	var m SavedModel
+	if err := inputfile.ReadJSON(infoPath, &m); err != nil {
 		return nil, nil, fmt.Errorf("model %s: %w", dir, err)
 	}
-	var m SavedModel
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", infoPath, err)
-	}
 	if m.Format != ModelFormat {
-		return nil, nil, fmt.Errorf("%s: format %q, want %q", infoPath, m.Format, ModelFormat)
+		return nil, nil, fmt.Errorf("%s: format %s, want %q", infoPath, inputfile.Quote(m.Format), ModelFormat)
 	}
 	if err := m.check(); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", infoPath, err)
+		return nil, nil, field.InFile(infoPath, err)
 	}
 	weights := filepath.Join(dir, ModelWeights)
 	state, _, err := torch.Load(weights, torch.CPU)
@@ -136,6 +134,9 @@ func LoadModel(dir string, dev torch.Device) (_ *SavedModel, _ *model.Classifier
 			n.Tensor.Free()
 		}
 	}()
+	if err := model.CheckClassifierSizes(m.Encoder, len(m.Tasks), state); err != nil {
+		return nil, nil, fmt.Errorf("%s: %v (the weights: %s)", infoPath, err, weights)
+	}
 	clf, err := model.NewClassifier(m.Encoder, len(m.Tasks), dev, torch.Float32)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", infoPath, err)
@@ -159,7 +160,7 @@ func (m *SavedModel) check() error {
 	}
 	for i, t := range m.Tasks {
 		if t.Name == "" || slices.ContainsFunc(m.Tasks[:i], func(o Task) bool { return o.Name == t.Name }) {
-			return fmt.Errorf("task %d: the name %q is empty or repeated", i, t.Name)
+			return fmt.Errorf("task %d: the name %s is empty or repeated", i, inputfile.Quote(t.Name))
 		}
 		if t.Type == data.Regression && !(t.Std > 0) {
 			return fmt.Errorf("regression task %q: std %g must be positive", t.Name, t.Std)

@@ -1,11 +1,14 @@
 package pretrain_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
@@ -48,5 +51,50 @@ func TestUnreadableCheckpointIsNotCounted(t *testing.T) {
 	defer ck.Free()
 	if ck.Step != 12 || len(skipped) != 1 {
 		t.Errorf("latest checkpoint: step %d, skipped %q; want step 12 and the unreadable file skipped", ck.Step, skipped)
+	}
+}
+
+// A checkpoint records the threads of the process that wrote it; resuming
+// with another count says, in one line, that the run will follow an
+// uninterrupted one only to the last bits (it is bit-identical with the
+// same count), and with the same count says nothing.
+func TestResumeSaysWhenTheThreadCountDiffers(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.MaxSteps = 4
+	run := filepath.Join(t.TempDir(), "run")
+	if _, err := pretrain.Run(run, cfg, runEnv(torch.CPU), pretrain.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ck, _, err := runfolder.LatestCheckpoint(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck.Free()
+	if ck.Threads != 1 {
+		t.Fatalf("%s records %d threads, want 1", ck.Path, ck.Threads)
+	}
+	for _, tc := range []struct {
+		threads  int
+		maxSteps int
+		says     bool
+	}{{1, 5, false}, {2, 6, true}} {
+		progress, err := os.Create(filepath.Join(t.TempDir(), "progress"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := runEnv(torch.CPU)
+		env.Threads, env.Progress = tc.threads, progress
+		cfg.MaxSteps = tc.maxSteps
+		if _, err := pretrain.Run(run, cfg, env, pretrain.Options{Resume: true}); err != nil {
+			t.Fatal(err)
+		}
+		progress.Close()
+		b, _ := os.ReadFile(progress.Name())
+		said := strings.Count(string(b), "thread(s), this run has")
+		resumed := filepath.Join(run, "checkpoints", fmt.Sprintf("step-%09d.pt", tc.maxSteps-1))
+		want := resumed + " was written with 1 thread(s), this run has 2: its losses and weights will follow an uninterrupted run's only to the last bits (--threads 1 resumes bit-identically; docs/run-folder.md)"
+		if tc.says && (said != 1 || !strings.Contains(string(b), want)) || !tc.says && said != 0 {
+			t.Errorf("resumed with %d threads: the progress says\n%s\nwant the line %v: %q", tc.threads, b, tc.says, want)
+		}
 	}
 }

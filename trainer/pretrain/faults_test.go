@@ -229,7 +229,7 @@ func TestResumeNamesAForeignCheckpoint(t *testing.T) {
 	before, _ := os.ReadFile(runfolder.LogPath(run))
 	cfg.MaxSteps = 8
 	_, err = pretrain.Run(run, cfg, testEnv(t), pretrain.Options{Resume: true})
-	want := []string{foreign, "model.encoder.hidden 64 there, 32 in " + runfolder.ConfigPath(run), "not this run's checkpoint"}
+	want := []string{foreign, "model.encoder.hidden 64 there, 32 in " + runfolder.ConfigPath(run), "the checkpoint is not this run's"}
 	for _, w := range want {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Fatalf("resume over a foreign checkpoint: %v; want it to say %q", err, w)

@@ -256,13 +256,13 @@ func (t *pretrainer) banner() {
 		return
 	}
 	bar.printf("micrograph: resuming %s at step %d (%s)", ck.Path, ck.Step, ck.Position)
+	if n := torch.NumThreads(); ck.Threads > 0 && ck.Threads != n && !t.dev.IsCUDA() {
+		bar.printf("micrograph: %s was written with %d thread(s), this run has %d: its losses and weights will follow an uninterrupted run's only to the last bits (--threads %d resumes bit-identically; docs/run-folder.md)",
+			ck.Path, ck.Threads, n, ck.Threads)
+	}
 	if ck.World != t.procs.Size() {
 		bar.printf("micrograph: %s was written by %d process(es), this run has %d: the batch sequence continues, each process's random draws (dropout, subgraph perturbations) do not",
 			ck.Path, ck.World, t.procs.Size())
-	}
-	if ck.Threads > 0 && ck.Threads != torch.NumThreads() {
-		bar.printf("micrograph: %s was written by processes of %d libtorch thread(s), this run's have %d: sums that libtorch splits over threads may round differently",
-			ck.Path, ck.Threads, torch.NumThreads())
 	}
 	if len(t.rngMissing) > 0 {
 		bar.printf("micrograph: %s holds no state for the %s generator(s): they continue from the run's seed %d, so random draws (dropout, subgraph perturbations) differ from an uninterrupted run",

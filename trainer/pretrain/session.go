@@ -79,7 +79,7 @@ func (s *session) newModel() (*model.MicroGraph, *optim.Adam, error) {
 	torch.ManualSeed(s.cfg.Seed)
 	m, err := model.New(s.cfg.Model, s.dev, torch.Float32)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, field.Within("model", err)
 	}
 	if err := s.cfg.Precision.Apply(m.Store); err != nil {
 		m.Free()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/internal/field"
+	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 )
@@ -32,8 +33,8 @@ const CheckpointFormat = "micrograph-checkpoint/1"
 //	                GPU the run was on); in a data-parallel run these are
 //	                rank 0's, and rng.rank<r>/<device> rank r's
 //	meta.*          format, step, epoch, data position (global: of the
-//	                whole batch sequence), config, world size and libtorch
-//	                threads per process, as strings
+//	                whole batch sequence), config, world size and the
+//	                libtorch threads of the process that wrote it, as strings
 //
 // named RUNDIR/checkpoints/step-<step>.pt and written atomically.
 
@@ -44,11 +45,14 @@ type Checkpoint struct {
 	Step     int64         // optimiser steps done
 	Position feed.Position // the next batch of the data sequence
 	Config   Config
-	World    int           // processes of the run that wrote it (1 when the file does not say)
-	Threads  int           // libtorch threads in each of them (0 when the file does not say: written before issue 36)
-	Model    []torch.Named // model.* without the prefix
-	Optim    []torch.Named // optim.* without the prefix
-	RNG      []torch.Named // rng.* without the prefix: "cpu", "cuda:0", …; every rank's (see pretrain's gatherRNG)
+	World    int // processes of the run that wrote it (1 when the file does not say)
+	// Threads is libtorch's intra-op threads in the process that wrote it
+	// (0 when the file does not say, as before it was recorded): on the CPU
+	// a resume is bit-identical to an uninterrupted run only with as many.
+	Threads int
+	Model   []torch.Named // model.* without the prefix
+	Optim   []torch.Named // optim.* without the prefix
+	RNG     []torch.Named // rng.* without the prefix: "cpu", "cuda:0", …; every rank's (see pretrain's gatherRNG)
 }
 
 // Free releases the checkpoint's tensors.
@@ -269,17 +273,16 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 		return nil, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...))
 	}
 	if meta["meta.format"] != CheckpointFormat {
-		return fail("format %q, want %q", meta["meta.format"], CheckpointFormat)
+		return fail("format %s, want %q", inputfile.Quote(meta["meta.format"]), CheckpointFormat)
 	}
-	if err := json.Unmarshal([]byte(meta["meta.config"]), &ck.Config); err != nil {
-		return fail("config: %v", err)
+	if ck.Config, err = decodeConfig([]byte(meta["meta.config"])); err != nil {
+		return fail("meta.config: %v", err)
 	}
-	ck.Config = ck.Config.upgraded()
 	var errs []error
 	number := func(key string) int64 {
 		n, err := strconv.ParseInt(meta[key], 10, 64)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %v", key, err))
+			errs = append(errs, fmt.Errorf("%s %s is not an integer", key, inputfile.Quote(meta[key])))
 		}
 		return n
 	}
@@ -306,8 +309,12 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 			}
 		}
 		if !placed {
-			return fail("unexpected entry %q", n.Name)
+			return fail("unexpected entry %s", inputfile.Quote(n.Name))
 		}
+	}
+	// Before anything is built from the configuration (NewModel, export).
+	if err := ck.Config.Model.CheckSizes(ck.Model); err != nil {
+		return fail("meta.config: %v", err)
 	}
 	return ck, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/internal/field"
+	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/model"
 )
 
@@ -130,13 +131,37 @@ func CheckResume(saved, asked Config) error {
 	if d := ShapeOf(saved).differences(ShapeOf(asked), "in the run", "asked"); d != "" {
 		return fmt.Errorf("the model's shape differs from the run's: %s", d)
 	}
-	a, b := Flatten(saved), Flatten(asked)
-	for _, k := range slices.Sorted(maps.Keys(a)) {
-		if !resumable[k] && !reflect.DeepEqual(a[k], b[k]) {
-			return fmt.Errorf("%s is %v in the run but %v was asked; only the run's length and where it runs can change on resume", k, a[k], b[k])
-		}
+	if k, was, is, ok := firstDifference(saved, asked); ok {
+		return fmt.Errorf("%s is %v in the run but %v was asked; only the run's length and where it runs can change on resume", k, was, is)
 	}
 	return nil
+}
+
+// firstDifference is the first setting, by name, that a run cannot change
+// on resume and that differs between a and b, with its two values; a
+// setting one of them omits (zero, saved with omitempty) shows as zero.
+func firstDifference(a, b Config) (key string, va, vb any, ok bool) {
+	fa, fb := Flatten(a), Flatten(b)
+	for k := range fb {
+		if _, in := fa[k]; !in {
+			fa[k] = nil
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(fa)) {
+		if !resumable[k] && !reflect.DeepEqual(fa[k], fb[k]) {
+			return k, zeroIfAbsent(fa[k], fb[k]), zeroIfAbsent(fb[k], fa[k]), true
+		}
+	}
+	return "", nil, nil, false
+}
+
+// zeroIfAbsent is v, or, when v is absent (nil), the zero value of the
+// other side's type: an omitted weight_decay is 0, not "<nil>".
+func zeroIfAbsent(v, other any) any {
+	if v == nil && other != nil {
+		return reflect.Zero(reflect.TypeOf(other)).Interface()
+	}
+	return v
 }
 
 // ModelShape is what a checkpoint's tensors must fit: the settings that
@@ -245,17 +270,46 @@ func WriteConfig(run string, c Config) error {
 	return atomicfile.WriteFile(ConfigPath(run), append(b, '\n'), 0o644)
 }
 
-// ReadConfig loads RUNDIR/config.json.
+// ReadConfig loads RUNDIR/config.json and checks every setting in it. A
+// setting that cannot work, and a key that is no setting (one added by
+// hand, such as "objective", which the model's settings imply), is an error
+// naming the file: what the file says is what the run trains, never
+// silently something else.
 func ReadConfig(run string) (Config, error) {
-	var c Config
-	b, err := os.ReadFile(ConfigPath(run))
-	if err != nil {
-		return c, err
+	var saved savedConfig
+	if err := inputfile.ReadStrictJSON(ConfigPath(run), &saved); err != nil {
+		var unknown *inputfile.UnknownKeyError
+		if errors.As(err, &unknown) {
+			return Config{}, fmt.Errorf("%w: config.json holds the run's settings, and this is none (the objective, for one, follows from the model's \"released\" block)", err)
+		}
+		return Config{}, err
 	}
-	if err := json.Unmarshal(b, &c); err != nil {
-		return c, fmt.Errorf("%s: %w", ConfigPath(run), err)
+	c := saved.Config.upgraded()
+	if err := c.Validate(); err != nil {
+		return Config{}, field.InFile(ConfigPath(run), err)
 	}
-	return c.upgraded(), nil
+	return c, nil
+}
+
+// savedConfig is a Config as runs of every version saved it: runs made
+// before runenv.Env kept where they ran (device, threads, workers) there
+// too, which is read and ignored.
+type savedConfig struct {
+	Config
+	Device  json.RawMessage `json:"device,omitempty"`
+	Threads json.RawMessage `json:"threads,omitempty"`
+	Workers json.RawMessage `json:"workers,omitempty"`
+}
+
+// decodeConfig reads a Config saved as JSON (a checkpoint's meta.config)
+// as ReadConfig reads config.json.
+func decodeConfig(b []byte) (Config, error) {
+	var saved savedConfig
+	if err := inputfile.UnmarshalStrict(b, &saved); err != nil {
+		return Config{}, err
+	}
+	c := saved.Config.upgraded()
+	return c, c.Validate()
 }
 
 // upgraded fills in the settings a run saved before they existed with what

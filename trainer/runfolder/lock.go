@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // LockPath is RUNDIR/lock, the file whose advisory lock (flock) the process
@@ -21,13 +23,20 @@ type Lock struct{ f *os.File }
 // TakeLock takes the lock of the existing folder run without waiting; a run
 // that another process holds is an error naming that process.
 func TakeLock(run string) (*Lock, error) {
-	f, err := os.OpenFile(LockPath(run), os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(LockPath(run), os.O_RDWR|os.O_CREATE|syscall.O_NONBLOCK, 0o644)
 	if err != nil {
+		return nil, fmt.Errorf("locking run %s: %w", run, err)
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = &inputfile.NotRegularError{Path: LockPath(run), Mode: st.Mode()}
+		}
 		return nil, fmt.Errorf("locking run %s: %w", run, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		holder := "another process"
-		if b, rerr := os.ReadFile(LockPath(run)); rerr == nil {
+		if b, rerr := inputfile.ReadAll(LockPath(run), 64); rerr == nil {
 			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
 				holder = fmt.Sprintf("process %d", pid)
 			}

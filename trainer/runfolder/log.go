@@ -13,6 +13,7 @@ import (
 	"github.com/micrograph/micrograph/trainer/metrics"
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // LogRecord is one line of RUNDIR/log.jsonl: the loss of one optimiser step
@@ -114,7 +115,7 @@ func (r *LogRecord) UnmarshalJSON(b []byte) error {
 			dst = &r.Parts[len(r.Parts)-1].Value
 		}
 		if err := dec.Decode(dst); err != nil {
-			return fmt.Errorf("%s: %w", key, err)
+			return fmt.Errorf("%s: %w", inputfile.Quote(key), inputfile.Explain(err))
 		}
 	}
 	if _, err := dec.Token(); err != nil {
@@ -126,29 +127,46 @@ func (r *LogRecord) UnmarshalJSON(b []byte) error {
 // LogPath is RUNDIR/log.jsonl.
 func LogPath(run string) string { return filepath.Join(run, "log.jsonl") }
 
-// ReadLog reads RUNDIR/log.jsonl. A torn last line (a crash mid-write) is
-// left out; a malformed line elsewhere is an error.
+// MaxLogLine bounds a line of log.jsonl: a record is a few hundred bytes.
+const MaxLogLine = 64 << 10
+
+// ReadLog reads RUNDIR/log.jsonl. A torn last line (a crash mid-write, so
+// without its line break) is left out; a malformed line elsewhere, or one
+// longer than MaxLogLine, is an error naming the line.
 func ReadLog(run string) ([]LogRecord, error) {
-	b, err := os.ReadFile(LogPath(run))
+	path := LogPath(run)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, MaxLogLine+1)
 	var out []LogRecord
-	lines := bytes.Split(b, []byte("\n"))
-	for i, line := range lines {
+	for n := 1; ; n++ {
+		line, err := br.ReadSlice('\n')
+		switch {
+		case err == bufio.ErrBufferFull:
+			return nil, fmt.Errorf("%s:%d: a line longer than %d bytes: not a log of micrograph pretrain", path, n, MaxLogLine)
+		case err == io.EOF && len(bytes.TrimSpace(line)) == 0:
+			return out, nil
+		case err != nil && err != io.EOF:
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		var r LogRecord
-		if err := json.Unmarshal(line, &r); err != nil {
-			if i == len(lines)-1 {
-				break // torn by a crash: it was never finished
+		if uerr := json.Unmarshal(line, &r); uerr != nil {
+			if err == io.EOF {
+				return out, nil // torn by a crash: it was never finished
 			}
-			return nil, fmt.Errorf("%s:%d: %w", LogPath(run), i+1, err)
+			return nil, fmt.Errorf("%s:%d: %w", path, n, inputfile.Explain(uerr))
 		}
 		out = append(out, r)
+		if err == io.EOF {
+			return out, nil
+		}
 	}
-	return out, nil
 }
 
 // Log appends records to RUNDIR/log.jsonl.

@@ -87,8 +87,12 @@ func Prepare(run string, cfg *Config, resume bool) (ck *Checkpoint, release func
 			fmt.Fprintf(os.Stderr, "micrograph: skipping an unreadable checkpoint: %s\n", s)
 		}
 		if d := ShapeOf(latest.Config).differences(ShapeOf(saved), "there", "in "+ConfigPath(run)); d != "" {
-			return nil, nil, fmt.Errorf("resume: %s holds a model of another shape than the run's (%s): it is not this run's checkpoint; move it out of %s to resume from the one before",
-				latest.Path, d, CheckpointDir(run))
+			return nil, nil, fmt.Errorf("resume: %s holds a model of another shape than the run's (%s): %s was edited (put it back), or the checkpoint is not this run's (move it out of %s to resume from the one before)",
+				latest.Path, d, ConfigPath(run), CheckpointDir(run))
+		}
+		if k, was, is, differ := firstDifference(latest.Config, saved); differ {
+			return nil, nil, fmt.Errorf("resume: %s says %s is %v, but the run's newest checkpoint %s was made with %v: that file was edited (put it back), or the checkpoint is not this run's (move it out of %s)",
+				ConfigPath(run), k, is, latest.Path, was, CheckpointDir(run))
 		}
 		saved = latest.Config
 	}

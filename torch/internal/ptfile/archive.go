@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"io"
 	"strings"
+
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // archive gives access to the records of a torch.save zip file by their
@@ -16,9 +18,10 @@ type archive struct {
 	size   int64
 	folder string // with the trailing slash
 	files  map[string]*zip.File
+	budget *budget // counts the records read: the zip's may overlap
 }
 
-func openArchive(r io.ReaderAt, size int64) (*archive, error) {
+func openArchive(r io.ReaderAt, size int64, b *budget) (*archive, error) {
 	zr, err := zip.NewReader(r, size)
 	// Names are only looked up, never used as paths, so an "insecure" one
 	// (the reader still being valid) is no reason to refuse the file.
@@ -38,16 +41,16 @@ func openArchive(r io.ReaderAt, size int64) (*archive, error) {
 	first := zr.File[0].Name
 	i := strings.IndexByte(first, '/')
 	if i <= 0 {
-		return nil, fmt.Errorf("first record %q is not inside a folder", first)
+		return nil, fmt.Errorf("first record %s is not inside a folder", quote(first))
 	}
-	a := &archive{r: r, size: size, folder: first[:i+1], files: make(map[string]*zip.File, len(zr.File))}
+	a := &archive{r: r, size: size, folder: first[:i+1], files: make(map[string]*zip.File, len(zr.File)), budget: b}
 	for _, f := range zr.File {
 		name, ok := strings.CutPrefix(f.Name, a.folder)
 		if !ok {
 			continue // PyTorch ignores records outside the folder too
 		}
 		if a.files[name] != nil {
-			return nil, fmt.Errorf("record %s appears twice", f.Name)
+			return nil, fmt.Errorf("record %s appears twice", quote(f.Name))
 		}
 		a.files[name] = f
 	}
@@ -56,13 +59,17 @@ func openArchive(r io.ReaderAt, size int64) (*archive, error) {
 
 func (a *archive) has(name string) bool { return a.files[name] != nil }
 
+// name is the record called name inside the archive's folder, for a
+// message: names come from the file, shortened (inputfile.Shorten).
+func (a *archive) name(rec string) string { return inputfile.Shorten(a.folder + rec) }
+
 // record returns the bytes of a record after checking its CRC-32.
 func (a *archive) record(name string) ([]byte, error) {
 	f := a.files[name]
 	if f == nil {
-		return nil, fmt.Errorf("record %s%s is missing", a.folder, name)
+		return nil, fmt.Errorf("record %s is missing", a.name(name))
 	}
-	full := a.folder + name
+	full := a.name(name)
 	if f.Method != zip.Store {
 		return nil, fmt.Errorf("record %s is compressed (method %d); torch.save stores records uncompressed", full, f.Method)
 	}
@@ -77,6 +84,9 @@ func (a *archive) record(name string) ([]byte, error) {
 	n := f.UncompressedSize64
 	if off < 0 || off > a.size || n > uint64(a.size-off) {
 		return nil, fmt.Errorf("record %s: %d bytes at offset %d run past the end of the %d-byte file (truncated?)", full, n, off, a.size)
+	}
+	if err := a.budget.take(int64(n), "record "+full); err != nil {
+		return nil, err
 	}
 	buf := make([]byte, n)
 	if got, err := a.r.ReadAt(buf, off); got < len(buf) {

@@ -23,9 +23,9 @@ package ptfile
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // Entry is one key of a state dict.
@@ -66,9 +66,10 @@ func WriteFile(path string, entries []Entry) error {
 }
 
 // ReadFile reads the torch.save file at path holding a state dict and
-// returns its entries in the file's order, as Read does.
+// returns its entries in the file's order, as Read does. Anything but a
+// regular file is refused at once (inputfile.Open).
 func ReadFile(path string) ([]Entry, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("ptfile: %w", err)
 	}
@@ -83,9 +84,10 @@ func ReadFile(path string) ([]Entry, error) {
 // Read reads a torch.save file of size bytes from r, named name in errors,
 // holding a state dict, and returns its entries in the file's order.
 // Tensors come back contiguous, whatever view of a storage the file
-// describes, and share no memory with each other. Because a view can be
-// larger than its storage (torch's expand), it refuses a file whose tensors
-// would take more than 1 GiB plus 8 times the file's size.
+// describes, and share no memory with each other. A file can describe more
+// than it holds (a view larger than its storage, records that overlap), so
+// it refuses, before allocating them, records and tensors that would take
+// more than Cap of its size (64 MiB plus 8 times it).
 func Read(name string, r io.ReaderAt, size int64) ([]Entry, error) {
 	entries, err := read(r, size)
 	if err != nil {

@@ -7,17 +7,46 @@ import (
 	"strconv"
 )
 
-// expandFloor, plus 8 times the file's size, bounds the bytes Read allocates
-// for tensors. A view can be larger than its storage (torch's expand gives a
-// stride of 0), so without a bound a small malicious file could ask for any
-// amount of memory; real state dicts stay far below it.
-var expandFloor int64 = 1 << 30
+// expandFloor, plus 8 times the file's size, bounds the bytes Read
+// allocates for the records it reads and the tensors it returns (Cap). A
+// file can ask for more than it holds: a view may be larger than its
+// storage (torch's expand gives a stride of 0), records of the zip may
+// overlap, one storage may back many views, and each such view is a copy.
+// A real state dict takes its own size, or twice it when every tensor is a
+// view that must be copied; an expanded buffer in one is small.
+var expandFloor int64 = 64 << 20
+
+// Cap is the most memory Read allocates, for the records it reads and the
+// tensors it returns, for a file of size bytes: 64 MiB plus 8 times size.
+// The pickle's own objects (dict, keys, tuples) come on top, a small
+// multiple of its size.
+func Cap(size int64) int64 {
+	if size > (maxInt-expandFloor)/8 {
+		return maxInt
+	}
+	return expandFloor + 8*size
+}
+
+// budget counts the bytes a read has allocated against Cap.
+type budget struct {
+	used, limit int64
+}
+
+// take counts n more bytes, for what, or refuses them beyond the limit.
+func (b *budget) take(n int64, what string) error {
+	if n > b.limit-b.used {
+		return fmt.Errorf("%s needs %d bytes after %d for earlier records and tensors; a file of this size may take %d (64 MiB + 8 × its size)",
+			what, n, b.used, b.limit)
+	}
+	b.used += n
+	return nil
+}
 
 func read(r io.ReaderAt, size int64) ([]Entry, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("negative size %d", size)
 	}
-	ar, err := openArchive(r, size)
+	ar, err := openArchive(r, size, &budget{limit: Cap(size)})
 	if err != nil {
 		return nil, err
 	}
@@ -32,9 +61,9 @@ func read(r io.ReaderAt, size int64) ([]Entry, error) {
 		switch string(b) {
 		case "little":
 		case "big":
-			return nil, fmt.Errorf("record %sbyteorder says big-endian; only little-endian files are supported", ar.folder)
+			return nil, fmt.Errorf("record %s says big-endian; only little-endian files are supported", ar.name("byteorder"))
 		default:
-			return nil, fmt.Errorf("record %sbyteorder holds %q, not little or big", ar.folder, b)
+			return nil, fmt.Errorf("record %s holds %s, not little or big", ar.name("byteorder"), quote(string(b)))
 		}
 	}
 	pkl, err := ar.record("data.pkl")
@@ -50,14 +79,7 @@ func read(r io.ReaderAt, size int64) ([]Entry, error) {
 	if !ok {
 		return nil, fmt.Errorf("file holds a %s, not a state dict (dict or OrderedDict)", pyType(obj))
 	}
-	limit := expandFloor
-	if size < (maxInt-limit)/8 {
-		limit += 8 * size
-	} else {
-		limit = maxInt
-	}
-	allocated, err := materialize(ar, u.views, limit)
-	if err != nil {
+	if err := materialize(ar, u.views); err != nil {
 		return nil, err
 	}
 	entries := make([]Entry, len(d.keys))
@@ -65,7 +87,7 @@ func read(r io.ReaderAt, size int64) ([]Entry, error) {
 	for i, k := range d.keys {
 		name, ok := k.(string)
 		if !ok {
-			return nil, fmt.Errorf("state dict key %v is a %s, not a str", k, pyType(k))
+			return nil, fmt.Errorf("state dict key %s is a %s, not a str", pyRepr(k), pyType(k))
 		}
 		var v any
 		switch x := d.vals[i].(type) {
@@ -74,11 +96,9 @@ func read(r io.ReaderAt, size int64) ([]Entry, error) {
 			// referenced twice; give each entry its own copy to keep
 			// entries independent.
 			if seen[x] {
-				if int64(len(x.Data)) > limit-allocated {
-					return nil, fmt.Errorf("%q: copying a tensor referenced again needs %d bytes after %d for earlier tensors; this file's size allows %d",
-						name, len(x.Data), allocated, limit)
+				if err := ar.budget.take(int64(len(x.Data)), fmt.Sprintf("%s: copying a tensor referenced again", quote(name))); err != nil {
+					return nil, err
 				}
-				allocated += int64(len(x.Data))
 				x = &Tensor{DType: x.DType, Shape: append([]int64(nil), x.Shape...), Data: bytes.Clone(x.Data)}
 			}
 			seen[x] = true
@@ -86,7 +106,7 @@ func read(r io.ReaderAt, size int64) ([]Entry, error) {
 		case int64, float64, string, bool:
 			v = x
 		default:
-			return nil, fmt.Errorf("%q is a Python %s; only tensors, int, float, str and bool are supported", name, pyType(x))
+			return nil, fmt.Errorf("%s is a Python %s; only tensors, int, float, str and bool are supported", quote(name), pyType(x))
 		}
 		entries[i] = Entry{Name: name, Value: v}
 	}
@@ -105,7 +125,7 @@ func checkVersion(ar *archive) error {
 	}
 	v, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64)
 	if err != nil || v == 0 {
-		return fmt.Errorf("record %s%s holds %q, not a format version", ar.folder, name, b)
+		return fmt.Errorf("record %s holds %s, not a format version", ar.name(name), quote(string(b)))
 	}
 	return nil
 }
@@ -113,14 +133,14 @@ func checkVersion(ar *archive) error {
 // materialize reads each storage once and fills in each tensor's Data as the
 // contiguous row-major bytes of its view. A tensor that is the only view of
 // its storage and covers all of it takes the record's buffer without a copy;
-// the bytes of all other tensors, which it returns, must stay within limit.
-func materialize(ar *archive, views []*tensorView, limit int64) (int64, error) {
+// every other tensor's bytes are counted against the archive's budget,
+// before they are allocated, as the records were.
+func materialize(ar *archive, views []*tensorView) error {
 	uses := make(map[string]int)
 	for _, v := range views {
 		uses[v.storage.key]++
 	}
 	buffers := make(map[string][]byte)
-	var allocated int64
 	for _, v := range views {
 		st := v.storage
 		buf, ok := buffers[st.key]
@@ -128,51 +148,42 @@ func materialize(ar *archive, views []*tensorView, limit int64) (int64, error) {
 			var err error
 			buf, err = ar.record("data/" + st.key)
 			if err != nil {
-				return 0, err
+				return err
 			}
 			es := int64(st.dtype.Size())
 			if st.numel > maxInt/es || int64(len(buf)) != st.numel*es {
-				return 0, fmt.Errorf("record %sdata/%s has %d bytes; its storage id says %d %v elements",
-					ar.folder, st.key, len(buf), st.numel, st.dtype)
+				return fmt.Errorf("record %s has %d bytes; its storage id says %d %v elements",
+					ar.name("data/"+st.key), len(buf), st.numel, st.dtype)
 			}
 			buffers[st.key] = buf
 		}
 		es := int64(st.dtype.Size())
 		n, _ := numel(v.t.Shape) // checked by rebuildTensor
 		if n > maxInt/es {
-			return 0, fmt.Errorf("tensor of shape %v is too large", v.t.Shape)
+			return fmt.Errorf("tensor of shape %v is too large", v.t.Shape)
 		}
 		nbytes := n * es
 		if n == 0 {
 			v.t.Data = []byte{}
 			continue
 		}
-		if contiguous(v.t.Shape, v.stride) {
-			start := v.offset * es
-			if uses[st.key] == 1 && start == 0 && nbytes == int64(len(buf)) {
-				v.t.Data = buf
-				continue
-			}
-			if nbytes > limit-allocated {
-				return 0, tooLarge(v, nbytes, allocated, limit)
-			}
-			allocated += nbytes
+		start := v.offset * es
+		whole := contiguous(v.t.Shape, v.stride)
+		if whole && uses[st.key] == 1 && start == 0 && nbytes == int64(len(buf)) {
+			v.t.Data = buf
+			continue
+		}
+		if err := ar.budget.take(nbytes, fmt.Sprintf("tensor of shape %v (stride %v)", v.t.Shape, v.stride)); err != nil {
+			return err
+		}
+		if whole {
 			v.t.Data = bytes.Clone(buf[start : start+nbytes])
 			continue
 		}
-		if nbytes > limit-allocated {
-			return 0, tooLarge(v, nbytes, allocated, limit)
-		}
-		allocated += nbytes
 		v.t.Data = make([]byte, nbytes)
 		gather(v.t.Data, buf, es, v.offset, v.t.Shape, v.stride)
 	}
-	return allocated, nil
-}
-
-func tooLarge(v *tensorView, nbytes, allocated, limit int64) error {
-	return fmt.Errorf("tensor of shape %v (stride %v) needs %d bytes after %d for earlier tensors; this file's size allows %d",
-		v.t.Shape, v.stride, nbytes, allocated, limit)
+	return nil
 }
 
 // contiguous reports whether a view with at least one element is row-major

@@ -6,7 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"unicode/utf8"
+
+	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // The unpickler is restricted in the way PyTorch's weights_only unpickler is:
@@ -59,6 +63,51 @@ func (d *pyDict) set(k, v any) error {
 	return nil
 }
 
+// quote quotes a string the file holds for a message, shortened.
+func quote(s string) string { return inputfile.Quote(s) }
+
+// pyRepr writes a value of the pickle for a message as Python's repr
+// would, two levels deep, four items of a container, each string quoted
+// (shortened): never Go's view of it (a pointer, for a list).
+func pyRepr(v any) string { return repr(v, 2) }
+
+func repr(v any, depth int) string {
+	items := func(open, close string, xs []any) string {
+		if depth == 0 {
+			return open + "…" + close
+		}
+		var parts []string
+		for i, x := range xs {
+			if i == 4 {
+				parts = append(parts, fmt.Sprintf("… %d more", len(xs)-4))
+				break
+			}
+			parts = append(parts, repr(x, depth-1))
+		}
+		return open + strings.Join(parts, ", ") + close
+	}
+	switch v := v.(type) {
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case string:
+		return quote(v)
+	case bool:
+		if v {
+			return "True"
+		}
+		return "False"
+	case pyTuple:
+		return items("(", ")", v)
+	case *pyList:
+		return items("[", "]", v.items)
+	case *pyDict:
+		return fmt.Sprintf("{%d items}", len(v.keys))
+	}
+	return pyType(v) // None, globals, storages, tensors, big ints
+}
+
 // pyType names a value's Python type for error messages.
 func pyType(v any) string {
 	switch v := v.(type) {
@@ -84,7 +133,7 @@ func pyType(v any) string {
 		}
 		return "dict"
 	case pyGlobal:
-		return v.module + "." + v.name
+		return inputfile.Shorten(v.module + "." + v.name)
 	case storageRef:
 		return "storage"
 	case *Tensor:
@@ -364,7 +413,7 @@ func (u *unpickler) step(op byte) (done bool, err error) {
 		g := pyGlobal{module, name}
 		if !allowedGlobals[g] {
 			if _, ok := dtypeOfStorage(name); !ok || module != "torch" {
-				return false, fmt.Errorf("global %s.%s is not allowed (only what torch.save writes for a state dict of CPU tensors of dtypes %s)", module, name, dtypeList())
+				return false, fmt.Errorf("global %s is not allowed (only what torch.save writes for a state dict of CPU tensors of dtypes %s)", pyType(g), dtypeList())
 			}
 		}
 		u.push(g)
@@ -499,7 +548,7 @@ func (u *unpickler) persistentLoad(pid any) (any, error) {
 		return nil, fmt.Errorf("persistent id is a %s, not a 5-tuple ('storage', type, key, location, numel)", pyType(pid))
 	}
 	if s, _ := t[0].(string); s != "storage" {
-		return nil, fmt.Errorf("persistent id of kind %v; only 'storage' is supported", t[0])
+		return nil, fmt.Errorf("persistent id of kind %s; only 'storage' is supported", pyRepr(t[0]))
 	}
 	g, ok := t[1].(pyGlobal)
 	if !ok {
@@ -507,7 +556,7 @@ func (u *unpickler) persistentLoad(pid any) (any, error) {
 	}
 	dtype, ok := dtypeOfStorage(g.name)
 	if !ok || g.module != "torch" {
-		return nil, fmt.Errorf("storage type %s.%s is not supported", g.module, g.name)
+		return nil, fmt.Errorf("storage type %s is not supported", pyType(g))
 	}
 	key, ok1 := t[2].(string)
 	_, ok2 := t[3].(string)
@@ -517,7 +566,7 @@ func (u *unpickler) persistentLoad(pid any) (any, error) {
 	}
 	ref := storageRef{dtype: dtype, key: key, numel: n}
 	if old, ok := u.storages[key]; ok && old != ref {
-		return nil, fmt.Errorf("storage %q is declared as %d %v elements and as %d %v elements", key, old.numel, old.dtype, n, dtype)
+		return nil, fmt.Errorf("storage %s is declared as %d %v elements and as %d %v elements", quote(key), old.numel, old.dtype, n, dtype)
 	}
 	u.storages[key] = ref
 	return ref, nil
@@ -548,7 +597,7 @@ func (u *unpickler) call(fn any, args pyTuple) (any, error) {
 		}
 		return t, nil
 	}
-	return nil, fmt.Errorf("%s.%s cannot be called", g.module, g.name)
+	return nil, fmt.Errorf("%s cannot be called", pyType(g))
 }
 
 // rebuildTensor handles _rebuild_tensor_v2(storage, storage_offset, size,
@@ -565,7 +614,7 @@ func (u *unpickler) rebuildTensor(args pyTuple) (any, error) {
 	}
 	offset, ok := args[1].(int64)
 	if !ok || offset < 0 {
-		return nil, fmt.Errorf("storage offset %v (%s) is not a non-negative int", args[1], pyType(args[1]))
+		return nil, fmt.Errorf("storage offset %s (%s) is not a non-negative int", pyRepr(args[1]), pyType(args[1]))
 	}
 	size, err := intTuple(args[2], "size")
 	if err != nil {

@@ -1,23 +1,26 @@
 package suite
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 )
 
 // Result is every evaluation of a suite, and the gains of pre-training.
 type Result struct {
-	Config  Config  `json:"config"`
-	Entries []Entry `json:"entries"` // dataset, evaluation, protocol, replicate; pre-trained first
-	Gains   []Gain  `json:"gains"`   // per benchmark, evaluation and protocol
-	Average []Gain  `json:"average"` // per evaluation and protocol, over the benchmarks (Benchmark "average")
-	Seconds float64 `json:"seconds"`
+	Config Config `json:"config"`
+	// DataKeys is each benchmark's data.ContentKey when the suite ran, for
+	// a later --random-from to tell whether the data is still the same;
+	// absent in suites from before 2026-11-26.
+	DataKeys map[string]string `json:"data_keys,omitempty"`
+	Entries  []Entry           `json:"entries"` // dataset, evaluation, protocol, replicate; pre-trained first
+	Gains    []Gain            `json:"gains"`   // per benchmark, evaluation and protocol
+	Average  []Gain            `json:"average"` // per evaluation and protocol, over the benchmarks (Benchmark "average")
+	Seconds  float64           `json:"seconds"`
 }
 
 // Entry is one evaluation under one protocol on one benchmark with one
@@ -42,18 +45,16 @@ func ResultFile(path string) string {
 }
 
 // ReadResult reads a suite's result, from its --out folder or its
-// suite.json; its errors, "cannot be read: …" or "is not a suite result",
-// are for the caller to put after the path. A result that names no
-// precision reads as fp32, which such results were.
+// suite.json; its errors name the file. A result that names no precision
+// reads as fp32, which such results were.
 func ReadResult(path string) (*Result, error) {
 	file := ResultFile(path)
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("cannot be read: %w", err)
-	}
 	var r Result
-	if err := json.Unmarshal(b, &r); err != nil || r.Entries == nil {
-		return nil, errors.New("is not a suite result")
+	if err := inputfile.ReadJSON(file, &r); err != nil {
+		return nil, err
+	}
+	if r.Entries == nil {
+		return nil, fmt.Errorf("%s is not a suite result (no entries)", file)
 	}
 	for _, c := range []*evaluate.Common{&r.Config.Finetune.Common, &r.Config.Linear.Common} {
 		if c.Precision == "" {

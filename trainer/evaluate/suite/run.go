@@ -51,10 +51,17 @@ func runSuite(cfg Config, env runenv.Env) (*Result, error) {
 			return nil, err
 		}
 	}
+	keys := map[string]string{} // by benchmark
 	for _, path := range cfg.Datasets {
 		if _, err := os.Stat(path); err != nil {
 			return nil, field.Errorf("datasets", path, "cannot be read: %v", errors.Unwrap(err))
 		}
+		key, err := data.ContentKey(path)
+		if err != nil {
+			return nil, err
+		}
+		benchmark, _ := BenchmarkOf(path) // checked by Validate
+		keys[benchmark] = key
 	}
 	if slices.Contains(cfg.Protocols, evaluate.ProtocolScaffold) {
 		for _, path := range cfg.Datasets {
@@ -64,11 +71,11 @@ func runSuite(cfg Config, env runenv.Env) (*Result, error) {
 			}
 		}
 	}
-	reused, err := randomRuns(cfg, arch)
+	reused, err := randomRuns(cfg, arch, keys)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Config: cfg}
+	res := &Result{Config: cfg, DataKeys: keys}
 	// A later failure must not throw away hours of finished evaluations.
 	finish := func(err error) (*Result, error) {
 		res.Gains, res.Average = res.ComputeGains()
@@ -135,15 +142,17 @@ func encoderArch(path string) (model.EncoderConfig, error) {
 
 // randomRuns reads cfg.RandomFrom's runs without pre-training, by entryKey,
 // after checking that they are the runs cfg would make: the same datasets
-// (paths), the same settings of each evaluation, and random encoders of the
-// same architecture (that of the earlier suite's first encoder).
-func randomRuns(cfg Config, arch model.EncoderConfig) (map[string]Entry, error) {
+// (paths) holding the same molecules (keys, each benchmark's
+// data.ContentKey now), the same settings of each evaluation, and random
+// encoders of the same architecture (that of the earlier suite's first
+// encoder).
+func randomRuns(cfg Config, arch model.EncoderConfig, keys map[string]string) (map[string]Entry, error) {
 	if cfg.RandomFrom == "" {
 		return nil, nil
 	}
 	earlier, err := ReadResult(cfg.RandomFrom)
 	if err != nil {
-		return nil, field.Errorf("random_from", cfg.RandomFrom, "%v", err)
+		return nil, err // the file's content, not the flag, is at fault
 	}
 	differs := func(what string) error {
 		return field.Errorf("random_from", cfg.RandomFrom, "was run with other %s; its random encoders are not this suite's", what)
@@ -174,6 +183,17 @@ func randomRuns(cfg Config, arch model.EncoderConfig) (map[string]Entry, error) 
 	}
 	if theirs != arch {
 		return nil, differs("an encoder architecture")
+	}
+	for _, path := range cfg.Datasets {
+		benchmark, _ := BenchmarkOf(path)
+		switch earlier.DataKeys[benchmark] {
+		case keys[benchmark]:
+		case "":
+			return nil, field.Errorf("random_from", cfg.RandomFrom, "does not record what %s held when it ran (it is older than that record), so its random runs cannot be checked against the data now: run them again (leave --random-from out)", path)
+		default:
+			return nil, field.Errorf("random_from", cfg.RandomFrom, "ran its random encoders on other molecules than %s holds now (content %.20s…, then %.20s…): run them again (leave --random-from out)",
+				path, keys[benchmark], earlier.DataKeys[benchmark])
+		}
 	}
 	out := map[string]Entry{}
 	for _, e := range earlier.Entries {
