@@ -37,8 +37,8 @@ type processes interface {
 	// sameCheckpoint gives every process the checkpoint rank 0 resumes
 	// from, ck on rank 0 (nil: a new run).
 	sameCheckpoint(run string, ck *runfolder.Checkpoint) (*runfolder.Checkpoint, error)
-	// attach makes m balance and normalise over the global batch, starts
-	// every process from rank 0's state, and seeds this one's generators.
+	// attach makes m balance and normalise over the global batch and starts
+	// every process from rank 0's state, leaving the generators alone.
 	attach(m *model.MicroGraph, cfg runfolder.Config) error
 	// describe is the run banner's line on the processes, "" alone.
 	describe(cfg runfolder.Config, dev torch.Device) string
@@ -206,8 +206,9 @@ func (j *job) reduce(values []*torch.Tensor, stop bool, m *model.MicroGraph) (*t
 func rankSeed(seed uint64, rank int) uint64 { return seed + uint64(rank)*0x9E3779B97F4A7C15 }
 
 // attach makes the model balance and normalise over the global batch and
-// starts every rank from rank 0's model state; it then seeds this rank's
-// generators.
+// starts every rank from rank 0's model state. It draws nothing and leaves
+// the generators as they are: seeded for this rank (session.newModel), or
+// restored from the checkpoint a run resumes.
 func (j *job) attach(m *model.MicroGraph, cfg runfolder.Config) error {
 	m.Across = distributed.SumAcross(j.group)
 	if cfg.SyncBatchNorm {
@@ -216,13 +217,7 @@ func (j *job) attach(m *model.MicroGraph, cfg runfolder.Config) error {
 	if cfg.GlobalNegatives {
 		m.Gather = distributed.GatherRows(j.group)
 	}
-	if err := distributed.BroadcastFrom0(j.group, m.Store.State()); err != nil {
-		return err
-	}
-	if j.rank > 0 {
-		torch.ManualSeed(rankSeed(cfg.Seed, j.rank))
-	}
-	return nil
+	return distributed.BroadcastFrom0(j.group, m.Store.State())
 }
 
 // rankRNGPrefix names rank r's generator states in a checkpoint's rng.*
