@@ -324,9 +324,10 @@ func TestMinCutKernelMatchesComposed(t *testing.T) {
 
 // The fused CPU kernels split their loops over libtorch's threads (nodes,
 // channels, elements) so that every value is computed by one thread in one
-// order: the aggregation's values and gradients, dropout and the embedding
-// bag sums are bit for bit the same on 1 and on 3 threads (runs resumed or
-// repeated on another thread count differ only in libtorch's own sums).
+// order: the aggregation's values and gradients, dropout, the embedding bag
+// sums and batch norm (its running statistics too) are bit for bit the same
+// on 1 and on 3 threads (runs resumed or repeated on another thread count
+// differ only in libtorch's own sums).
 func TestFusedKernelsIndependentOfThreads(t *testing.T) {
 	scope(t)
 	if !torch.FusedKernels(torch.CPU) {
@@ -356,14 +357,20 @@ func TestFusedKernelsIndependentOfThreads(t *testing.T) {
 		out := torch.FusedGENAggregate(h, tab, torch.FromSlice(bond), tt, torch.FromSlice(src), torch.FromSlice(rowPtr), false)
 		dropped := torch.FusedDropout(out, 0.2)
 		bag := torch.FusedEmbeddingBagSum(tab, torch.FromSlice(idx, n, 3))
-		dropped.Add(bag).Mul(torch.FromSlice(w, n, d).ToDType(torch.Float32)).Sum().Backward()
-		return [][]float64{values(out), values(dropped), values(bag), values(h.Grad()), values(tab.Grad())}
+		gamma := torch.Full([]int64{d}, 1.5, torch.Options{DType: torch.Float32, Device: torch.CPU}).SetRequiresGrad(true)
+		beta := torch.Full([]int64{d}, 0.25, torch.Options{DType: torch.Float32, Device: torch.CPU}).SetRequiresGrad(true)
+		mean := torch.Zeros([]int64{d}, torch.Options{DType: torch.Float32, Device: torch.CPU})
+		variance := torch.Ones([]int64{d}, torch.Options{DType: torch.Float32, Device: torch.CPU})
+		normed := torch.FusedBatchNorm(dropped.Add(bag), gamma, beta, mean, variance, 0.1, 1e-5)
+		normed.Mul(torch.FromSlice(w, n, d).ToDType(torch.Float32)).Sum().Backward()
+		return [][]float64{values(out), values(dropped), values(bag), values(normed), values(mean), values(variance),
+			values(h.Grad()), values(tab.Grad()), values(gamma.Grad()), values(beta.Grad())}
 	}
 	torch.ManualSeed(5)
 	one := run(1)
 	torch.ManualSeed(5)
 	three := run(3)
-	for i, name := range []string{"aggregation", "dropout", "embedding bag", "dh", "dtable"} {
+	for i, name := range []string{"aggregation", "dropout", "embedding bag", "batch norm", "running mean", "running variance", "dh", "dtable", "dγ", "dβ"} {
 		if !slices.Equal(one[i], three[i]) {
 			t.Errorf("%s differs between 1 and 3 threads", name)
 		}

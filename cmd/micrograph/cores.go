@@ -16,12 +16,13 @@ import (
 // How pre-training uses a CPU's cores when neither --threads nor --nproc is
 // given (docs/distributed.md, "The default on a CPU"). Part of a
 // paper-objective step runs on one thread whatever --threads says (the fused
-// batch norm, pooling, normalisation and Adam; the fused aggregation and
-// dropout split only against Debian's libtorch), and threads wake and wait at
-// each of its thousand-odd operators, while a second process, each on half
-// of every batch, runs the whole step on both cores. So the default splits the batch over processes of one
-// thread each, with batch norm and L_contra's negatives over the global
-// batch, which keeps the one-process method (docs/method.md §3.3).
+// pooling, normalisation and Adam; the fused aggregation, batch norm and
+// dropout split only against Debian's libtorch), and threads wake and wait
+// at each of its thousand-odd operators, while a second process, each on
+// half of every batch, runs the whole step on both cores. So the default
+// splits the batch over processes of one thread each, with batch norm and
+// L_contra's negatives over the global batch, which keeps the one-process
+// method (docs/method.md §3.3).
 const (
 	// maxDefaultProcesses caps the processes of the default split: each
 	// holds its own model, optimiser, dataset and libtorch runtime, and

@@ -27,6 +27,7 @@
 #define MG_HAVE_NCCL 0
 #endif
 
+#include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -162,8 +163,10 @@ struct BatchNormAcross : public torch::autograd::Function<BatchNormAcross> {
 		auto y = at::empty_like(xc), mean = at::empty({c}, xc.options()), invstd = at::empty({c}, xc.options());
 		double count = 0;
 		AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "batch_norm_across", [&] {
+			const int64_t grain = mg_batch_norm_grain(n);
+			const scalar_t *X = xc.data_ptr<scalar_t>();
 			auto *s = sums.data_ptr<scalar_t>();
-			mg::batch_norm_sums(xc.data_ptr<scalar_t>(), n, c, s);
+			at::parallel_for(0, c, grain, [&](int64_t c0, int64_t c1) { mg::batch_norm_sums(X, n, c, c0, c1, s); });
 			s[c] = static_cast<scalar_t>(n);
 			all_reduce(g, sums, MG_GROUP_SUM);
 			const scalar_t rows = s[c];
@@ -171,15 +174,18 @@ struct BatchNormAcross : public torch::autograd::Function<BatchNormAcross> {
 			TORCH_CHECK(count > 1, "batch_norm: expected more than 1 value per channel when training");
 			auto *m = mean.data_ptr<scalar_t>();
 			for (int64_t j = 0; j < c; j++) m[j] = s[j] / rows;
-			mg::batch_norm_squares(xc.data_ptr<scalar_t>(), m, n, c, squares.data_ptr<scalar_t>());
-			all_reduce(g, squares, MG_GROUP_SUM);
 			auto *q = squares.data_ptr<scalar_t>(), *v = invstd.data_ptr<scalar_t>();
+			at::parallel_for(0, c, grain, [&](int64_t c0, int64_t c1) { mg::batch_norm_squares(X, m, n, c, c0, c1, q); });
+			all_reduce(g, squares, MG_GROUP_SUM);
 			for (int64_t j = 0; j < c; j++) {
 				q[j] /= rows; // the biased variance, as the batch's
 				v[j] = 1 / std::sqrt(q[j] + static_cast<scalar_t>(eps));
 			}
-			mg::batch_norm_apply(xc.data_ptr<scalar_t>(), wc.data_ptr<scalar_t>(), bc.data_ptr<scalar_t>(), m, v, n, c,
-			                     y.data_ptr<scalar_t>());
+			const scalar_t *W = wc.data_ptr<scalar_t>(), *B = bc.data_ptr<scalar_t>();
+			scalar_t *Y = y.data_ptr<scalar_t>();
+			at::parallel_for(0, c, grain, [&](int64_t c0, int64_t c1) {
+				mg::batch_norm_apply(X, W, B, m, v, n, c, c0, c1, Y);
+			});
 		});
 		{
 			at::NoGradGuard no_grad;
@@ -204,18 +210,23 @@ struct BatchNormAcross : public torch::autograd::Function<BatchNormAcross> {
 		auto gy = grads[0].contiguous();
 		const int64_t n = x.size(0), c = x.size(1);
 		auto local = at::empty({2 * c}, x.options()), gx = at::empty_like(x);
+		const int64_t grain = mg_batch_norm_grain(n);
 		AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "batch_norm_across_backward", [&] {
 			auto *l = local.data_ptr<scalar_t>();
-			mg::batch_norm_backward_sums(x.data_ptr<scalar_t>(), gy.data_ptr<scalar_t>(), mean.data_ptr<scalar_t>(),
-			                             invstd.data_ptr<scalar_t>(), n, c, l, l + c);
+			at::parallel_for(0, c, grain, [&](int64_t c0, int64_t c1) {
+				mg::batch_norm_backward_sums(x.data_ptr<scalar_t>(), gy.data_ptr<scalar_t>(), mean.data_ptr<scalar_t>(),
+				                             invstd.data_ptr<scalar_t>(), n, c, c0, c1, l, l + c);
+			});
 		});
 		auto global = local.clone();
 		all_reduce(g, global, MG_GROUP_SUM);
 		AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "batch_norm_across_backward", [&] {
 			auto *s = global.data_ptr<scalar_t>();
-			mg::batch_norm_backward_apply(x.data_ptr<scalar_t>(), gy.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(),
-			                              mean.data_ptr<scalar_t>(), invstd.data_ptr<scalar_t>(), s, s + c, n, c,
-			                              static_cast<scalar_t>(count), gx.data_ptr<scalar_t>());
+			at::parallel_for(0, c, grain, [&](int64_t c0, int64_t c1) {
+				mg::batch_norm_backward_apply(x.data_ptr<scalar_t>(), gy.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(),
+				                              mean.data_ptr<scalar_t>(), invstd.data_ptr<scalar_t>(), s, s + c, n, c,
+				                              c0, c1, static_cast<scalar_t>(count), gx.data_ptr<scalar_t>());
+			});
 		});
 		return {gx, local.narrow(0, 0, c), local.narrow(0, c, c), at::Tensor(), at::Tensor(), at::Tensor(),
 		        at::Tensor(), at::Tensor()};
