@@ -12,6 +12,8 @@
 #   threads    micrograph bench --threads N              (one process of N threads)
 #   nproc      micrograph bench --nproc N --threads 1    (N processes; N ≥ 2)
 #   reference  OPENBLAS_NUM_THREADS=N python3 ref_micrograph.py --threads N
+#   baseline   (--baseline BIN, on 1 core) BIN bench --threads 1: the build before,
+#              for the one-thread figure's regression check
 # bench prints molecules_per_s, threads and processes; the reference,
 # graphs_per_s. table.md has the medians, the ratio to micrograph on one
 # thread at one core, and the ratio to the reference on as many cores.
@@ -30,7 +32,7 @@
 #
 # Usage: bash scripts/scaling.sh [--out DIR] [--data DIR] [--cores "1 2 4"]
 #          [--rounds N] [--bin PATH] [--reference PATH|none] [--python PATH]
-#          [--no-downstream] [--smoke]
+#          [--baseline BIN] [--no-downstream] [--smoke]
 #   --out        where (default out/scaling)
 #   --data       an OGB dataset folder (default ../shared/data/ogb/ogbg_molhiv)
 #   --cores      the core counts (default: 1 2 4 8 16, those at hand)
@@ -39,6 +41,7 @@
 #   --reference  ref_micrograph.py (default ../shared/bench/ref_micrograph.py;
 #                none, or absent: micrograph only)
 #   --python     the reference's Python (default /usr/bin/python3, Debian's PyTorch)
+#   --baseline   a previous micrograph build, timed on one thread beside this one
 #   --no-downstream  pre-training only
 #   --smoke      the script's logic at tiny sizes, one round, on a synthetic
 #                dataset when --data is not given (make test runs it; its
@@ -60,6 +63,7 @@ reference=$shared/bench/ref_micrograph.py
 python=/usr/bin/python3
 smoke=0
 downstream=1
+baseline=""
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--out) out=$2; shift 2 ;;
@@ -70,6 +74,7 @@ while [[ $# -gt 0 ]]; do
 	--reference) reference=$2; shift 2 ;;
 	--python) python=$2; shift 2 ;;
 	--no-downstream) downstream=0; shift ;;
+	--baseline) baseline=$2; shift 2 ;;
 	--smoke) smoke=1; shift ;;
 	*) echo "scaling.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -168,6 +173,9 @@ for round in $(seq 1 "$rounds"); do
 		bench=("$bin" bench --data "$data" --device cpu --cache "$cache" "${mg_sizes[@]}")
 		measure "$round" "$n" default "${bench[@]}"
 		measure "$round" "$n" threads "${bench[@]}" --threads "$n"
+		if [[ -n $baseline && $n == 1 ]]; then
+			measure "$round" 1 baseline "$baseline" bench --data "$data" --device cpu --cache "$cache" "${mg_sizes[@]}" --threads 1
+		fi
 		if ((n > 1)); then
 			measure "$round" "$n" nproc "${bench[@]}" --nproc "$n" --threads 1
 		fi
@@ -215,7 +223,7 @@ print(open(f"{out}/machine.txt").read().rstrip().replace("\n", "  \n"))
 print()
 print("| cores | configuration | processes × threads | molecules/s (each round) | median | / micrograph, 1 thread | / reference, same cores |")
 print("|--:|---|--:|---|--:|--:|--:|")
-names = {"default": "micrograph, default", "threads": "micrograph --threads N",
+names = {"default": "micrograph, default", "threads": "micrograph --threads N", "baseline": "previous build (--baseline), --threads 1",
          "nproc": "micrograph --nproc N --threads 1", "reference": "reference (OPENBLAS_NUM_THREADS=N)"}
 for n, config in sorted(median, key=lambda k: (k[0], list(names).index(k[1]))):
     m, ref = median[(n, config)], median.get((n, "reference"))
