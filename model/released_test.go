@@ -1,8 +1,11 @@
 package model_test
 
 import (
+	"maps"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
@@ -10,6 +13,7 @@ import (
 	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/model/internal/reference"
+	"github.com/micrograph/micrograph/ops/sample"
 	"github.com/micrograph/micrograph/torch"
 )
 
@@ -199,6 +203,180 @@ func TestInitMotifsAreKMeansCentres(t *testing.T) {
 			if mean := sums[c][k] / float64(counts[c]); math.Abs(mean-centres[c][k]) > 1e-6 {
 				t.Fatalf("motif %d, dimension %d: %v, mean of its subgraphs %v", c, k, centres[c][k], mean)
 			}
+		}
+	}
+}
+
+// The subgraphs the released objective trains on are its sampler's draws on
+// the batch (docs/method.md §12.1), checked two ways on 40 synthetic
+// molecules for each sampler, in evaluation and training mode (dropout 0,
+// so that the spectral sampler's own pass gives the loss pass's h):
+//
+//   - they are what package sample draws from the batch's molecules with
+//     the configured η, cluster temperature and k-means starts, from a PCG
+//     seeded by the step's first two draws of libtorch's CPU generator, on
+//     the embeddings h read in float32, molecule after molecule;
+//   - independently of package sample, by breadth-first search on the
+//     batch's bonds: every subgraph lies in one molecule and is connected;
+//     it has at least η atoms unless it is a spectral molecule's one
+//     fallback cluster; a molecule's spectral pieces are disjoint; walks and
+//     balls number at most c = ⌊√(n/4)⌋ + 1 per molecule; a ball is every
+//     atom within k ∈ {1, 2, 3} bonds of one of its atoms.
+func TestReleasedSubgraphsAreTheSamplersDraws(t *testing.T) {
+	ds := synthetic(t, 64)
+	b := collate(t, ds, span(0, 40))
+	nb := make([][]int, b.NumAtoms()) // bonds, batch-wide
+	for e := range b.NumEdges() {
+		nb[b.EdgeSrc[e]] = append(nb[b.EdgeSrc[e]], int(b.EdgeDst[e]))
+	}
+	molOf := make([]int, b.NumAtoms())
+	for g := range b.NumGraphs() {
+		for a := b.GraphPtr[g]; a < b.GraphPtr[g+1]; a++ {
+			molOf[a] = g
+		}
+	}
+	// within counts the atoms of set reachable from set[0] inside set;
+	// ball lists the atoms within k bonds of a.
+	within := func(set []int) int {
+		in := map[int]bool{}
+		for _, a := range set {
+			in[a] = true
+		}
+		seen := map[int]bool{set[0]: true}
+		for q := []int{set[0]}; len(q) > 0; q = q[1:] {
+			for _, c := range nb[q[0]] {
+				if in[c] && !seen[c] {
+					seen[c] = true
+					q = append(q, c)
+				}
+			}
+		}
+		return len(seen)
+	}
+	ball := func(a, k int) []int {
+		dist := map[int]int{a: 0}
+		for q := []int{a}; len(q) > 0; q = q[1:] {
+			if dist[q[0]] == k {
+				continue
+			}
+			for _, c := range nb[q[0]] {
+				if _, ok := dist[c]; !ok {
+					dist[c] = dist[q[0]] + 1
+					q = append(q, c)
+				}
+			}
+		}
+		return slices.Sorted(maps.Keys(dist))
+	}
+	for _, sampler := range []string{model.SamplerSpectral, model.SamplerRandomWalk, model.SamplerKHop} {
+		for _, train := range []bool{false, true} {
+			scope(t)
+			cfg := releasedConfig(sampler)
+			cfg.Encoder.Dropout = 0
+			torch.ManualSeed(3)
+			m, err := model.New(cfg, torch.CPU, torch.Float64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := b.Graph(torch.CPU)
+			torch.ManualSeed(21)
+			out := m.Forward(g, train)
+			_, got := liveSubgraphs(out.Subgraphs)
+			for _, s := range got {
+				slices.Sort(s)
+			}
+
+			// What package sample draws.
+			torch.ManualSeed(21)
+			var words []float64
+			torch.NoGrad(func() {
+				words = torch.ToSlice[float64](torch.Rand([]int64{2}, torch.Options{DType: torch.Float64, Device: torch.CPU}))
+			})
+			rng := rand.New(rand.NewPCG(math.Float64bits(words[0]), math.Float64bits(words[1])))
+			h := torch.ToSlice[float32](out.H.ToDType(torch.Float32))
+			d := cfg.Encoder.Hidden
+			var want [][]int
+			perMol := make([]int, b.NumGraphs())
+			for gi, mol := range sample.Molecules(g.Host.Src, g.Host.RowPtr, g.Host.GraphPtr) {
+				first, n := int(b.GraphPtr[gi]), mol.Size()
+				var lists [][]int
+				switch sampler {
+				case model.SamplerRandomWalk:
+					lists = sample.RandomWalks(mol, 5, 40, cfg.Eta, rng)
+				case model.SamplerKHop:
+					lists = sample.KHopBalls(mol, 1, 3, cfg.Eta, rng)
+				default:
+					x := make([]float64, n*d)
+					for i, v := range h[first*d : (first+n)*d] {
+						x[i] = float64(v)
+					}
+					lists = sample.SpectralSubgraphs(mol, x, d, cfg.Released.ClusterTau, cfg.Eta, cfg.Released.KMeansRestarts, rng)
+				}
+				for _, l := range lists {
+					s := make([]int, len(l))
+					for i, a := range l {
+						s[i] = first + a
+					}
+					want = append(want, s)
+				}
+				perMol[gi] = len(lists)
+			}
+			if !slices.EqualFunc(got, want, slices.Equal[[]int]) {
+				t.Errorf("%s train=%v: the objective's %d subgraphs are not the sampler's %d on the batch", sampler, train, len(got), len(want))
+				for j := range min(len(got), len(want)) {
+					if !slices.Equal(got[j], want[j]) {
+						t.Errorf("first difference, subgraph %d: %v, sampler %v", j, got[j], want[j])
+						break
+					}
+				}
+			}
+
+			// What any subgraph of §12.1 must be.
+			count := make([]int, b.NumGraphs())
+			used := map[int]bool{}
+			for j, s := range got {
+				mol := molOf[s[0]]
+				n := int(b.GraphPtr[mol+1] - b.GraphPtr[mol])
+				count[mol]++
+				for _, a := range s {
+					if molOf[a] != mol {
+						t.Fatalf("%s train=%v: subgraph %d %v spans molecules %d and %d", sampler, train, j, s, mol, molOf[a])
+					}
+				}
+				fallback := sampler == model.SamplerSpectral && perMol[mol] == 1
+				if len(s) < cfg.Eta && !fallback {
+					t.Errorf("%s train=%v: subgraph %d %v has %d atoms, under η = %d", sampler, train, j, s, len(s), cfg.Eta)
+				}
+				if !fallback && within(s) != len(s) {
+					t.Errorf("%s train=%v: subgraph %d %v is not connected", sampler, train, j, s)
+				}
+				switch sampler {
+				case model.SamplerSpectral:
+					for _, a := range s {
+						if used[a] {
+							t.Errorf("%s train=%v: atom %d is in two pieces", sampler, train, a)
+						}
+						used[a] = true
+					}
+				case model.SamplerKHop:
+					isBall := false
+					for _, a := range s {
+						for k := 1; k <= 3 && !isBall; k++ {
+							isBall = slices.Equal(ball(a, k), s)
+						}
+					}
+					if !isBall {
+						t.Errorf("%s train=%v: subgraph %d %v is no ball of 1 to 3 bonds", sampler, train, j, s)
+					}
+				}
+				if sampler != model.SamplerSpectral && count[mol] > sample.Count(n) {
+					t.Errorf("%s train=%v: molecule %d of %d atoms has %d subgraphs, more than %d", sampler, train, mol, n, count[mol], sample.Count(n))
+				}
+			}
+			if len(got) < 20 {
+				t.Errorf("%s train=%v: only %d subgraphs in 40 molecules", sampler, train, len(got))
+			}
+			m.Free()
 		}
 	}
 }

@@ -363,3 +363,239 @@ func TestSpectralSubgraphsOf(t *testing.T) {
 		}
 	}
 }
+
+// triangle is three atoms bonded pairwise.
+func triangle() Molecule { return Molecule{Neighbors: [][]int{{1, 2}, {0, 2}, {0, 1}}} }
+
+// directions gives atom i the unit vector e_{dir[i]} in d dimensions.
+func directions(dir []int, d int) []float64 {
+	x := make([]float64, len(dir)*d)
+	for i, k := range dir {
+		x[i*d+k] = 1
+	}
+	return x
+}
+
+// A piece of exactly η atoms is a subgraph and one of η − 1 is not, for each
+// sampler. On the path 0–…–6, atoms 0–3 and 4–6 point two ways: the two
+// spectral clusters are those runs, one piece each, of 4 and 3 atoms. A
+// 2-atom molecule's walks always visit both atoms; a triangle's 1-hop balls
+// always hold all three.
+func TestPieceSizeBoundary(t *testing.T) {
+	path := chain(7)
+	x := directions([]int{0, 0, 0, 0, 1, 1, 1}, 2)
+	tests := []struct {
+		name string
+		draw func(minSize int, rng *rand.Rand) [][]int
+		eta  int
+		want [][]int
+	}{
+		{"spectral η 3", func(s int, r *rand.Rand) [][]int { return SpectralSubgraphs(path, x, 2, 0.2, s, 10, r) }, 3, [][]int{{0, 1, 2, 3}, {4, 5, 6}}},
+		{"spectral η 4", func(s int, r *rand.Rand) [][]int { return SpectralSubgraphs(path, x, 2, 0.2, s, 10, r) }, 4, [][]int{{0, 1, 2, 3}}},
+		{"walks η 2", func(s int, r *rand.Rand) [][]int { return RandomWalks(chain(2), 1, 4, s, r) }, 2, [][]int{{0, 1}}},
+		{"walks η 3", func(s int, r *rand.Rand) [][]int { return RandomWalks(chain(2), 1, 4, s, r) }, 3, nil},
+		{"balls η 3", func(s int, r *rand.Rand) [][]int { return KHopBalls(triangle(), 1, 1, s, r) }, 3, [][]int{{0, 1, 2}}},
+		{"balls η 4", func(s int, r *rand.Rand) [][]int { return KHopBalls(triangle(), 1, 1, s, r) }, 4, nil},
+	}
+	for _, tc := range tests {
+		for seed := range uint64(20) {
+			got := tc.draw(tc.eta, rand.New(rand.NewPCG(seed, 1)))
+			slices.SortFunc(got, func(a, b []int) int { return a[0] - b[0] })
+			if !slices.EqualFunc(got, tc.want, slices.Equal[[]int]) {
+				t.Errorf("%s, seed %d: %v, want %v", tc.name, seed, got, tc.want)
+				break
+			}
+		}
+	}
+}
+
+// When no piece reaches η, the one subgraph is the whole cluster that the
+// k-means labelled c − 1, not the first, the largest or the one holding
+// atom 0. On the path 0–…–7 the atoms 0, 2, 4, 6, 7 point one way and 1, 3,
+// 5 the other: two clusters of 5 and 3 atoms, every piece under 4 atoms.
+// The labels are recomputed from the same steps with the same seed; over
+// the seeds each cluster is sometimes the one labelled 1.
+func TestSpectralFallbackIsTheLastLabel(t *testing.T) {
+	m := chain(8)
+	n, d, c := 8, 2, Count(8)
+	x := directions([]int{0, 1, 0, 1, 0, 1, 0, 0}, d)
+	if c != 2 {
+		t.Fatalf("Count(8) = %d", c)
+	}
+	seen := map[int]bool{} // sizes of the clusters returned
+	for seed := range uint64(30) {
+		got := SpectralSubgraphs(m, x, d, 0.2, 4, 10, rand.New(rand.NewPCG(seed, 2)))
+		labels, _ := KMeans(SpectralEmbedding(Affinity(x, n, d, 0.2), n, c), n, c, c, 10, rand.New(rand.NewPCG(seed, 2)))
+		var want []int
+		for a, l := range labels {
+			if l == c-1 {
+				want = append(want, a)
+			}
+		}
+		if len(got) != 1 || !slices.Equal(got[0], want) {
+			t.Fatalf("seed %d: %v, want the cluster labelled %d: %v (labels %v)", seed, got, c-1, want, labels)
+		}
+		seen[len(want)] = true
+	}
+	if !seen[5] || !seen[3] {
+		t.Errorf("fallback cluster sizes over the seeds: %v; want both clusters (5 and 3 atoms) to be labelled last in some seed", seen)
+	}
+}
+
+// The spectral subgraphs come in the order of their clusters' labels.
+func TestSpectralSubgraphsInLabelOrder(t *testing.T) {
+	m := twoRings()
+	n, d := 12, 2
+	x := directions([]int{0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1}, d)
+	orders := map[int]bool{}
+	for seed := range uint64(20) {
+		got := SpectralSubgraphs(m, x, d, 0.2, 4, 10, rand.New(rand.NewPCG(seed, 3)))
+		labels, _ := KMeans(SpectralEmbedding(Affinity(x, n, d, 0.2), n, Count(n)), n, Count(n), Count(n), 10, rand.New(rand.NewPCG(seed, 3)))
+		if len(got) != 2 || labels[got[0][0]] != 0 || labels[got[1][0]] != 1 {
+			t.Fatalf("seed %d: %v with labels %v: not in label order", seed, got, labels)
+		}
+		orders[got[0][0]] = true
+	}
+	if len(orders) != 2 {
+		t.Errorf("the ring labelled 0 starts at %v in every seed: the order is not shown to follow the labels", orders)
+	}
+}
+
+// The number of hops of a ball is drawn from minHops … maxHops, both
+// included: on a long path a ball that reaches neither end holds 2k + 1
+// atoms, and every k of {1, 2, 3} occurs.
+func TestKHopBallsDrawEveryHopCount(t *testing.T) {
+	m := chain(41)
+	rng := rand.New(rand.NewPCG(15, 16))
+	hops := map[int]int{}
+	for range 200 {
+		for _, ball := range KHopBalls(m, 1, 3, 1, rng) {
+			if ball[0] == 0 || ball[len(ball)-1] == 40 {
+				continue
+			}
+			hops[(len(ball)-1)/2]++
+			if len(ball)%2 != 1 {
+				t.Fatalf("interior ball %v has an even size", ball)
+			}
+		}
+	}
+	if len(hops) != 3 || hops[1] == 0 || hops[2] == 0 || hops[3] == 0 {
+		t.Errorf("hop counts drawn: %v, want 1, 2 and 3", hops)
+	}
+}
+
+// KMeans keeps the earliest of equally good starts. Here every start finds
+// the same two groups, so all have the same within-cluster sum of squares,
+// but the starts number the groups differently; KMeans must return the
+// first start's labels, which one start alone from the same generator
+// gives.
+func TestKMeansKeepsTheEarliestOfTiedStarts(t *testing.T) {
+	x := []float64{0, 0.1, 0.2, 10, 10.1}
+	const restarts = 10
+	differ := 0 // seeds whose last start numbers the groups unlike the first
+	for seed := range uint64(10) {
+		labels, _ := KMeans(x, 5, 1, 2, restarts, rand.New(rand.NewPCG(seed, 4)))
+		one := rand.New(rand.NewPCG(seed, 4))
+		var starts [][]int
+		for range restarts {
+			l, _ := KMeans(x, 5, 1, 2, 1, one)
+			starts = append(starts, l)
+		}
+		if !slices.Equal(labels, starts[0]) {
+			t.Errorf("seed %d: labels %v, want the first start's %v (starts: %v)", seed, labels, starts[0], starts)
+		}
+		if !slices.Equal(starts[0], starts[restarts-1]) {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Error("in every seed the first and last starts number the groups alike: the test cannot tell them apart")
+	}
+}
+
+// k-means++ draws the first centre uniformly and each next one with
+// probability proportional to the squared distance to the nearest centre
+// drawn so far. On five points of a line with k = 3, the frequencies of the
+// 60 ordered triples of centres over 30,000 seedings match the exact
+// probabilities by that rule (Pearson's χ² under 120 on 59 degrees of
+// freedom; p ≈ 1e-5), and are far (χ² over 1,000) from the probabilities of
+// plausible wrong rules: the distance instead of its square, the distance
+// to the latest centre instead of the nearest, or a uniform draw.
+func TestKMeansPlusPlusWeighsBySquaredDistanceToTheNearestCentre(t *testing.T) {
+	x := []float64{0, 1, 3, 7, 15}
+	const n, k, draws = 5, 3, 30000
+	type rule func(l, i, j int) float64 // the weight of l as the third centre after i, then j
+	sqd := func(a, b int) float64 { return (x[a] - x[b]) * (x[a] - x[b]) }
+	rules := []struct {
+		name   string
+		second func(j, i int) float64
+		third  rule
+	}{
+		{"squared distance to the nearest centre", sqd, func(l, i, j int) float64 { return min(sqd(l, i), sqd(l, j)) }},
+		{"distance to the nearest centre", func(j, i int) float64 { return math.Sqrt(sqd(j, i)) },
+			func(l, i, j int) float64 { return math.Sqrt(min(sqd(l, i), sqd(l, j))) }},
+		{"squared distance to the latest centre", sqd, func(l, i, j int) float64 { return sqd(l, j) }},
+		{"uniform", func(j, i int) float64 { return float64(min(1, sqd(j, i))) },
+			func(l, i, j int) float64 { return float64(min(1, sqd(l, i), sqd(l, j))) }},
+	}
+	prob := func(r int) map[[3]int]float64 {
+		p := map[[3]int]float64{}
+		for i := range n {
+			var z2 float64
+			for j := range n {
+				z2 += rules[r].second(j, i)
+			}
+			for j := range n {
+				if j == i {
+					continue
+				}
+				var z3 float64
+				for l := range n {
+					z3 += rules[r].third(l, i, j)
+				}
+				for l := range n {
+					if l != i && l != j {
+						p[[3]int{i, j, l}] = 1.0 / n * rules[r].second(j, i) / z2 * rules[r].third(l, i, j) / z3
+					}
+				}
+			}
+		}
+		return p
+	}
+	counts := map[[3]int]float64{}
+	rng := rand.New(rand.NewPCG(17, 18))
+	index := func(v float64) int {
+		i := slices.Index(x, v)
+		if i < 0 {
+			t.Fatalf("centre %v is none of the points", v)
+		}
+		return i
+	}
+	for range draws {
+		c := seedPlusPlus(x, n, 1, k, rng)
+		counts[[3]int{index(c[0]), index(c[1]), index(c[2])}]++
+	}
+	for r := range rules {
+		var chi2 float64
+		for cell, p := range prob(r) {
+			e := p * draws
+			chi2 += (counts[cell] - e) * (counts[cell] - e) / e
+			if p == 0 && counts[cell] > 0 {
+				chi2 = math.Inf(1)
+			}
+		}
+		for cell := range counts {
+			if _, ok := prob(r)[cell]; !ok {
+				t.Fatalf("the triple %v was drawn, with a centre twice", cell)
+			}
+		}
+		switch {
+		case r == 0 && !(chi2 < 120):
+			t.Errorf("χ² %.1f against %s: the draws do not follow it", chi2, rules[r].name)
+		case r > 0 && !(chi2 > 1000):
+			t.Errorf("χ² %.1f against %s: the test cannot tell that rule from the right one", chi2, rules[r].name)
+		default:
+			t.Logf("χ² %.1f against %s", chi2, rules[r].name)
+		}
+	}
+}

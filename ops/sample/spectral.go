@@ -203,17 +203,22 @@ func KMeans(x []float64, n, d, k, restarts int, rng *rand.Rand) (labels []int, c
 	return labels, centres
 }
 
-func kmeansOnce(x []float64, n, d, k int, rng *rand.Rand) (labels []int, centres []float64, inertia float64) {
-	row := func(i int) []float64 { return x[i*d : (i+1)*d] }
-	sq := func(a, b []float64) float64 {
-		s := 0.0
-		for j := range a {
-			s += (a[j] - b[j]) * (a[j] - b[j])
-		}
-		return s
+// sq is the squared Euclidean distance between a and b.
+func sq(a, b []float64) float64 {
+	s := 0.0
+	for j := range a {
+		s += (a[j] - b[j]) * (a[j] - b[j])
 	}
-	// k-means++ seeding.
-	centres = make([]float64, 0, k*d)
+	return s
+}
+
+// seedPlusPlus draws k-means++'s k starting centres (k×d, row-major) from
+// the n rows of x: the first uniformly, each next one with probability
+// proportional to its squared distance to the nearest centre drawn so far
+// (uniformly when every row sits on a centre already).
+func seedPlusPlus(x []float64, n, d, k int, rng *rand.Rand) []float64 {
+	row := func(i int) []float64 { return x[i*d : (i+1)*d] }
+	centres := make([]float64, 0, k*d)
 	centres = append(centres, row(rng.IntN(n))...)
 	near := make([]float64, n)
 	for i := range n {
@@ -241,6 +246,12 @@ func kmeansOnce(x []float64, n, d, k int, rng *rand.Rand) (labels []int, centres
 			near[i] = min(near[i], sq(row(i), centres[c*d:(c+1)*d]))
 		}
 	}
+	return centres
+}
+
+func kmeansOnce(x []float64, n, d, k int, rng *rand.Rand) (labels []int, centres []float64, inertia float64) {
+	row := func(i int) []float64 { return x[i*d : (i+1)*d] }
+	centres = seedPlusPlus(x, n, d, k, rng)
 	// Lloyd's iterations.
 	labels = make([]int, n)
 	for i := range labels {

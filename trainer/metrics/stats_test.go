@@ -152,3 +152,29 @@ func pairedTTest(a, b []float64) (metrics.PairedTest, error) {
 	}
 	return metrics.OneSampleTTest(d)
 }
+
+// StatOf is the mean and the population standard deviation (numpy's std,
+// ddof 0) of the values that are not NaN, on hand-computed cases.
+func TestStatOfHandComputed(t *testing.T) {
+	nan := math.NaN()
+	tests := []struct {
+		name      string
+		xs        []float64
+		mean, std float64
+		n         int
+	}{
+		{"textbook", []float64{2, 4, 4, 4, 5, 5, 7, 9}, 5, 2, 8}, // Σ(x−5)² = 32, 32/8 = 4
+		{"NaN left out", []float64{1, nan, 3}, 2, 1, 2},
+		{"one value", []float64{0.7}, 0.7, 0, 1},
+		{"two values", []float64{0.6, 0.8}, 0.7, 0.1, 2}, // ddof 1 would give 0.1·√2
+	}
+	for _, tc := range tests {
+		s := metrics.StatOf(tc.xs)
+		if math.Abs(float64(s.Mean)-tc.mean) > 1e-12 || math.Abs(float64(s.Std)-tc.std) > 1e-12 || s.N != tc.n {
+			t.Errorf("%s: %+v, want mean %v, std %v over %d", tc.name, s, tc.mean, tc.std, tc.n)
+		}
+	}
+	if s := metrics.StatOf([]float64{nan, nan}); !math.IsNaN(float64(s.Mean)) || !math.IsNaN(float64(s.Std)) || s.N != 0 {
+		t.Errorf("only NaN: %+v, want NaN ± NaN over 0", s)
+	}
+}
