@@ -54,17 +54,29 @@ define compile_against_torch
 		echo "libtorch not found: run 'make deps', or set LIBTORCH=DIR or PYTHON=python-with-torch" >&2; exit 1; fi
 	cuda=""; if [ '$(call torch_var,TORCH_CUDA)' = 1 ]; then cuda=-DMG_WITH_CUDA; home='$(call torch_var,CUDA_HOME)'; \
 		[ "$$home" = /usr ] || cuda="$$cuda -isystem $$home/include"; fi; \
-	$(CXX) $(CXXFLAGS) -D_GLIBCXX_USE_CXX11_ABI=$(call torch_var,TORCH_ABI) $(call torch_var,TORCH_INCLUDES) $$cuda \
+	$(CXX) $(CXXFLAGS) $(call omp_flag) -D_GLIBCXX_USE_CXX11_ABI=$(call torch_var,TORCH_ABI) $(call torch_var,TORCH_INCLUDES) $$cuda \
 		-c $< -o $@
 endef
-$(BUILD)/shim/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch.sh
+$(BUILD)/shim/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch.sh Makefile
 	$(compile_against_torch)
+
+# at::parallel_for, which the fused kernels' entry points split their loops
+# with (aggregation, dropout, embedding-bag sums), is an inline template that
+# runs its loop on one thread unless the code that calls it is compiled with
+# OpenMP. Debian's libtorch runs its own ops on GCC's OpenMP (libgomp), so
+# against it the shim is compiled and linked with -fopenmp: one runtime, one
+# pool of threads, bounded by --threads. A PyTorch wheel brings its own copy
+# of the runtime, a second one in the process: there the kernels stay on one
+# thread. The CPU loops (*_cpu.cpp) hold no parallel regions and are compiled
+# as before.
+omp_flag = $(if $(filter debian,$(call torch_var,TORCH_MODE)),-fopenmp)
 
 # The fused kernels' CPU loops (torch/shim/kernels/*_cpu.cpp) vectorise for
 # AVX2+FMA (floating-point selects need -fno-trapping-math; reductions say
 # where they may be reordered, with `omp simd` pragmas); the shim offers them
 # only on CPUs that have both (mg_fused_kernels).
 $(BUILD)/shim/kernels/%_cpu.o: CXXFLAGS += -O3 -mavx2 -mfma -fno-trapping-math -fopenmp-simd
+$(BUILD)/shim/kernels/%_cpu.o: omp_flag =
 
 # The CUDA kernels, for A100 (sm_80) and H100/H200 (sm_90), plus PTX that newer
 # GPUs compile at load time. Only built against a CUDA libtorch.
@@ -87,7 +99,7 @@ $(SHIM): $(patsubst torch/shim/%.cpp,$(BUILD)/shim/%.o,$(SHIM_SRC)) $(CUDA_SRC)
 		$(MAKE) --no-print-directory $(CUDA_OBJ) || exit 1; \
 		home='$(call torch_var,CUDA_HOME)'; cu="$(CUDA_OBJ) -L$$home/lib64 -Wl,-rpath,$$home/lib64 -lcudart"; \
 	fi; \
-	$(CXX) -shared -o $@ $(filter %.o,$^) $$cu -L$$libdir -Wl,-rpath,$$libdir \
+	$(CXX) -shared $(call omp_flag) -o $@ $(filter %.o,$^) $$cu -L$$libdir -Wl,-rpath,$$libdir \
 		-Wl,--no-as-needed -ltorch $$([ "$$cuda" = 1 ] && echo -ltorch_cuda -lc10_cuda) -ltorch_cpu -lc10 -Wl,--as-needed
 
 # libmgtorch_testing.so: libtorch's own code for the binding's tests
@@ -212,6 +224,7 @@ test: deps
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 45m ./...
 	bash scripts/gpu-check-dry-run.sh
+	bash scripts/scaling.sh --smoke --out out/scaling-smoke >/dev/null
 
 # The main job: synthetic data, a few minutes of pre-training, motif recovery
 # and linear evaluation with few and all labels, with and without it; the

@@ -31,11 +31,11 @@ type DeeperGCN struct {
 
 	cut stopGradient // also MicroGraph's cuts of M and the slot embeddings
 
-	// SumAcross, when the batch is split across the processes of a
-	// data-parallel job, completes a per-process sum into the global one
-	// (differentiably): training-mode batch norm then uses the global batch's
-	// statistics (synchronised batch norm). nil: each process's own.
-	SumAcross func(*torch.Tensor) *torch.Tensor
+	// NormAcross, when the batch is split across the processes of a
+	// data-parallel job, is the job's group: training-mode batch norm then
+	// uses the global batch's statistics (synchronised batch norm,
+	// nn.BatchNorm1d.ForwardAcross). nil: each process's own.
+	NormAcross *torch.ProcessGroup
 }
 
 // NewDeeperGCN registers an encoder at p.
@@ -92,8 +92,8 @@ func (m *DeeperGCN) forward(g *graph.Graph, p ForwardProbe, update bool) *torch.
 			p.NormInput(l, h)
 		}
 		n := m.Norms[l]
-		if p.BatchStats && update && m.SumAcross != nil {
-			return n.ForwardAcross(h, m.SumAcross)
+		if p.BatchStats && update && m.NormAcross != nil {
+			return n.ForwardAcross(h, m.NormAcross)
 		}
 		if p.BatchStats && !update {
 			return torch.BatchNorm(h, n.Weight, n.Bias, nil, nil, true, n.Momentum, n.Eps)

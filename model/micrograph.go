@@ -27,6 +27,12 @@ type MicroGraph struct {
 	// over the global batch, so that Sinkhorn balances the global batch
 	// (docs/method.md §3); nil for one process.
 	Across ops.SumReducer
+	// Gather, when the batch is split across processes and the run
+	// contrasts against the global batch (docs/method.md §3.3), stacks every
+	// process's subgraph embeddings so that L_contra's negatives are the
+	// whole batch's; nil for one process, or for negatives from this
+	// process's part only.
+	Gather ops.RowGatherer
 }
 
 // New builds the model cfg describes, with the objective it chooses, with

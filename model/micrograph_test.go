@@ -199,7 +199,7 @@ func TestContrastDetachedCutsSubgraphs(t *testing.T) {
 		out := m.Forward(g, true)
 		loss := out.Part("contra")
 		if byHand {
-			loss = ops.GraphSubgraphContrast(m.Objective.(*model.PaperObjective).We.Forward(out.E), out.S.Detach(), out.Subgraphs, c.Tau)
+			loss = ops.GraphSubgraphContrast(m.Objective.(*model.PaperObjective).We.Forward(out.E), out.S.Detach(), out.Subgraphs, c.Tau, nil)
 		}
 		loss.Backward()
 		var grads []float64

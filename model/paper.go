@@ -133,7 +133,7 @@ func (o *PaperObjective) Forward(g *graph.Graph, s Sampler, train bool) Output {
 			{Name: "node_mot", Tensor: ops.NLL(a.LogQ, a.Motif)},
 			{Name: "mot_sub", Tensor: ops.NLL(logP, target)},
 			{Name: "reg", Tensor: reg},
-			{Name: "contra", Tensor: ops.GraphSubgraphContrast(o.We.Forward(e), sContra, sub, c.Tau)},
+			{Name: "contra", Tensor: ops.GraphSubgraphContrast(o.We.Forward(e), sContra, sub, c.Tau, m.Gather)},
 		},
 		Subgraphs: sub.Count(),
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 
 	"github.com/micrograph/micrograph/graph"
@@ -114,17 +115,20 @@ func (o *ReleasedObjective) Sampler(name string) (Sampler, error) {
 	eta, r := o.c.Eta, o.r
 	switch name {
 	case SamplerSpectral:
-		return hostSampler{name: name, embeddings: true, draw: func(mol sample.Molecule, x []float64, d int, rng *rand.Rand) [][]int {
-			return sample.SpectralSubgraphs(mol, x, d, r.ClusterTau, eta, r.KMeansRestarts, rng)
+		// The affinities and eigendecompositions on every core (libtorch's
+		// threads wait for the subgraphs); the k-means in molecule order, so
+		// the draws do not depend on the cores.
+		return hostSampler{name: name, embeddings: true, draw: func(mols []sample.Molecule, xs [][]float64, d int, rng *rand.Rand) [][][]int {
+			return sample.SpectralSubgraphsOf(mols, xs, d, r.ClusterTau, eta, r.KMeansRestarts, rng, runtime.GOMAXPROCS(0))
 		}}, nil
 	case SamplerRandomWalk:
-		return hostSampler{name: name, draw: func(mol sample.Molecule, _ []float64, _ int, rng *rand.Rand) [][]int {
+		return hostSampler{name: name, draw: eachMolecule(func(mol sample.Molecule, _ []float64, _ int, rng *rand.Rand) [][]int {
 			return sample.RandomWalks(mol, releasedWalkMin, releasedWalkMax, eta, rng)
-		}}, nil
+		})}, nil
 	case SamplerKHop:
-		return hostSampler{name: name, draw: func(mol sample.Molecule, _ []float64, _ int, rng *rand.Rand) [][]int {
+		return hostSampler{name: name, draw: eachMolecule(func(mol sample.Molecule, _ []float64, _ int, rng *rand.Rand) [][]int {
 			return sample.KHopBalls(mol, releasedHopsMin, releasedHopsMax, eta, rng)
-		}}, nil
+		})}, nil
 	}
 	return nil, field.Errorf("sampler", name, "must be spectral, random-walk or k-hop for the released objective")
 }
@@ -222,7 +226,7 @@ func (o *ReleasedObjective) Forward(g *graph.Graph, s Sampler, train bool) Outpu
 	l := Losses{
 		Parts: []torch.Named{
 			{Name: "motif", Tensor: ops.NLL(logP, target)},
-			{Name: "contra", Tensor: ops.GraphSubgraphContrast(zg, zs, sub, c.Tau)},
+			{Name: "contra", Tensor: ops.GraphSubgraphContrast(zg, zs, sub, c.Tau, nil)},
 			{Name: "sampler", Tensor: o.samplerLoss(h, sub, cos)},
 		},
 		Subgraphs: sub.Count(),

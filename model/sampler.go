@@ -105,10 +105,23 @@ func (s kHopSampler) Sample(in SampleInput) *ops.Subgraphs {
 // atoms, from in.RNG (the released formulation's samplers, §12.1).
 type hostSampler struct {
 	name       string
-	embeddings bool // draw reads the molecule's node embeddings
-	// draw lists the subgraphs of mol, whose node embeddings are the rows
-	// of x (n×d, row-major; nil unless embeddings).
-	draw func(mol sample.Molecule, x []float64, d int, rng *rand.Rand) [][]int
+	embeddings bool // draw reads the molecules' node embeddings
+	// draw lists the subgraphs of every molecule of a batch, in order: those
+	// of mols[i], whose node embeddings are the rows of xs[i] (n×d,
+	// row-major; nil unless embeddings).
+	draw func(mols []sample.Molecule, xs [][]float64, d int, rng *rand.Rand) [][][]int
+}
+
+// eachMolecule is a hostSampler's draw from one molecule's, called on each
+// molecule in turn.
+func eachMolecule(draw func(mol sample.Molecule, x []float64, d int, rng *rand.Rand) [][]int) func([]sample.Molecule, [][]float64, int, *rand.Rand) [][][]int {
+	return func(mols []sample.Molecule, xs [][]float64, d int, rng *rand.Rand) [][][]int {
+		lists := make([][][]int, len(mols))
+		for i, mol := range mols {
+			lists[i] = draw(mol, xs[i], d, rng)
+		}
+		return lists
+	}
 }
 
 func (s hostSampler) Name() string        { return s.name }
@@ -124,17 +137,16 @@ func (s hostSampler) Sample(in SampleInput) *ops.Subgraphs {
 		emb = torch.NoGradValue(func() []float32 { return torch.ToSlice[float32](h.ToDType(torch.Float32).To(torch.CPU, false)) })
 		d = int(h.Size(1))
 	}
-	lists := make([][][]int, len(mols))
+	xs := make([][]float64, len(mols))
 	for gi, mol := range mols {
-		var x []float64
 		if s.embeddings {
 			first, n := int(g.Host.GraphPtr[gi]), mol.Size()
-			x = make([]float64, n*d)
+			xs[gi] = make([]float64, n*d)
 			for i, v := range emb[first*d : (first+n)*d] {
-				x[i] = float64(v)
+				xs[gi][i] = float64(v)
 			}
 		}
-		lists[gi] = s.draw(mol, x, d, in.RNG)
 	}
+	lists := s.draw(mols, xs, d, in.RNG)
 	return ops.ListedSubgraphs(g, lists, in.DType)
 }

@@ -3,6 +3,7 @@ package ops_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/micrograph/micrograph/graph"
@@ -318,5 +319,60 @@ func TestMinCutKernelMatchesComposed(t *testing.T) {
 		}
 		near(t, "cut, ortho", outs[0], outs[1], 1e-12)
 		near(t, "gradient", grads[0], grads[1], 1e-12)
+	}
+}
+
+// The fused CPU kernels split their loops over libtorch's threads (nodes,
+// channels, elements) so that every value is computed by one thread in one
+// order: the aggregation's values and gradients, dropout, the embedding bag
+// sums and batch norm (its running statistics too) are bit for bit the same
+// on 1 and on 3 threads (runs resumed or repeated on another thread count
+// differ only in libtorch's own sums).
+func TestFusedKernelsIndependentOfThreads(t *testing.T) {
+	scope(t)
+	if !torch.FusedKernels(torch.CPU) {
+		t.Skip("no fused CPU kernels here (a CPU without AVX2/FMA)")
+	}
+	defer torch.SetNumThreads(torch.NumThreads())
+	r := rand.New(rand.NewPCG(12, 12))
+	const n, d, rows = 2000, 64, 60
+	rowPtr := []int64{0}
+	var src []int64
+	for range int64(n) {
+		for range r.IntN(7) {
+			src = append(src, r.Int64N(n))
+		}
+		rowPtr = append(rowPtr, int64(len(src)))
+	}
+	hv, tv, w := randomMatrix(r, n, d), randomMatrix(r, rows, d), randomMatrix(r, n, d)
+	bond := randomRows(r, len(src), rows)
+	idx := randomRows(r, n*3, rows)
+	run := func(threads int) [][]float64 {
+		torch.SetNumThreads(threads)
+		s := torch.NewScope()
+		defer s.Close()
+		h := torch.FromSlice(hv, n, d).ToDType(torch.Float32).SetRequiresGrad(true)
+		tab := torch.FromSlice(tv, rows, d).ToDType(torch.Float32).SetRequiresGrad(true)
+		tt := torch.Full(nil, 1.1, torch.Options{DType: torch.Float32, Device: torch.CPU})
+		out := torch.FusedGENAggregate(h, tab, torch.FromSlice(bond), tt, torch.FromSlice(src), torch.FromSlice(rowPtr), false)
+		dropped := torch.FusedDropout(out, 0.2)
+		bag := torch.FusedEmbeddingBagSum(tab, torch.FromSlice(idx, n, 3))
+		gamma := torch.Full([]int64{d}, 1.5, torch.Options{DType: torch.Float32, Device: torch.CPU}).SetRequiresGrad(true)
+		beta := torch.Full([]int64{d}, 0.25, torch.Options{DType: torch.Float32, Device: torch.CPU}).SetRequiresGrad(true)
+		mean := torch.Zeros([]int64{d}, torch.Options{DType: torch.Float32, Device: torch.CPU})
+		variance := torch.Ones([]int64{d}, torch.Options{DType: torch.Float32, Device: torch.CPU})
+		normed := torch.FusedBatchNorm(dropped.Add(bag), gamma, beta, mean, variance, 0.1, 1e-5)
+		normed.Mul(torch.FromSlice(w, n, d).ToDType(torch.Float32)).Sum().Backward()
+		return [][]float64{values(out), values(dropped), values(bag), values(normed), values(mean), values(variance),
+			values(h.Grad()), values(tab.Grad()), values(gamma.Grad()), values(beta.Grad())}
+	}
+	torch.ManualSeed(5)
+	one := run(1)
+	torch.ManualSeed(5)
+	three := run(3)
+	for i, name := range []string{"aggregation", "dropout", "embedding bag", "batch norm", "running mean", "running variance", "dh", "dtable", "dγ", "dβ"} {
+		if !slices.Equal(one[i], three[i]) {
+			t.Errorf("%s differs between 1 and 3 threads", name)
+		}
 	}
 }

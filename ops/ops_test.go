@@ -390,18 +390,18 @@ func TestGraphSubgraphContrast(t *testing.T) {
 		}
 	}
 	want := total / float64(graphsWith)
-	got := ops.GraphSubgraphContrast(dev(t, torch.FromSlice(z, 4, 3)), sub.LiveRows(dev(t, torch.FromSlice(s, 8, 3))), sub, tau).Item()
+	got := ops.GraphSubgraphContrast(dev(t, torch.FromSlice(z, 4, 3)), sub.LiveRows(dev(t, torch.FromSlice(s, 8, 3))), sub, tau, nil).Item()
 	near(t, "contrast", []float64{got}, []float64{want}, 1e-12)
 	gradCheck(t, "contrast z", torch.FromSlice(z, 4, 3), func(x *torch.Tensor) *torch.Tensor {
-		return ops.GraphSubgraphContrast(x, sub.LiveRows(dev(t, torch.FromSlice(s, 8, 3))), sub, tau)
+		return ops.GraphSubgraphContrast(x, sub.LiveRows(dev(t, torch.FromSlice(s, 8, 3))), sub, tau, nil)
 	})
 	gradCheck(t, "contrast s", torch.FromSlice(s, 8, 3), func(x *torch.Tensor) *torch.Tensor {
-		return ops.GraphSubgraphContrast(dev(t, torch.FromSlice(z, 4, 3)), sub.LiveRows(x), sub, tau)
+		return ops.GraphSubgraphContrast(dev(t, torch.FromSlice(z, 4, 3)), sub.LiveRows(x), sub, tau, nil)
 	})
 	// No subgraph at all: the loss is 0 and its gradient finite.
 	none := ops.MotifSubgraphs(g, motif, 2, 100, 0, 0, torch.Float64)
 	x := dev(t, torch.FromSlice(z, 4, 3)).SetRequiresGrad(true)
-	loss := ops.GraphSubgraphContrast(x, none.LiveRows(dev(t, torch.FromSlice(s, 8, 3))), none, tau)
+	loss := ops.GraphSubgraphContrast(x, none.LiveRows(dev(t, torch.FromSlice(s, 8, 3))), none, tau, nil)
 	loss.Backward()
 	if loss.Item() != 0 || x.Grad().IsFinite().All().ItemInt() != 1 {
 		t.Errorf("no subgraphs: loss %v, gradient %v", loss.Item(), values(x.Grad()))

@@ -126,3 +126,17 @@ func (g *ProcessGroup) AllReduceSumGrad(t *Tensor) *Tensor {
 	check(collectiveOp+"all_reduce_sum_autograd", C.mg_group_all_reduce_sum_autograd(g.h, t.c(), &out))
 	return wrap(out)
 }
+
+// BatchNorm is training-mode batch norm of 2-d x over every rank's rows
+// (synchronised batch norm) in the fused CPU kernel, where
+// FusedKernelsFor(x): the ranks' per-channel sums are summed forward and
+// backward (three small all-reduces), the running statistics move towards
+// the global batch's, and the gradients of weight and bias are this rank's
+// share, which the job sums with the others. Every rank calls it, and runs
+// its backward pass, in the same order; a failure panics with *Error.
+func (g *ProcessGroup) BatchNorm(x, weight, bias, runningMean, runningVar *Tensor, momentum, eps float64) *Tensor {
+	var out C.mg_tensor
+	check(collectiveOp+"batch_norm", C.mg_group_batch_norm(g.h, x.c(), weight.c(), bias.c(), runningMean.c(), runningVar.c(),
+		C.double(momentum), C.double(eps), &out))
+	return wrap(out)
+}

@@ -53,3 +53,38 @@ func TestBenchCountsOperators(t *testing.T) {
 		t.Errorf("operators per step %d with seed 1 on one thread, %d with seed 2 on two", steps[0], steps[1])
 	}
 }
+
+// bench --nproc 2 times the steps of two processes, each on half of every
+// batch, as pretrain --nproc 2 runs them, and says so: one JSON line from
+// rank 0 with 2 processes of 1 thread and the global batch.
+func TestBenchProcesses(t *testing.T) {
+	if !torch.HasBackend(torch.Gloo) {
+		t.Skip("the shim was built without Gloo")
+	}
+	dir := t.TempDir()
+	synth := filepath.Join(dir, "synth")
+	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 40, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(asMainEnv, "1") // the ranks are this test binary acting as micrograph
+	code, out, errs := runCLI(t, "bench", "--data", synth, "--device", "cpu", "--hidden", "8", "--layers", "2",
+		"--motifs", "4", "--batch-size", "8", "--steps", "2", "--warmup", "1", "--nproc", "2", "--threads", "1",
+		"--sync-batch-norm", "--global-negatives")
+	if code != 0 {
+		t.Fatalf("bench --nproc 2: status %d: %s", code, errs)
+	}
+	var res struct {
+		Threads   int     `json:"threads"`
+		Processes int     `json:"processes"`
+		Batch     int     `json:"batch_size"`
+		Steps     int     `json:"steps"`
+		Memory    int64   `json:"peak_memory_bytes"`
+		Molecules float64 `json:"molecules_per_s"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("bench --nproc 2 printed %q: %v", out, err)
+	}
+	if res.Processes != 2 || res.Threads != 1 || res.Batch != 8 || res.Steps != 2 || !(res.Molecules > 0) || res.Memory <= 0 {
+		t.Errorf("bench --nproc 2: %+v", res)
+	}
+}

@@ -16,7 +16,7 @@ import (
 	"github.com/micrograph/micrograph/torch/distributed"
 )
 
-// launchRanks runs `micrograph pretrain args` as n local ranks of a
+// launchRanks runs `micrograph command args` as n local ranks of a
 // data-parallel run, as torchrun --nproc-per-node n would: each a re-exec of
 // this binary with the torchrun environment (rank 0 serving the rendezvous on
 // a free loopback port). Rank 0's output passes through; the others' lines
@@ -24,7 +24,7 @@ import (
 // rank. The result is one exit status: nil when every rank succeeded, else
 // the first failure; ranks still running grace after one failed (their
 // collectives fail within the timeout) are killed.
-func launchRanks(n int, args []string, grace time.Duration) error {
+func launchRanks(command string, n int, args []string, grace time.Duration) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -39,7 +39,7 @@ func launchRanks(n int, args []string, grace time.Duration) error {
 	cmds := make([]*exec.Cmd, n)
 	var copies sync.WaitGroup
 	for r := range n {
-		c := exec.Command(exe, append([]string{"pretrain"}, args...)...)
+		c := exec.Command(exe, append([]string{command}, args...)...)
 		e := distributed.Env{Rank: r, WorldSize: n, LocalRank: r, MasterAddr: "127.0.0.1", MasterPort: port}
 		c.Env = append(os.Environ(), e.Vars()...)
 		// Their own process group: a terminal's Ctrl-C reaches the ranks once,
@@ -48,7 +48,7 @@ func launchRanks(n int, args []string, grace time.Duration) error {
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 		c.Stdin = nil
 		if r == 0 {
-			c.Stdout, c.Stderr = os.Stdout, os.Stderr
+			c.Stdout, c.Stderr = stdout, os.Stderr // rank 0 reports for the job
 		} else {
 			pipe, err := c.StderrPipe()
 			if err != nil {

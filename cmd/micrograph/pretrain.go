@@ -11,9 +11,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runenv"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 	"github.com/spf13/pflag"
 )
@@ -30,7 +32,14 @@ func pretrainFlags(cfg *runfolder.Config, run *string, resume *bool, objective *
 			"where it runs may change).\n\n"+
 			"Data-parallel: --nproc N runs N local processes, each on its part of every batch\n"+
 			"(docs/method.md §3.3); under torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set)\n"+
-			"this process is one of them. Rank 0 writes RUNDIR.")
+			"this process is one of them. Rank 0 writes RUNDIR.\n\n"+
+			"On a CPU of several cores, without --threads and --nproc, a new run of the paper objective\n"+
+			"splits every batch over one process per core (at most 8, each with at least 64 molecules of\n"+
+			"the batch and 1 GiB of free memory; cores beyond that become threads), with batch norm and\n"+
+			"L_contra's negatives over the global batch (--sync-batch-norm --global-negatives, saved with\n"+
+			"the run): the one-process method, faster, with each process's own random draws. The released\n"+
+			"objective, and a run saved without those two settings, use one process and every core as\n"+
+			"threads. --threads T alone is one process of T threads, as is --nproc 1.")
 	fs.StringVar(&cfg.Data, "data", cfg.Data, "OGB dataset folder, CSV file of SMILES (featurised once and cached), or corpus folder\n(micrograph featurize --shard-rows; its shards stay on disk, memory-mapped)")
 	fs.StringVar(run, "run", "", "run folder")
 	fs.BoolVar(resume, "resume", false, "continue the run in --run")
@@ -49,12 +58,42 @@ func pretrainFlags(cfg *runfolder.Config, run *string, resume *bool, objective *
 	fs.BoolVar(&cfg.SkipNonFinite, "skip-nonfinite", cfg.SkipNonFinite, "skip the update of a batch whose loss is NaN or Inf instead of stopping")
 	fs.BoolVar(&cfg.Deterministic, "deterministic", cfg.Deterministic, "deterministic algorithms only: repeated GPU runs give bit-identical losses")
 	precisionFlag(fs, &cfg.Precision)
-	fs.BoolVar(&cfg.SyncBatchNorm, "sync-batch-norm", cfg.SyncBatchNorm, "with several processes, batch norm over the global batch instead of each process's part")
-	fs.IntVar(&job.nproc, "nproc", 1, "local processes sharing each batch (data-parallel; Gloo on CPUs, NCCL on GPUs)")
+	splitFlags(fs, cfg)
+	fs.IntVar(&job.nproc, "nproc", 1, "local processes sharing each batch (data-parallel; Gloo on CPUs, NCCL on GPUs);\n"+
+		"on a CPU without --nproc and --threads, the paper objective runs as one process per core (see above)")
 	fs.DurationVar(&job.timeout, "timeout", pretrain.DefaultTimeout, "with several processes: how long a rank waits for the others before failing")
 	seedFlag(fs, &cfg.Seed)
 	rt.register(fs, true)
 	return fs
+}
+
+// splitFlags registers the settings of a batch split across processes
+// (docs/method.md §3.3) into cfg.
+func splitFlags(fs *pflag.FlagSet, cfg *runfolder.Config) {
+	fs.BoolVar(&cfg.SyncBatchNorm, "sync-batch-norm", cfg.SyncBatchNorm, "with several processes, batch norm over the global batch instead of each process's part")
+	fs.BoolVar(&cfg.GlobalNegatives, "global-negatives", cfg.GlobalNegatives, "with several processes, L_contra's negatives from the global batch instead of each process's part")
+}
+
+// openDataOnce opens a pre-training run's data where env says and closes
+// it (pretrain.CheckData), stopping at SIGINT or SIGTERM while a CSV is
+// featurised, as a run does: stopped says so.
+func openDataOnce(cfg runfolder.Config, env runenv.Env) (stopped bool, err error) {
+	stop := make(chan struct{})
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-signals:
+			close(stop)
+		case <-done:
+		}
+	}()
+	env.Stop = stop
+	err = pretrain.CheckData(cfg, env)
+	return errors.Is(err, data.ErrStopped), err
 }
 
 // jobFlags are pretrain's flags for data-parallel runs.
@@ -121,6 +160,18 @@ func runPretrain(args []string) error {
 	if err != nil {
 		return usageError{err} // the environment is part of how the command was started
 	}
+	var job *distributed.Env
+	if inJob {
+		job = &denv
+	}
+	env, err := rt.parse(fs, job)
+	if err != nil {
+		return err
+	}
+	onCPU := !inJob && defaultsToSplit(fs) && !env.Device.IsCUDA()
+	if onCPU && !resume {
+		cfg = defaultSplitConfig(fs, cfg)
+	}
 	switch {
 	case jf.nproc < 1:
 		return usageError{fmt.Errorf("--nproc %d must be positive", jf.nproc)}
@@ -132,15 +183,32 @@ func runPretrain(args []string) error {
 		if err := pretrain.CheckLaunch(run, cfg, resume, jf.nproc); err != nil {
 			return blame(err)
 		}
-		return launchRanks(jf.nproc, withoutFlag(args, "nproc"), jf.timeout+30*time.Second)
+		return launchRanks("pretrain", jf.nproc, withoutFlag(args, "nproc"), jf.timeout+30*time.Second)
 	}
-	var job *distributed.Env
-	if inJob {
-		job = &denv
-	}
-	env, err := rt.parse(fs, job)
-	if err != nil {
-		return err
+	if onCPU {
+		cores := cpuCores()
+		split := defaultCPUSplit(cfg, cores, availableMemory())
+		if split.processes > 1 {
+			if err := pretrain.CheckLaunch(run, cfg, resume, split.processes); err != nil {
+				return flagError(fs, &cfg, err)
+			}
+			// The data once, here: a CSV featurised into the cache, where
+			// the processes find it; what one process would refuse of it,
+			// refused before any starts.
+			stopped, err := openDataOnce(cfg, env)
+			if stopped {
+				logf("stopped while featurising %s into the cache: nothing was written; the same command starts again", cfg.Data)
+				return nil
+			}
+			if err != nil {
+				return flagError(fs, &cfg, err)
+			}
+			logf("%s", describeSplit(split, cores))
+			return launchRanks("pretrain", split.processes, splitArgs(args, split), jf.timeout+30*time.Second)
+		}
+		if split.why != "" {
+			logf("one process of %d libtorch threads: %s", cores, split.why)
+		}
 	}
 
 	if cfg.Deterministic {

@@ -31,7 +31,7 @@ type runtimeFlags struct {
 func (r *runtimeFlags) register(fs *pflag.FlagSet, collates bool) {
 	r.device, r.workers = "auto", 2
 	fs.StringVar(&r.device, "device", r.device, "cpu, cuda, cuda:N, or auto (CUDA when available)")
-	fs.IntVar(&r.threads, "threads", r.threads, "libtorch intra-op threads (0: libtorch's default, one per core)")
+	fs.IntVar(&r.threads, "threads", r.threads, "libtorch intra-op threads (0: one per core; in a rank of a data-parallel job, libtorch's default)")
 	if collates {
 		fs.IntVar(&r.workers, "workers", r.workers, "goroutines collating batches ahead of the device")
 	}
@@ -60,7 +60,13 @@ func (r *runtimeFlags) parse(fs *pflag.FlagSet, job *distributed.Env) (runenv.En
 	if err := r.limits.Validate(); err != nil {
 		return runenv.Env{}, flagError(fs, &r.limits, err)
 	}
-	env := runenv.Env{Device: dev, Threads: r.threads, Workers: r.workers, Progress: os.Stderr,
+	threads := r.threads
+	if threads == 0 && (job == nil || job.WorldSize <= 1) {
+		// libtorch's own default is one thread in Debian's build (OpenMP's
+		// count in others): one process uses every core it may run on.
+		threads = cpuCores()
+	}
+	env := runenv.Env{Device: dev, Threads: threads, Workers: r.workers, Progress: os.Stderr,
 		Dataset: data.OpenOptions{CacheDir: r.cache, Limits: r.limits, Report: notes}}
 	if err := env.Validate(); err != nil {
 		return runenv.Env{}, flagError(fs, r, err)

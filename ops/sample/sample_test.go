@@ -325,6 +325,45 @@ func TestRandomWalks(t *testing.T) {
 	}
 }
 
+// TestSpectralSubgraphsOf: a batch's spectral subgraphs on any number of
+// goroutines are those of SpectralSubgraphs on each molecule in turn, and
+// leave the generator where it leaves it, bit for bit (the released
+// objective's runs are rebuilt exactly whatever the machine's cores).
+func TestSpectralSubgraphsOf(t *testing.T) {
+	const d = 4
+	src := rand.New(rand.NewPCG(3, 9))
+	var mols []Molecule
+	var xs [][]float64
+	for i := range 23 {
+		m := chain(4 + i%17)
+		if i%3 == 0 {
+			m = twoRings()
+		}
+		x := make([]float64, m.Size()*d)
+		for k := range x {
+			x[k] = src.NormFloat64()
+		}
+		mols, xs = append(mols, m), append(xs, x)
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	var want [][][]int
+	for i, m := range mols {
+		want = append(want, SpectralSubgraphs(m, xs[i], d, 0.2, 4, 10, rng))
+	}
+	wantNext := rng.Uint64()
+	for _, workers := range []int{1, 2, 5, 64} {
+		rng := rand.New(rand.NewPCG(11, 12))
+		got := SpectralSubgraphsOf(mols, xs, d, 0.2, 4, 10, rng, workers)
+		same := func(a, b [][]int) bool { return slices.EqualFunc(a, b, slices.Equal[[]int]) }
+		if !slices.EqualFunc(got, want, same) {
+			t.Errorf("%d workers: subgraphs %v, one molecule at a time %v", workers, got, want)
+		}
+		if next := rng.Uint64(); next != wantNext {
+			t.Errorf("%d workers: the generator's next draw is %d, %d one molecule at a time", workers, next, wantNext)
+		}
+	}
+}
+
 // triangle is three atoms bonded pairwise.
 func triangle() Molecule { return Molecule{Neighbors: [][]int{{1, 2}, {0, 2}, {0, 1}}} }
 

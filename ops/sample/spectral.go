@@ -3,6 +3,7 @@ package sample
 import (
 	"math"
 	"math/rand/v2"
+	"sync"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -119,8 +120,48 @@ func SpectralEmbedding(a []float64, n, k int) []float64 {
 // subgraph, whatever its size and shape.
 func SpectralSubgraphs(m Molecule, x []float64, d int, tau float64, minSize, restarts int, rng *rand.Rand) [][]int {
 	n := m.Size()
+	return spectralClusters(m, SpectralEmbedding(Affinity(x, n, d, tau), n, Count(n)), minSize, restarts, rng)
+}
+
+// SpectralSubgraphsOf is SpectralSubgraphs for every molecule of a batch in
+// turn, xs[i] the embeddings of mols[i], with the work that draws nothing
+// (each molecule's Affinity and SpectralEmbedding, most of the time) spread
+// over up to workers goroutines. The k-means, which draw from rng, then run
+// in molecule order on the calling goroutine: the subgraphs and rng's state
+// afterwards are those of calling SpectralSubgraphs on each molecule in
+// turn, bit for bit, whatever workers is.
+func SpectralSubgraphsOf(mols []Molecule, xs [][]float64, d int, tau float64, minSize, restarts int, rng *rand.Rand, workers int) [][][]int {
+	embeddings := make([][]float64, len(mols))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range max(1, min(workers, len(mols))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				n := mols[i].Size()
+				embeddings[i] = SpectralEmbedding(Affinity(xs[i], n, d, tau), n, Count(n))
+			}
+		}()
+	}
+	for i := range mols {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	out := make([][][]int, len(mols))
+	for i, m := range mols {
+		out[i] = spectralClusters(m, embeddings[i], minSize, restarts, rng)
+	}
+	return out
+}
+
+// spectralClusters is SpectralSubgraphs from the molecule's spectral
+// embedding (n×c, c = Count(n)).
+func spectralClusters(m Molecule, embedding []float64, minSize, restarts int, rng *rand.Rand) [][]int {
+	n := m.Size()
 	c := Count(n)
-	labels, _ := KMeans(SpectralEmbedding(Affinity(x, n, d, tau), n, c), n, c, c, restarts, rng)
+	labels, _ := KMeans(embedding, n, c, c, restarts, rng)
 	clusters := make([][]int, c)
 	for a, l := range labels {
 		clusters[l] = append(clusters[l], a)

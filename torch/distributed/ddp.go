@@ -92,3 +92,38 @@ func SumAcross(g *torch.ProcessGroup) func(*torch.Tensor) {
 		}
 	}
 }
+
+// GatherRows returns a function that stacks every rank's rows of a matrix
+// in rank order as part of the autograd graph (ops.RowGatherer), with where
+// this rank's rows start; nil for a group of one. It costs an all-gather of
+// the row counts, and an all-reduce of the stacked matrix forward and of its
+// gradient backward: each rank's rows are placed at their offset in a
+// matrix of zeros, which the ranks sum (exactly: every entry is one rank's
+// value plus zeros), and backpropagation sums the ranks' gradients of it.
+// A failing collective panics with its *torch.Error.
+func GatherRows(g *torch.ProcessGroup) func(*torch.Tensor) (*torch.Tensor, int64) {
+	if g == nil || g.Size() == 1 {
+		return nil
+	}
+	return func(x *torch.Tensor) (*torch.Tensor, int64) {
+		n := x.Size(0)
+		counts, err := g.AllGather(torch.Full([]int64{1}, float64(n), torch.Options{DType: torch.Int64, Device: x.Device()}))
+		if err != nil {
+			panic(err)
+		}
+		var offset, total int64
+		for r, c := range torch.ToSlice[int64](counts.To(torch.CPU, false)) {
+			if r < g.Rank() {
+				offset += c
+			}
+			total += c
+		}
+		if total == 0 {
+			return x, 0 // no rank has a row: nothing to send (the same on every rank)
+		}
+		opts := torch.Options{DType: x.DType(), Device: x.Device()}
+		d := x.Size(1)
+		placed := torch.Cat([]*torch.Tensor{torch.Zeros([]int64{offset, d}, opts), x, torch.Zeros([]int64{total - offset - n, d}, opts)}, 0)
+		return g.AllReduceSumGrad(placed), offset
+	}
+}

@@ -52,12 +52,19 @@ func (b *BatchNorm1d) Forward(x *torch.Tensor, train bool) *torch.Tensor {
 
 // ForwardAcross normalises x in training with the statistics of every
 // process's rows, where the batch is split across the processes of a
-// data-parallel job (synchronised batch norm): sum completes a per-process
-// sum into the sum over all processes, differentiably (its backward pass
-// sums the processes' gradients), and every process calls it in the same
-// order. The running statistics move as Forward moves them, towards the
-// global batch's.
-func (b *BatchNorm1d) ForwardAcross(x *torch.Tensor, sum func(*torch.Tensor) *torch.Tensor) *torch.Tensor {
+// data-parallel job in group g (synchronised batch norm): the per-process
+// sums are completed into sums over all processes, differentiably (the
+// backward pass sums the processes' gradients), and every process calls it
+// in the same order. The running statistics move as Forward moves them,
+// towards the global batch's. 2-d x runs in the fused kernel where it takes
+// x (ProcessGroup.BatchNorm), otherwise composed from tensor ops around
+// ProcessGroup.AllReduceSumGrad.
+func (b *BatchNorm1d) ForwardAcross(x *torch.Tensor, g *torch.ProcessGroup) *torch.Tensor {
+	if x.Dim() == 2 && torch.FusedKernelsFor(x) {
+		b.NumBatchesTracked.AddScalarInPlace(1)
+		return g.BatchNorm(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar, b.Momentum, b.Eps)
+	}
+	sum := g.AllReduceSumGrad
 	c := x.Size(1)
 	rows := torch.Full([]int64{1}, float64(x.Size(0)), x.Options())
 	s1 := sum(torch.Cat([]*torch.Tensor{x.SumDim(0, false), rows}, 0))

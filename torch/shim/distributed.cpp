@@ -27,6 +27,7 @@
 #define MG_HAVE_NCCL 0
 #endif
 
+#include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -43,6 +44,8 @@
 #include <vector>
 
 #include "internal.h"
+#include "kernels/batch_norm.h"
+#include "kernels/kernels.h"
 
 // PyTorch 2 split ProcessGroup into a dispatching front and per-device
 // Backends; the backends (ProcessGroupGloo, ProcessGroupNCCL) keep the
@@ -139,6 +142,97 @@ struct AllReduceSum : public torch::autograd::Function<AllReduceSum> {
 	}
 };
 
+// Synchronised training-mode batch norm in the fused kernel's phases
+// (kernels/batch_norm.h): the per-channel sums, the count of rows and the
+// sums of squares are summed over ranks in the forward pass, and the
+// backward pass's GW and GB in the backward pass, so that every rank
+// normalises with the global batch's statistics and backpropagates through
+// them. The parameters' gradients stay this rank's (GW, GB before the sum):
+// the job sums them with the other gradients. Three all-reduces of c or 2c
+// values per call, instead of the composed version's four and its dozen
+// tensor ops.
+struct BatchNormAcross : public torch::autograd::Function<BatchNormAcross> {
+	static at::Tensor forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x, const at::Tensor &w,
+	                          const at::Tensor &b, at::Tensor running_mean, at::Tensor running_var, double momentum,
+	                          double eps, int64_t group) {
+		auto g = reinterpret_cast<mg_group>(group);
+		auto xc = x.contiguous(), wc = w.contiguous(), bc = b.contiguous();
+		const int64_t n = xc.size(0), c = xc.size(1);
+		TORCH_CHECK(wc.numel() == c && bc.numel() == c, "batch_norm: ", c, " channels, weight ", wc.sizes());
+		auto sums = at::empty({c + 1}, xc.options()), squares = at::empty({c}, xc.options());
+		auto y = at::empty_like(xc), mean = at::empty({c}, xc.options()), invstd = at::empty({c}, xc.options());
+		double count = 0;
+		AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "batch_norm_across", [&] {
+			const int64_t grain = mg_batch_norm_grain(n);
+			const scalar_t *X = xc.data_ptr<scalar_t>();
+			auto *s = sums.data_ptr<scalar_t>();
+			at::parallel_for(0, c, grain, [&](int64_t c0, int64_t c1) { mg::batch_norm_sums(X, n, c, c0, c1, s); });
+			s[c] = static_cast<scalar_t>(n);
+			all_reduce(g, sums, MG_GROUP_SUM);
+			const scalar_t rows = s[c];
+			count = static_cast<double>(rows);
+			TORCH_CHECK(count > 1, "batch_norm: expected more than 1 value per channel when training");
+			auto *m = mean.data_ptr<scalar_t>();
+			for (int64_t j = 0; j < c; j++) m[j] = s[j] / rows;
+			auto *q = squares.data_ptr<scalar_t>(), *v = invstd.data_ptr<scalar_t>();
+			at::parallel_for(0, c, grain, [&](int64_t c0, int64_t c1) { mg::batch_norm_squares(X, m, n, c, c0, c1, q); });
+			all_reduce(g, squares, MG_GROUP_SUM);
+			for (int64_t j = 0; j < c; j++) {
+				q[j] /= rows; // the biased variance, as the batch's
+				v[j] = 1 / std::sqrt(q[j] + static_cast<scalar_t>(eps));
+			}
+			const scalar_t *W = wc.data_ptr<scalar_t>(), *B = bc.data_ptr<scalar_t>();
+			scalar_t *Y = y.data_ptr<scalar_t>();
+			at::parallel_for(0, c, grain, [&](int64_t c0, int64_t c1) {
+				mg::batch_norm_apply(X, W, B, m, v, n, c, c0, c1, Y);
+			});
+		});
+		{
+			at::NoGradGuard no_grad;
+			running_mean.mul_(1 - momentum).add_(mean, momentum);
+			running_var.mul_(1 - momentum).add_(squares * (count / (count - 1)), momentum);
+		}
+		ctx->save_for_backward({xc, wc});
+		ctx->saved_data["mean"] = mean;
+		ctx->saved_data["invstd"] = invstd;
+		ctx->saved_data["count"] = count;
+		ctx->saved_data["group"] = group;
+		return y;
+	}
+
+	static torch::autograd::variable_list backward(torch::autograd::AutogradContext *ctx,
+	                                               torch::autograd::variable_list grads) {
+		auto saved = ctx->get_saved_variables();
+		const auto &x = saved[0], &w = saved[1];
+		auto mean = ctx->saved_data["mean"].toTensor(), invstd = ctx->saved_data["invstd"].toTensor();
+		const double count = ctx->saved_data["count"].toDouble();
+		auto g = reinterpret_cast<mg_group>(ctx->saved_data["group"].toInt());
+		auto gy = grads[0].contiguous();
+		const int64_t n = x.size(0), c = x.size(1);
+		auto local = at::empty({2 * c}, x.options()), gx = at::empty_like(x);
+		const int64_t grain = mg_batch_norm_grain(n);
+		AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "batch_norm_across_backward", [&] {
+			auto *l = local.data_ptr<scalar_t>();
+			at::parallel_for(0, c, grain, [&](int64_t c0, int64_t c1) {
+				mg::batch_norm_backward_sums(x.data_ptr<scalar_t>(), gy.data_ptr<scalar_t>(), mean.data_ptr<scalar_t>(),
+				                             invstd.data_ptr<scalar_t>(), n, c, c0, c1, l, l + c);
+			});
+		});
+		auto global = local.clone();
+		all_reduce(g, global, MG_GROUP_SUM);
+		AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "batch_norm_across_backward", [&] {
+			auto *s = global.data_ptr<scalar_t>();
+			at::parallel_for(0, c, grain, [&](int64_t c0, int64_t c1) {
+				mg::batch_norm_backward_apply(x.data_ptr<scalar_t>(), gy.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(),
+				                              mean.data_ptr<scalar_t>(), invstd.data_ptr<scalar_t>(), s, s + c, n, c,
+				                              c0, c1, static_cast<scalar_t>(count), gx.data_ptr<scalar_t>());
+			});
+		});
+		return {gx, local.narrow(0, 0, c), local.narrow(0, c, c), at::Tensor(), at::Tensor(), at::Tensor(),
+		        at::Tensor(), at::Tensor()};
+	}
+};
+
 } // namespace
 
 mg_error mg_group_new(const char *backend, const char *master_addr, int master_port, int rank, int size,
@@ -230,4 +324,15 @@ mg_error mg_group_barrier(mg_group g) {
 
 mg_error mg_group_all_reduce_sum_autograd(mg_group g, mg_tensor t, mg_tensor *out) {
 	MG_TRY(*out = mg_wrap(AllReduceSum::apply(t->t, reinterpret_cast<int64_t>(g))))
+}
+
+mg_error mg_group_batch_norm(mg_group g, mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor running_mean,
+                             mg_tensor running_var, double momentum, double eps, mg_tensor *out) {
+	MG_TRY({
+		TORCH_CHECK(mg_cpu_kernels(x->t), "batch_norm: the kernel takes float32 or float64 on CPUs with AVX2 and FMA");
+		TORCH_CHECK(x->t.dim() == 2, "batch_norm: the kernel takes 2-d input, not ", x->t.sizes());
+		mg_check_cpu("batch_norm", {weight->t, bias->t, running_mean->t, running_var->t});
+		*out = mg_wrap(BatchNormAcross::apply(x->t, weight->t, bias->t, running_mean->t, running_var->t, momentum, eps,
+		                                      reinterpret_cast<int64_t>(g)));
+	})
 }

@@ -272,6 +272,10 @@ mg_error mg_group_barrier(mg_group g);
  * sums the ranks' gradients. Every rank must call it in the same order, in
  * the forward and in the backward pass. */
 mg_error mg_group_all_reduce_sum_autograd(mg_group g, mg_tensor t, mg_tensor *out);
+// Training-mode batch norm of 2-d x over every rank's rows in the fused CPU
+// kernel (kernels/batch_norm.h), differentiable; CPUs with AVX2 and FMA.
+mg_error mg_group_batch_norm(mg_group g, mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor running_mean,
+                             mg_tensor running_var, double momentum, double eps, mg_tensor *out);
 
 #ifdef __cplusplus
 }

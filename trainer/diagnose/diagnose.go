@@ -237,10 +237,10 @@ func partGradients(dm *diagModel, g *graph.Graph, seed uint64) []PartGradient {
 		{"reg", func(o model.Output) *torch.Tensor { return o.Part("reg").MulScalar(c.Alpha * c.LambdaReg) }},
 		{"contra", func(o model.Output) *torch.Tensor { return o.Part("contra").MulScalar(1 - c.Alpha) }},
 		{"contra_via_e", func(o model.Output) *torch.Tensor {
-			return ops.GraphSubgraphContrast(we.Forward(o.E), o.S.Detach(), o.Subgraphs, c.Tau).MulScalar(1 - c.Alpha)
+			return ops.GraphSubgraphContrast(we.Forward(o.E), o.S.Detach(), o.Subgraphs, c.Tau, nil).MulScalar(1 - c.Alpha)
 		}},
 		{"contra_via_s", func(o model.Output) *torch.Tensor {
-			return ops.GraphSubgraphContrast(we.Forward(o.E).Detach(), o.S, o.Subgraphs, c.Tau).MulScalar(1 - c.Alpha)
+			return ops.GraphSubgraphContrast(we.Forward(o.E).Detach(), o.S, o.Subgraphs, c.Tau, nil).MulScalar(1 - c.Alpha)
 		}},
 	}
 	var out []PartGradient

@@ -30,7 +30,7 @@ type BenchResult struct {
 	SPerStep         float64 `json:"s_per_step"`
 	SPerEpoch        float64 `json:"s_per_epoch"`        // measured with Epoch, else s_per_step × steps per epoch
 	DataWaitFraction float64 `json:"data_wait_fraction"` // of the timed wall time spent waiting for batches
-	PeakMemoryBytes  int64   `json:"peak_memory_bytes"`  // GPU: allocator peak in the timed steps; CPU: peak RSS
+	PeakMemoryBytes  int64   `json:"peak_memory_bytes"`  // GPU: allocator peak in the timed steps; CPU: peak RSS; summed over the processes
 	Device           string  `json:"device"`
 	Libtorch         string  `json:"libtorch"`
 	Steps            int     `json:"steps"`
@@ -58,10 +58,24 @@ type BenchResult struct {
 }
 
 // Bench times pre-training steps (forward, backward, Adam; the losses read
-// one step late as Run does) after Warmup untimed ones, where env says.
-func Bench(cfg BenchConfig, env runenv.Env) (*BenchResult, error) {
+// one step late as Run does) after Warmup untimed ones, where env says. With
+// opt.Job (opt.Resume and opt.Opened do not apply) this process is one rank
+// of a data-parallel job that times its steps as Run would run them, and
+// every rank returns the job's result: the global batch's molecules over
+// the slowest rank's time.
+func Bench(cfg BenchConfig, env runenv.Env, opt Options) (*BenchResult, error) {
 	cfg.Pretrain.Epochs = max(cfg.Pretrain.Epochs, 1)
-	return runenv.Run(env, cfg.Validate, func() (*BenchResult, error) { return bench(cfg, env) })
+	return runenv.Run(env, cfg.Validate, func() (*BenchResult, error) { return bench(cfg, env, opt) })
+}
+
+// CheckBenchLaunch judges, for a launcher about to start the given number
+// of processes of a bench, what each would refuse as it starts: the
+// settings, the objective and the split of the batch.
+func CheckBenchLaunch(cfg BenchConfig, processes int) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	return checkSplit(cfg.Pretrain, processes)
 }
 
 // Validate reports the first setting that cannot work, naming its field.
@@ -79,7 +93,7 @@ func (cfg BenchConfig) Validate() error {
 }
 
 // bench is Bench after runenv's prologue.
-func bench(cfg BenchConfig, env runenv.Env) (res *BenchResult, err error) {
+func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err error) {
 	pc := cfg.Pretrain
 	se, err := openSession(pc, env)
 	if err != nil {
@@ -87,12 +101,26 @@ func bench(cfg BenchConfig, env runenv.Env) (res *BenchResult, err error) {
 	}
 	defer se.close()
 	dev := se.dev
+	jb, err := joinJob(pc, opt, dev)
+	if err != nil {
+		return nil, err
+	}
+	defer jb.close()
+	defer func() { err = jb.explain(err) }()
+	defer torch.Recover(&err)
+	if err := jb.sameConfig(pc); err != nil {
+		return nil, err
+	}
+	se.procs = jb
 	m, adam, err := se.newModel()
 	if err != nil {
 		return nil, err
 	}
 	defer m.Free()
 	defer adam.Free()
+	if err := jb.attach(m, pc); err != nil {
+		return nil, err
+	}
 	loader, err := se.newLoader(0, feed.Position{})
 	if err != nil {
 		return nil, err
@@ -107,7 +135,7 @@ func bench(cfg BenchConfig, env runenv.Env) (res *BenchResult, err error) {
 		return nil, fmt.Errorf("nothing to time: %d steps, %d batches per epoch", steps, perEpoch)
 	}
 
-	t := &pretrainer{cfg: pc, dev: dev, procs: alone{}, model: m, adam: adam}
+	t := &pretrainer{cfg: pc, dev: dev, procs: jb, model: m, adam: adam}
 	var wait time.Duration
 	run := func(n int, timed bool) error {
 		for range n {
@@ -153,6 +181,9 @@ func bench(cfg BenchConfig, env runenv.Env) (res *BenchResult, err error) {
 		return nil, err
 	}
 	elapsed := time.Since(start).Seconds()
+	if elapsed, err = jb.slowest(elapsed); err != nil {
+		return nil, err
+	}
 
 	res = &BenchResult{
 		SPerStep: elapsed / float64(steps), DataWaitFraction: wait.Seconds() / elapsed,
@@ -170,6 +201,9 @@ func bench(cfg BenchConfig, env runenv.Env) (res *BenchResult, err error) {
 		res.PeakMemoryBytes, err = peakRSS()
 	}
 	if err != nil {
+		return nil, err
+	}
+	if res.PeakMemoryBytes, err = jb.total(res.PeakMemoryBytes); err != nil {
 		return nil, err
 	}
 	var atoms int

@@ -37,8 +37,8 @@ type processes interface {
 	// sameCheckpoint gives every process the checkpoint rank 0 resumes
 	// from, ck on rank 0 (nil: a new run).
 	sameCheckpoint(run string, ck *runfolder.Checkpoint) (*runfolder.Checkpoint, error)
-	// attach makes m balance and normalise over the global batch, starts
-	// every process from rank 0's state, and seeds this one's generators.
+	// attach makes m balance and normalise over the global batch and starts
+	// every process from rank 0's state, leaving the generators alone.
 	attach(m *model.MicroGraph, cfg runfolder.Config) error
 	// describe is the run banner's line on the processes, "" alone.
 	describe(cfg runfolder.Config, dev torch.Device) string
@@ -58,6 +58,10 @@ type processes interface {
 	gatherRNG() ([]torch.Named, error)
 	// explain turns a failed collective into the line a user reads.
 	explain(err error) error
+	// slowest is the largest of the processes' seconds; total the sum of
+	// their n (bench's time and memory).
+	slowest(seconds float64) (float64, error)
+	total(n int64) (int64, error)
 	close()
 }
 
@@ -73,6 +77,8 @@ func (alone) stopping(asked bool) bool                         { return asked }
 func (alone) gatherRNG() ([]torch.Named, error)                { return torch.RNGStates() }
 func (alone) explain(err error) error                          { return err }
 func (alone) close()                                           {}
+func (alone) slowest(seconds float64) (float64, error)         { return seconds, nil }
+func (alone) total(n int64) (int64, error)                     { return n, nil }
 
 func (alone) sameCheckpoint(_ string, ck *runfolder.Checkpoint) (*runfolder.Checkpoint, error) {
 	return ck, nil
@@ -147,7 +153,25 @@ func (j *job) Size() int { return j.size }
 func (j *job) close()    { j.group.Close() }
 
 func (j *job) describe(cfg runfolder.Config, dev torch.Device) string {
-	return fmt.Sprintf("%d processes (%s), %d molecules each per step of %d", j.size, distributed.Backend(dev), cfg.BatchSize/j.size, cfg.BatchSize)
+	return fmt.Sprintf("%d processes (%s) of %d libtorch thread(s), %d molecules each per step of %d", j.size, distributed.Backend(dev), torch.NumThreads(), cfg.BatchSize/j.size, cfg.BatchSize)
+}
+
+func (j *job) slowest(seconds float64) (float64, error) {
+	t := torch.Full([]int64{1}, seconds, torch.Options{DType: torch.Float64, Device: j.dev})
+	defer t.Free()
+	if err := j.group.AllReduce(t, torch.ReduceMax); err != nil {
+		return 0, err
+	}
+	return t.Item(), nil
+}
+
+func (j *job) total(n int64) (int64, error) {
+	t := torch.Full([]int64{1}, float64(n), torch.Options{DType: torch.Int64, Device: j.dev})
+	defer t.Free()
+	if err := j.group.AllReduce(t, torch.ReduceSum); err != nil {
+		return 0, err
+	}
+	return t.ItemInt(), nil
 }
 
 // stopping is false: a rank's request travels with its step's losses, and
@@ -182,20 +206,18 @@ func (j *job) reduce(values []*torch.Tensor, stop bool, m *model.MicroGraph) (*t
 func rankSeed(seed uint64, rank int) uint64 { return seed + uint64(rank)*0x9E3779B97F4A7C15 }
 
 // attach makes the model balance and normalise over the global batch and
-// starts every rank from rank 0's model state; it then seeds this rank's
-// generators.
+// starts every rank from rank 0's model state. It draws nothing and leaves
+// the generators as they are: seeded for this rank (session.newModel), or
+// restored from the checkpoint a run resumes.
 func (j *job) attach(m *model.MicroGraph, cfg runfolder.Config) error {
 	m.Across = distributed.SumAcross(j.group)
 	if cfg.SyncBatchNorm {
-		m.Encoder.SumAcross = j.group.AllReduceSumGrad
+		m.Encoder.NormAcross = j.group
 	}
-	if err := distributed.BroadcastFrom0(j.group, m.Store.State()); err != nil {
-		return err
+	if cfg.GlobalNegatives {
+		m.Gather = distributed.GatherRows(j.group)
 	}
-	if j.rank > 0 {
-		torch.ManualSeed(rankSeed(cfg.Seed, j.rank))
-	}
-	return nil
+	return distributed.BroadcastFrom0(j.group, m.Store.State())
 }
 
 // rankRNGPrefix names rank r's generator states in a checkpoint's rng.*

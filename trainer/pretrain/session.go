@@ -48,6 +48,22 @@ func openSession(cfg runfolder.Config, env runenv.Env) (*session, error) {
 	return &session{cfg: cfg, dev: dev, workers: env.Workers, procs: alone{}, set: set, indices: set.Indices, filter: set.Filter}, nil
 }
 
+// CheckData opens cfg's data where env says, as each process of a run
+// would, and closes it: a CSV is featurised into the cache once (the
+// processes then read it there), and settings under which the filtered data
+// makes no whole batch are refused. A launcher calls it before starting
+// the processes; env.Stop ends a featurisation with data.ErrStopped.
+func CheckData(cfg runfolder.Config, env runenv.Env) error {
+	_, err := runenv.Run(env, cfg.Validate, func() (struct{}, error) {
+		se, err := openSession(cfg, env)
+		if err == nil {
+			se.close()
+		}
+		return struct{}{}, err
+	})
+	return err
+}
+
 // close releases the molecules (a corpus's mappings); loaders must be
 // closed first.
 func (s *session) close() { s.set.Close() }

@@ -52,6 +52,10 @@ type Config struct {
 	// batch is split across processes (each process's own otherwise); alone
 	// it changes nothing.
 	SyncBatchNorm bool `json:"sync_batch_norm,omitempty"`
+	// GlobalNegatives gives L_contra the subgraphs of the global batch as
+	// negatives when the batch is split across processes (each process's
+	// own part's otherwise, docs/method.md §3.3); alone it changes nothing.
+	GlobalNegatives bool `json:"global_negatives,omitempty"`
 }
 
 // DefaultConfig is §1's pre-training on ogbg-molhiv.

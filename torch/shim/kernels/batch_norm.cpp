@@ -23,9 +23,11 @@ struct BatchNormTrain : public torch::autograd::Function<BatchNormTrain> {
 		auto y = at::empty_like(xc), mean = at::empty({c}, xc.options()), invstd = at::empty({c}, xc.options());
 		auto var = at::empty({c}, xc.options());
 		AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "batch_norm", [&] {
-			mg::batch_norm_forward(xc.data_ptr<scalar_t>(), wc.data_ptr<scalar_t>(), bc.data_ptr<scalar_t>(), n, c,
-			                       static_cast<scalar_t>(eps), y.data_ptr<scalar_t>(), mean.data_ptr<scalar_t>(),
-			                       invstd.data_ptr<scalar_t>(), var.data_ptr<scalar_t>());
+			at::parallel_for(0, c, mg_batch_norm_grain(n), [&](int64_t c0, int64_t c1) {
+				mg::batch_norm_forward(xc.data_ptr<scalar_t>(), wc.data_ptr<scalar_t>(), bc.data_ptr<scalar_t>(), n, c,
+				                       c0, c1, static_cast<scalar_t>(eps), y.data_ptr<scalar_t>(),
+				                       mean.data_ptr<scalar_t>(), invstd.data_ptr<scalar_t>(), var.data_ptr<scalar_t>());
+			});
 		});
 		{
 			at::NoGradGuard no_grad;
@@ -44,10 +46,13 @@ struct BatchNormTrain : public torch::autograd::Function<BatchNormTrain> {
 		auto mean = ctx->saved_data["mean"].toTensor(), invstd = ctx->saved_data["invstd"].toTensor();
 		auto g = grads[0].contiguous();
 		auto gx = at::empty_like(x), gw = at::empty_like(w), gb = at::empty_like(w);
+		const int64_t n = x.size(0), c = x.size(1);
 		AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "batch_norm_backward", [&] {
-			mg::batch_norm_backward(x.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(),
-			                        mean.data_ptr<scalar_t>(), invstd.data_ptr<scalar_t>(), x.size(0), x.size(1),
-			                        gx.data_ptr<scalar_t>(), gw.data_ptr<scalar_t>(), gb.data_ptr<scalar_t>());
+			at::parallel_for(0, c, mg_batch_norm_grain(n), [&](int64_t c0, int64_t c1) {
+				mg::batch_norm_backward(x.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(),
+				                        mean.data_ptr<scalar_t>(), invstd.data_ptr<scalar_t>(), n, c, c0, c1,
+				                        gx.data_ptr<scalar_t>(), gw.data_ptr<scalar_t>(), gb.data_ptr<scalar_t>());
+			});
 		});
 		return {gx, gw, gb, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
 	}

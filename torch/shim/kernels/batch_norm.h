@@ -10,6 +10,14 @@
 //
 //	GW = Σ_rows G·X̂,   GB = Σ_rows G,   GX = W·V·(G − GB/n − X̂·GW/n)
 //
+// The phases below are the two functions' loops, for synchronised batch norm
+// (the batch split across processes: distributed.cpp), which sums the
+// per-channel sums over processes between them and divides by the global
+// count of rows: forward = sums, M = S/count, squares, VAR = Q/count,
+// apply; backward = backward_sums (each process's GW and GB, which are also
+// its parameter gradients), then backward_apply with the global GW, GB and
+// count.
+//
 // Files: batch_norm_cpu.cpp (CPU loops), batch_norm.cpp (autograd function and
 // mg_fused_batch_norm).
 #pragma once
@@ -18,10 +26,27 @@
 
 namespace mg {
 
+// Each function runs over the channels [c0, c1) of n rows of c channels, so
+// that threads can take channel ranges; each channel's value is the same
+// whatever the range.
 template <typename T>
-void batch_norm_forward(const T *X, const T *W, const T *B, int64_t n, int64_t c, T eps, T *Y, T *M, T *V, T *VAR);
+void batch_norm_forward(const T *X, const T *W, const T *B, int64_t n, int64_t c, int64_t c0, int64_t c1, T eps, T *Y,
+                        T *M, T *V, T *VAR);
 template <typename T>
-void batch_norm_backward(const T *X, const T *G, const T *W, const T *M, const T *V, int64_t n, int64_t c, T *GX,
-                         T *GW, T *GB);
+void batch_norm_backward(const T *X, const T *G, const T *W, const T *M, const T *V, int64_t n, int64_t c, int64_t c0,
+                         int64_t c1, T *GX, T *GW, T *GB);
+template <typename T>
+void batch_norm_sums(const T *X, int64_t n, int64_t c, int64_t c0, int64_t c1, T *S);
+template <typename T>
+void batch_norm_squares(const T *X, const T *M, int64_t n, int64_t c, int64_t c0, int64_t c1, T *Q);
+template <typename T>
+void batch_norm_apply(const T *X, const T *W, const T *B, const T *M, const T *V, int64_t n, int64_t c, int64_t c0,
+                      int64_t c1, T *Y);
+template <typename T>
+void batch_norm_backward_sums(const T *X, const T *G, const T *M, const T *V, int64_t n, int64_t c, int64_t c0,
+                              int64_t c1, T *GW, T *GB);
+template <typename T>
+void batch_norm_backward_apply(const T *X, const T *G, const T *W, const T *M, const T *V, const T *GW, const T *GB,
+                               int64_t n, int64_t c, int64_t c0, int64_t c1, T count, T *GX);
 
 } // namespace mg

@@ -20,3 +20,7 @@ bool mg_cpu_kernels(const at::Tensor &x);
 // The CPU kernels read their index and mask tensors through raw pointers:
 // those must be on the CPU too (an undefined tensor stands for "none").
 void mg_check_cpu(const char *op, std::initializer_list<at::Tensor> ts);
+
+// The fewest channels a thread takes of batch norm's n rows (at::parallel_for
+// over channels): about 32k values, libtorch's own grain, and at least 16.
+inline int64_t mg_batch_norm_grain(int64_t n) { return n > 0 && 32768 / n > 16 ? 32768 / n : 16; }
