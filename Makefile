@@ -220,7 +220,7 @@ deps:
 	@sh third_party/deps.sh
 
 test: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) shim chem
+	@$(MAKE) --no-print-directory build
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 45m ./...
 	bash scripts/gpu-check-dry-run.sh
