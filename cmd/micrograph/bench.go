@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/micrograph/micrograph/torch/distributed"
-
 	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
@@ -47,13 +45,9 @@ func runBench(args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return flagError(fs, &cfg, err)
 	}
-	denv, inJob, err := distributed.FromEnv()
+	job, err := distributedJob()
 	if err != nil {
-		return usageError{err}
-	}
-	var job *distributed.Env
-	if inJob {
-		job = &denv
+		return err
 	}
 	env, err := rt.parse(fs, job)
 	if err != nil {
@@ -62,14 +56,14 @@ func runBench(args []string) error {
 	switch {
 	case *nproc < 1:
 		return usageError{fmt.Errorf("--nproc %d must be positive", *nproc)}
-	case *nproc > 1 && inJob:
-		return usageError{fmt.Errorf("--nproc %d under a launcher that set WORLD_SIZE=%d: give one or the other", *nproc, denv.WorldSize)}
+	case *nproc > 1 && job != nil:
+		return usageError{fmt.Errorf("--nproc %d under a launcher that set WORLD_SIZE=%d: give one or the other", *nproc, job.WorldSize)}
 	case *nproc > 1:
 		if err := pretrain.CheckBenchLaunch(cfg, *nproc); err != nil {
 			return flagError(fs, pc, err)
 		}
 		return launchRanks("bench", *nproc, withoutFlag(args, "nproc"), pretrain.DefaultTimeout+30*time.Second)
-	case !inJob && defaultsToSplit(fs) && !env.Device.IsCUDA():
+	case job == nil && defaultsToSplit(fs) && !env.Device.IsCUDA():
 		// What pretrain does by default, for a new run.
 		split := defaultCPUSplit(defaultSplitConfig(fs, *pc), cpuCores(), availableMemory())
 		if split.processes > 1 {
@@ -89,7 +83,7 @@ func runBench(args []string) error {
 	if err != nil {
 		return flagError(fs, pc, err)
 	}
-	if denv.Rank > 0 {
+	if job != nil && job.Rank > 0 {
 		return nil // rank 0 reports for the job
 	}
 	b, _ := json.Marshal(res)

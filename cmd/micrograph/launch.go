@@ -138,3 +138,17 @@ func withoutFlag(args []string, name string) []string {
 	}
 	return out
 }
+
+// distributedJob is the data-parallel job this process was started in by
+// its environment, or nil when it runs alone. A malformed environment is a
+// usage error: the environment is part of how the command was started.
+func distributedJob() (*distributed.Env, error) {
+	env, inJob, err := distributed.FromEnv()
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if !inJob {
+		return nil, nil
+	}
+	return &env, nil
+}

@@ -10,30 +10,9 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
 )
-
-// copyTree copies the regular files under src into the new folder dst.
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, e os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if e.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 // mkfifo replaces path (if any) with a FIFO that nothing writes to.
 func mkfifo(t *testing.T, path string) string {
@@ -74,7 +53,7 @@ func TestInputsThatAreNotRegularFiles(t *testing.T) {
 	}
 	csv := writeMolecules(t, dir, 30)
 	bace := filepath.Join(dir, "bace") // a benchmark's name, for suite
-	copyTree(t, synth, bace)
+	testenv.CopyTree(t, synth, bace)
 	out := func(name string) string { return filepath.Join(dir, "out", name) }
 	os.Mkdir(filepath.Join(dir, "out"), 0o755)
 
@@ -82,7 +61,7 @@ func TestInputsThatAreNotRegularFiles(t *testing.T) {
 	variant := func(src, name, fifo string) (string, string) {
 		dst := filepath.Join(dir, name)
 		if st, _ := os.Stat(src); st.IsDir() {
-			copyTree(t, src, dst)
+			testenv.CopyTree(t, src, dst)
 			return dst, mkfifo(t, filepath.Join(dst, fifo))
 		}
 		return dst, mkfifo(t, dst)

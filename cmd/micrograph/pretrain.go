@@ -13,7 +13,6 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/model"
-	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/micrograph/micrograph/trainer/runenv"
 	"github.com/micrograph/micrograph/trainer/runfolder"
@@ -156,19 +155,15 @@ func runPretrain(args []string) error {
 		}
 		return flagError(fs, &cfg, err)
 	}
-	denv, inJob, err := distributed.FromEnv()
+	job, err := distributedJob()
 	if err != nil {
-		return usageError{err} // the environment is part of how the command was started
-	}
-	var job *distributed.Env
-	if inJob {
-		job = &denv
+		return err
 	}
 	env, err := rt.parse(fs, job)
 	if err != nil {
 		return err
 	}
-	onCPU := !inJob && defaultsToSplit(fs) && !env.Device.IsCUDA()
+	onCPU := job == nil && defaultsToSplit(fs) && !env.Device.IsCUDA()
 	if onCPU && !resume {
 		cfg = defaultSplitConfig(fs, cfg)
 	}
@@ -177,8 +172,8 @@ func runPretrain(args []string) error {
 		return usageError{fmt.Errorf("--nproc %d must be positive", jf.nproc)}
 	case jf.timeout <= 0:
 		return usageError{fmt.Errorf("--timeout %v must be positive", jf.timeout)}
-	case jf.nproc > 1 && inJob:
-		return usageError{fmt.Errorf("--nproc %d under a launcher that set WORLD_SIZE=%d: give one or the other", jf.nproc, denv.WorldSize)}
+	case jf.nproc > 1 && job != nil:
+		return usageError{fmt.Errorf("--nproc %d under a launcher that set WORLD_SIZE=%d: give one or the other", jf.nproc, job.WorldSize)}
 	case jf.nproc > 1:
 		if err := pretrain.CheckLaunch(run, cfg, resume, jf.nproc); err != nil {
 			return blame(err)
@@ -253,7 +248,7 @@ func runPretrain(args []string) error {
 	if err != nil {
 		return blame(err)
 	}
-	if denv.Rank > 0 {
+	if job != nil && job.Rank > 0 {
 		return nil // rank 0 reports for the run
 	}
 	if res.Stopped && res.Checkpoint == "" {

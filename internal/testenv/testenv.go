@@ -202,23 +202,7 @@ func Listing(tb testing.TB, dir string) string {
 func ReadOnlyCopy(tb testing.TB, src string) string {
 	tb.Helper()
 	dst := filepath.Join(tb.TempDir(), filepath.Base(src))
-	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if e.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	CopyTree(tb, src, dst)
 	MakeReadOnly(tb, dst)
 	return dst
 }
@@ -248,4 +232,26 @@ func MakeReadOnly(tb testing.TB, dir string) {
 			tb.Error(err)
 		}
 	})
+}
+
+// CopyTree copies the folders and regular files under src into dst, writable.
+func CopyTree(tb testing.TB, src, dst string) {
+	tb.Helper()
+	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if e.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
 }
