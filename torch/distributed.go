@@ -24,6 +24,58 @@ import (
 type ProcessGroup struct {
 	h          C.mg_group
 	rank, size int
+	kind       Collective // what its collectives count as in the profile
+	view       bool       // made by As: Close leaves the group open
+}
+
+// Collective says what a collective is for: a group's Profile counts each
+// kind apart.
+type Collective int
+
+// Kinds of collectives.
+const (
+	CollectiveOther             Collective = C.MG_KIND_OTHER // set-up, checkpoints, measurements
+	CollectiveSinkhorn          Collective = C.MG_KIND_SINKHORN
+	CollectiveNormForward       Collective = C.MG_KIND_NORM_FORWARD // synchronised batch norm's statistics
+	CollectiveNormBackward      Collective = C.MG_KIND_NORM_BACKWARD
+	CollectiveNegativesForward  Collective = C.MG_KIND_NEGATIVES_FORWARD // L_contra's global negatives
+	CollectiveNegativesBackward Collective = C.MG_KIND_NEGATIVES_BACKWARD
+	CollectiveLossWeights       Collective = C.MG_KIND_LOSS_WEIGHTS // the counts the losses' shares are weighted by
+	CollectiveLosses            Collective = C.MG_KIND_LOSSES       // the logged losses
+	CollectiveGradients         Collective = C.MG_KIND_GRADIENTS
+	numCollectives                         = C.MG_GROUP_KINDS
+)
+
+var collectiveNames = [numCollectives]string{"other", "sinkhorn", "norm_forward", "norm_backward",
+	"negatives_forward", "negatives_backward", "loss_weights", "losses", "gradients"}
+
+// String is the kind's name in bench's profile: "sinkhorn", "norm_forward", ….
+func (k Collective) String() string {
+	if k < 0 || k >= numCollectives {
+		return fmt.Sprintf("Collective(%d)", int(k))
+	}
+	return collectiveNames[k]
+}
+
+// Collectives lists every kind, in order.
+func Collectives() []Collective {
+	out := make([]Collective, numCollectives)
+	for i := range out {
+		out[i] = Collective(i)
+	}
+	return out
+}
+
+// backward is the kind the backward pass of a differentiable collective of
+// kind k counts as.
+func (k Collective) backward() Collective {
+	switch k {
+	case CollectiveNormForward:
+		return CollectiveNormBackward
+	case CollectiveNegativesForward:
+		return CollectiveNegativesBackward
+	}
+	return k
 }
 
 // Backends of process groups.
@@ -78,9 +130,40 @@ func (g *ProcessGroup) Rank() int { return g.rank }
 // Size is the number of processes in the group (the world size).
 func (g *ProcessGroup) Size() int { return g.size }
 
-// Close releases the group; no collective may follow.
+// As is the same group, its collectives counted as kind in the profile (the
+// backward pass of AllReduceSumGrad as kind's backward counterpart). Close
+// the group As was called on, not the view.
+func (g *ProcessGroup) As(kind Collective) *ProcessGroup {
+	v := *g
+	v.kind, v.view = kind, true
+	return &v
+}
+
+// CollectiveTime is how many collectives of a kind a group ran since it was
+// made, and the time it spent in them: issuing each and waiting for it to
+// end (for the slowest rank to reach it, and for the transfer).
+type CollectiveTime struct {
+	Kind  Collective
+	Calls int64
+	Time  time.Duration
+}
+
+// Profile is the group's CollectiveTime of every kind, in Collectives'
+// order. Counting costs two clock readings per collective.
+func (g *ProcessGroup) Profile() []CollectiveTime {
+	var calls, ns [numCollectives]C.int64_t
+	C.mg_group_profile(g.h, &calls[0], &ns[0])
+	out := make([]CollectiveTime, numCollectives)
+	for i := range out {
+		out[i] = CollectiveTime{Kind: Collective(i), Calls: int64(calls[i]), Time: time.Duration(ns[i])}
+	}
+	return out
+}
+
+// Close releases the group; no collective may follow. On a view (As) it
+// does nothing.
 func (g *ProcessGroup) Close() {
-	if g.h != nil {
+	if g.h != nil && !g.view {
 		C.mg_group_free(g.h)
 		g.h = nil
 	}
@@ -93,19 +176,19 @@ func (g *ProcessGroup) AllReduce(t *Tensor, op Reduction) error {
 	if !ok {
 		return &Error{Op: "all_reduce", Msg: fmt.Sprintf("reduction %d is not sum, max or min", op)}
 	}
-	return checkErr(collectiveOp+"all_reduce", C.mg_group_all_reduce(g.h, t.c(), groupOp))
+	return checkErr(collectiveOp+"all_reduce", C.mg_group_all_reduce(g.h, t.c(), groupOp, C.int(g.kind)))
 }
 
 // Broadcast replaces t, contiguous, on every rank by root's t.
 func (g *ProcessGroup) Broadcast(t *Tensor, root int) error {
-	return checkErr(collectiveOp+"broadcast", C.mg_group_broadcast(g.h, t.c(), C.int(root)))
+	return checkErr(collectiveOp+"broadcast", C.mg_group_broadcast(g.h, t.c(), C.int(root), C.int(g.kind)))
 }
 
 // AllGather stacks every rank's t in rank order: a new tensor of shape
 // (Size, t's shape) on every rank.
 func (g *ProcessGroup) AllGather(t *Tensor) (*Tensor, error) {
 	var out C.mg_tensor
-	if err := checkErr(collectiveOp+"all_gather", C.mg_group_all_gather(g.h, t.c(), &out)); err != nil {
+	if err := checkErr(collectiveOp+"all_gather", C.mg_group_all_gather(g.h, t.c(), C.int(g.kind), &out)); err != nil {
 		return nil, err
 	}
 	return wrap(out), nil
@@ -113,7 +196,7 @@ func (g *ProcessGroup) AllGather(t *Tensor) (*Tensor, error) {
 
 // Barrier returns once every rank has reached it.
 func (g *ProcessGroup) Barrier() error {
-	return checkErr(collectiveOp+"barrier", C.mg_group_barrier(g.h))
+	return checkErr(collectiveOp+"barrier", C.mg_group_barrier(g.h, C.int(g.kind)))
 }
 
 // AllReduceSumGrad is the sum over ranks of t as part of the autograd graph:
@@ -123,7 +206,7 @@ func (g *ProcessGroup) Barrier() error {
 // math, so a failure panics with *Error.
 func (g *ProcessGroup) AllReduceSumGrad(t *Tensor) *Tensor {
 	var out C.mg_tensor
-	check(collectiveOp+"all_reduce_sum_autograd", C.mg_group_all_reduce_sum_autograd(g.h, t.c(), &out))
+	check(collectiveOp+"all_reduce_sum_autograd", C.mg_group_all_reduce_sum_autograd(g.h, t.c(), C.int(g.kind), C.int(g.kind.backward()), &out))
 	return wrap(out)
 }
 

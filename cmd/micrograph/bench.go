@@ -22,7 +22,11 @@ func runBench(args []string) error {
 			"Without --threads and --nproc it times what pretrain does by default (on a CPU of several\n"+
 			"cores, one process per core, each on its part of every batch: see pretrain --help); with\n"+
 			"them, what they say. With several processes molecules_per_s is the global batch's over the\n"+
-			"slowest process's time and peak_memory_bytes the processes' sum.")
+			"slowest process's time and peak_memory_bytes the processes' sum, and ranks gives each\n"+
+			"process's part of a timed step: its atoms and molecules, and its seconds computing, waiting\n"+
+			"for batches and in each kind of collective (sinkhorn, norm_forward, norm_backward,\n"+
+			"negatives_forward, negatives_backward, loss_weights, losses, gradients: issuing it and waiting\n"+
+			"for the other processes and the transfer; docs/distributed.md).")
 	cfg := pretrain.BenchConfig{Pretrain: runfolder.DefaultConfig(), Warmup: 3, Steps: 20}
 	pc := &cfg.Pretrain
 	fs.StringVar(&pc.Data, "data", "", "OGB dataset folder, or CSV file of SMILES")

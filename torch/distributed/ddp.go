@@ -32,6 +32,7 @@ func SumGradients(g *torch.ProcessGroup, params []*torch.Tensor) error {
 	if g.Size() == 1 {
 		return nil
 	}
+	g = g.As(torch.CollectiveGradients)
 	s := torch.NewScope()
 	defer s.Close()
 	var bucket []*torch.Tensor // the gradients of the bucket's parameters; nil where none
@@ -86,6 +87,7 @@ func SumAcross(g *torch.ProcessGroup) func(*torch.Tensor) {
 	if g == nil || g.Size() == 1 {
 		return nil
 	}
+	g = g.As(torch.CollectiveSinkhorn)
 	return func(t *torch.Tensor) {
 		if err := g.AllReduce(t, torch.ReduceSum); err != nil {
 			panic(err)
@@ -100,11 +102,13 @@ func SumAcross(g *torch.ProcessGroup) func(*torch.Tensor) {
 // gradient backward: each rank's rows are placed at their offset in a
 // matrix of zeros, which the ranks sum (exactly: every entry is one rank's
 // value plus zeros), and backpropagation sums the ranks' gradients of it.
-// A failing collective panics with its *torch.Error.
+// They count as the profile's negatives. A failing collective panics with
+// its *torch.Error.
 func GatherRows(g *torch.ProcessGroup) func(*torch.Tensor) (*torch.Tensor, int64) {
 	if g == nil || g.Size() == 1 {
 		return nil
 	}
+	g = g.As(torch.CollectiveNegativesForward)
 	return func(x *torch.Tensor) (*torch.Tensor, int64) {
 		n := x.Size(0)
 		counts, err := g.AllGather(torch.Full([]int64{1}, float64(n), torch.Options{DType: torch.Int64, Device: x.Device()}))

@@ -3,10 +3,12 @@ package distributed_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/exec"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +52,8 @@ func runRank(name string) int {
 	switch name {
 	case "collectives":
 		err = collectives(g, res.Values)
+	case "batch-norm":
+		err = torch.Catch(func() { batchNormAcross(g, res.Values) })
 	case "dead-peer":
 		if g.Rank() == 1 {
 			os.Exit(3) // gone without a word, as after kill -9
@@ -123,6 +127,15 @@ func collectives(g *torch.ProcessGroup, out map[string][]float64) error {
 	if unused.Grad() != nil {
 		return fmt.Errorf("a parameter without a gradient got one")
 	}
+	// The profile counts collectives by kind: two as loss weights.
+	losses := g.As(torch.CollectiveLossWeights)
+	for range 2 {
+		if err := losses.AllReduce(torch.FromSlice([]float32{1}), torch.ReduceSum); err != nil {
+			return err
+		}
+	}
+	lw := g.Profile()[torch.CollectiveLossWeights]
+	out["loss_weights_profile"] = []float64{float64(lw.Calls), float64(min(lw.Time, 1))}
 	// The differentiable sum: y = Σ_ranks x_r, loss_r = (r+1)·Σ y, so
 	// d(Σ_r loss_r)/dx = Σ_r (r+1) = 3 on every rank.
 	x := torch.FromSlice([]float64{r, 2 * r}).SetRequiresGrad(true)
@@ -131,6 +144,51 @@ func collectives(g *torch.ProcessGroup, out map[string][]float64) error {
 	y.Sum().MulScalar(r + 1).Backward()
 	out["sum_grad_backward"] = torch.ToSlice[float64](x.Grad())
 	return nil
+}
+
+// The synchronised batch norm's input: normRows × normChannels values far
+// from 0 (offset) and varying by about 1 within each channel, rank 0 holding
+// the first normSplit rows; the loss Σ y·weights.
+const normRows, normChannels, normSplit = 9, 4, 4
+
+func normInput(offset float64) (x, lossWeights []float64) {
+	for i := range normRows * normChannels {
+		x = append(x, offset*float64(1+i%normChannels)+math.Sin(float64(7*i+1)))
+		lossWeights = append(lossWeights, math.Cos(float64(3*i+2)))
+	}
+	return x, lossWeights
+}
+
+// batchNormAcross runs ProcessGroup.BatchNorm on this rank's rows, in float64
+// (offset 3) and in float32 (offset 1e3, where a sum of squares about zero
+// would lose the variance to cancellation), and reports its output, the
+// gradients of x and of the parameters (this rank's share) and the running
+// statistics.
+func batchNormAcross(g *torch.ProcessGroup, out map[string][]float64) {
+	s := torch.NewScope()
+	defer s.Close()
+	lo, n := int64(0), int64(normSplit)
+	if g.Rank() == 1 {
+		lo, n = normSplit, normRows-normSplit
+	}
+	for _, tc := range []struct {
+		name   string
+		dt     torch.DType
+		offset float64
+	}{{"f64", torch.Float64, 3}, {"f32", torch.Float32, 1e3}} {
+		xs, ws := normInput(tc.offset)
+		opts := torch.Options{DType: tc.dt}
+		x := torch.FromSlice(xs, normRows, normChannels).ToDType(tc.dt).Narrow(0, lo, n).Clone().SetRequiresGrad(true)
+		weight := torch.FromSlice([]float64{1, 0.5, 2, -1}).ToDType(tc.dt).SetRequiresGrad(true)
+		bias := torch.FromSlice([]float64{0, 1, -2, 0.25}).ToDType(tc.dt).SetRequiresGrad(true)
+		mean, variance := torch.Zeros([]int64{normChannels}, opts), torch.Ones([]int64{normChannels}, opts)
+		y := g.BatchNorm(x, weight, bias, mean, variance, 0.1, 1e-5)
+		y.Mul(torch.FromSlice(ws, normRows, normChannels).ToDType(tc.dt).Narrow(0, lo, n)).Sum().Backward()
+		for name, t := range map[string]*torch.Tensor{"y": y.Detach(), "grad_x": x.Grad(), "grad_weight": weight.Grad(),
+			"grad_bias": bias.Grad(), "running_mean": mean, "running_var": variance} {
+			out[tc.name+"_"+name] = torch.ToSlice[float64](t.ToDType(torch.Float64))
+		}
+	}
 }
 
 // freePort is a TCP port that was free a moment ago on loopback.
@@ -191,16 +249,19 @@ func TestCollectivesOverGlooOnLoopback(t *testing.T) {
 		"max":               {1, 0},
 		"broadcast_from_1":  {1, 1.5, 1.75, 7},
 		"all_gather":        {0, 100, 200, 1, 101, 201, 2, 3},
-		"grad_p":            {6, 12, 18},
-		"grad_q":            {1, 1, 1, 1},
 		"sum_grad_forward":  {1, 2},
 		"sum_grad_backward": {3, 3},
+
+		"grad_p":               {6, 12, 18},
+		"grad_q":               {1, 1, 1, 1},
+		"loss_weights_profile": {2, 1}, // calls, and some time spent
 	}
 	for r, run := range runJob(t, "collectives", 2) {
 		if run.err != nil {
 			t.Fatalf("rank %d: %v\n%s", r, run.err, run.stderr)
 		}
-		for k, w := range want {
+		w := want
+		for k, w := range w {
 			if got := run.res.Values[k]; !reflect.DeepEqual(got, w) {
 				t.Errorf("rank %d: %s = %v, want %v", r, k, got, w)
 			}
@@ -259,5 +320,74 @@ func TestFromEnv(t *testing.T) {
 				t.Fatalf("FromEnv = %+v, %v, %v; want %+v, %v", got, ok, err, tc.want, tc.ok)
 			}
 		})
+	}
+}
+
+// Acceptance: synchronised batch norm over two ranks (4 + 5 rows) computes
+// what batch norm computes over the 9 rows in one process, in float64 to
+// 1e-12, and in float32 on values near 1e3 to float32 rounding of the
+// output (a variance from sums of squares about zero would be lost there):
+// each rank's rows of the output and of x's gradient, the running
+// statistics, and the parameters' gradients summed over the ranks.
+func TestBatchNormAcrossTwoProcesses(t *testing.T) {
+	if !torch.HasBackend(torch.Gloo) {
+		t.Skip("the shim was built without Gloo")
+	}
+	if !torch.FusedKernelsFor(torch.Zeros([]int64{1}, torch.Options{DType: torch.Float32})) {
+		t.Skip("the batch-norm kernel needs AVX2 and FMA")
+	}
+	runs := runJob(t, "batch-norm", 2)
+	for r, run := range runs {
+		if run.err != nil {
+			t.Fatalf("rank %d: %v\n%s", r, run.err, run.stderr)
+		}
+	}
+	s := torch.NewScope()
+	defer s.Close()
+	for _, tc := range []struct {
+		name   string
+		dt     torch.DType
+		offset float64
+		tol    float64
+	}{{"f64", torch.Float64, 3, 1e-12}, {"f32", torch.Float32, 1e3, 2e-3}} {
+		// The reference: libtorch's batch norm over every row, in float64
+		// from the same (rounded) inputs.
+		xs, ws := normInput(tc.offset)
+		x := torch.FromSlice(xs, normRows, normChannels).ToDType(tc.dt).ToDType(torch.Float64).SetRequiresGrad(true)
+		weight := torch.FromSlice([]float64{1, 0.5, 2, -1}).SetRequiresGrad(true)
+		bias := torch.FromSlice([]float64{0, 1, -2, 0.25}).SetRequiresGrad(true)
+		f64 := torch.Options{DType: torch.Float64}
+		mean, variance := torch.Zeros([]int64{normChannels}, f64), torch.Ones([]int64{normChannels}, f64)
+		y := torch.BatchNorm(x, weight, bias, mean, variance, true, 0.1, 1e-5)
+		y.Mul(torch.FromSlice(ws, normRows, normChannels)).Sum().Backward()
+		want := map[string][]float64{"y": torch.ToSlice[float64](y.Detach()), "grad_x": torch.ToSlice[float64](x.Grad()),
+			"grad_weight": torch.ToSlice[float64](weight.Grad()), "grad_bias": torch.ToSlice[float64](bias.Grad()),
+			"running_mean": torch.ToSlice[float64](mean), "running_var": torch.ToSlice[float64](variance)}
+		got := map[string][]float64{}
+		for _, k := range []string{"y", "grad_x"} {
+			got[k] = slices.Concat(runs[0].res.Values[tc.name+"_"+k], runs[1].res.Values[tc.name+"_"+k])
+		}
+		for _, k := range []string{"grad_weight", "grad_bias"} {
+			a, b := runs[0].res.Values[tc.name+"_"+k], runs[1].res.Values[tc.name+"_"+k]
+			for i := range a {
+				got[k] = append(got[k], a[i]+b[i])
+			}
+		}
+		for _, k := range []string{"running_mean", "running_var"} {
+			got[k] = runs[0].res.Values[tc.name+"_"+k]
+			if !slices.Equal(got[k], runs[1].res.Values[tc.name+"_"+k]) {
+				t.Errorf("%s: %s differs between the ranks", tc.name, k)
+			}
+		}
+		for k, w := range want {
+			if len(got[k]) != len(w) {
+				t.Fatalf("%s %s: %d values, want %d", tc.name, k, len(got[k]), len(w))
+			}
+			for i := range w {
+				if d := math.Abs(got[k][i] - w[i]); d > tc.tol*math.Max(1, math.Abs(w[i])) {
+					t.Errorf("%s %s[%d] = %.12g over two ranks, %.12g in one", tc.name, k, i, got[k][i], w[i])
+				}
+			}
+		}
 	}
 }

@@ -38,6 +38,8 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -62,6 +64,8 @@ struct mg_group_s {
 	std::chrono::milliseconds timeout;
 	int rank;
 	int size;
+	// The profile (mg_group_profile), per mg_group_kind.
+	std::array<std::atomic<int64_t>, MG_GROUP_KINDS> calls{}, nanoseconds{};
 };
 
 int mg_group_backends(void) { return (MG_HAVE_GLOO ? 1 : 0) | (MG_HAVE_NCCL ? 2 : 0); }
@@ -99,6 +103,25 @@ struct QuietRendezvous {
 	QuietRendezvous &operator=(const QuietRendezvous &) = delete;
 };
 
+using Clock = std::chrono::steady_clock;
+
+// Counts the time from its making to its end as spent in a collective of
+// kind (mg_group_profile).
+struct Timed {
+	mg_group g;
+	int kind;
+	Clock::time_point began = Clock::now();
+	Timed(mg_group g, int kind) : g(g), kind(kind) {
+		TORCH_CHECK(kind >= 0 && kind < MG_GROUP_KINDS, "collective kind ", kind);
+	}
+	~Timed() {
+		g->calls[kind]++;
+		g->nanoseconds[kind] += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - began).count();
+	}
+	Timed(const Timed &) = delete;
+	Timed &operator=(const Timed &) = delete;
+};
+
 // Waits for a collective; its failure (a peer gone, the timeout) is thrown.
 void finish(mg_group g, const c10::intrusive_ptr<c10d::Work> &work) { work->wait(g->timeout); }
 
@@ -114,8 +137,9 @@ c10d::ReduceOp reduce_op(int op) {
 	TORCH_CHECK(false, "unknown reduce op ", op);
 }
 
-void all_reduce(mg_group g, at::Tensor &t, int op) {
+void all_reduce(mg_group g, at::Tensor &t, int op, int kind) {
 	TORCH_CHECK(t.is_contiguous(), "all-reduce needs a contiguous tensor");
+	Timed timed(g, kind);
 	std::vector<at::Tensor> ts{t};
 	c10d::AllreduceOptions o;
 	o.reduceOp = reduce_op(op);
@@ -127,18 +151,20 @@ void all_reduce(mg_group g, at::Tensor &t, int op) {
 // input is the sum over ranks of the gradients of the output, which is what
 // the sum of the ranks' losses asks for (synchronised batch norm).
 struct AllReduceSum : public torch::autograd::Function<AllReduceSum> {
-	static at::Tensor forward(torch::autograd::AutogradContext *ctx, at::Tensor x, int64_t group) {
+	static at::Tensor forward(torch::autograd::AutogradContext *ctx, at::Tensor x, int64_t group, int64_t kind,
+	                          int64_t backward_kind) {
 		ctx->saved_data["group"] = group;
+		ctx->saved_data["backward_kind"] = backward_kind;
 		auto y = x.clone(at::MemoryFormat::Contiguous);
-		all_reduce(reinterpret_cast<mg_group>(group), y, MG_GROUP_SUM);
+		all_reduce(reinterpret_cast<mg_group>(group), y, MG_GROUP_SUM, static_cast<int>(kind));
 		return y;
 	}
 	static torch::autograd::variable_list backward(torch::autograd::AutogradContext *ctx,
 	                                               torch::autograd::variable_list grads) {
 		auto g = reinterpret_cast<mg_group>(ctx->saved_data["group"].toInt());
 		auto dx = grads[0].clone(at::MemoryFormat::Contiguous);
-		all_reduce(g, dx, MG_GROUP_SUM);
-		return {dx, at::Tensor()};
+		all_reduce(g, dx, MG_GROUP_SUM, static_cast<int>(ctx->saved_data["backward_kind"].toInt()));
+		return {dx, at::Tensor(), at::Tensor(), at::Tensor()};
 	}
 };
 
@@ -168,7 +194,7 @@ struct BatchNormAcross : public torch::autograd::Function<BatchNormAcross> {
 			auto *s = sums.data_ptr<scalar_t>();
 			at::parallel_for(0, c, grain, [&](int64_t c0, int64_t c1) { mg::batch_norm_sums(X, n, c, c0, c1, s); });
 			s[c] = static_cast<scalar_t>(n);
-			all_reduce(g, sums, MG_GROUP_SUM);
+			all_reduce(g, sums, MG_GROUP_SUM, MG_KIND_NORM_FORWARD);
 			const scalar_t rows = s[c];
 			count = static_cast<double>(rows);
 			TORCH_CHECK(count > 1, "batch_norm: expected more than 1 value per channel when training");
@@ -176,7 +202,7 @@ struct BatchNormAcross : public torch::autograd::Function<BatchNormAcross> {
 			for (int64_t j = 0; j < c; j++) m[j] = s[j] / rows;
 			auto *q = squares.data_ptr<scalar_t>(), *v = invstd.data_ptr<scalar_t>();
 			at::parallel_for(0, c, grain, [&](int64_t c0, int64_t c1) { mg::batch_norm_squares(X, m, n, c, c0, c1, q); });
-			all_reduce(g, squares, MG_GROUP_SUM);
+			all_reduce(g, squares, MG_GROUP_SUM, MG_KIND_NORM_FORWARD);
 			for (int64_t j = 0; j < c; j++) {
 				q[j] /= rows; // the biased variance, as the batch's
 				v[j] = 1 / std::sqrt(q[j] + static_cast<scalar_t>(eps));
@@ -219,7 +245,7 @@ struct BatchNormAcross : public torch::autograd::Function<BatchNormAcross> {
 			});
 		});
 		auto global = local.clone();
-		all_reduce(g, global, MG_GROUP_SUM);
+		all_reduce(g, global, MG_GROUP_SUM, MG_KIND_NORM_BACKWARD);
 		AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "batch_norm_across_backward", [&] {
 			auto *s = global.data_ptr<scalar_t>();
 			at::parallel_for(0, c, grain, [&](int64_t c0, int64_t c1) {
@@ -282,12 +308,13 @@ mg_error mg_group_new(const char *backend, const char *master_addr, int master_p
 
 void mg_group_free(mg_group g) { delete g; }
 
-mg_error mg_group_all_reduce(mg_group g, mg_tensor t, int op) { MG_TRY(all_reduce(g, t->t, op)) }
+mg_error mg_group_all_reduce(mg_group g, mg_tensor t, int op, int kind) { MG_TRY(all_reduce(g, t->t, op, kind)) }
 
-mg_error mg_group_broadcast(mg_group g, mg_tensor t, int root) {
+mg_error mg_group_broadcast(mg_group g, mg_tensor t, int root, int kind) {
 	MG_TRY({
 		TORCH_CHECK(root >= 0 && root < g->size, "root ", root, " of world size ", g->size);
 		TORCH_CHECK(t->t.is_contiguous(), "broadcast needs a contiguous tensor");
+		Timed timed(g, kind);
 		std::vector<at::Tensor> ts{t->t};
 		c10d::BroadcastOptions o;
 		o.rootRank = root;
@@ -296,8 +323,9 @@ mg_error mg_group_broadcast(mg_group g, mg_tensor t, int root) {
 	})
 }
 
-mg_error mg_group_all_gather(mg_group g, mg_tensor t, mg_tensor *out) {
+mg_error mg_group_all_gather(mg_group g, mg_tensor t, int kind, mg_tensor *out) {
 	MG_TRY({
+		Timed timed(g, kind);
 		auto x = t->t.contiguous();
 		auto sizes = x.sizes().vec();
 		sizes.insert(sizes.begin(), g->size);
@@ -314,16 +342,20 @@ mg_error mg_group_all_gather(mg_group g, mg_tensor t, mg_tensor *out) {
 	})
 }
 
-mg_error mg_group_barrier(mg_group g) {
+mg_error mg_group_barrier(mg_group g, int kind) {
 	MG_TRY({
+		Timed timed(g, kind);
 		c10d::BarrierOptions o;
 		o.timeout = g->timeout;
 		finish(g, g->pg->barrier(o));
 	})
 }
 
-mg_error mg_group_all_reduce_sum_autograd(mg_group g, mg_tensor t, mg_tensor *out) {
-	MG_TRY(*out = mg_wrap(AllReduceSum::apply(t->t, reinterpret_cast<int64_t>(g))))
+mg_error mg_group_all_reduce_sum_autograd(mg_group g, mg_tensor t, int kind, int backward_kind, mg_tensor *out) {
+	MG_TRY({
+		TORCH_CHECK(backward_kind >= 0 && backward_kind < MG_GROUP_KINDS, "collective kind ", backward_kind);
+		*out = mg_wrap(AllReduceSum::apply(t->t, reinterpret_cast<int64_t>(g), kind, backward_kind));
+	})
 }
 
 mg_error mg_group_batch_norm(mg_group g, mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor running_mean,
@@ -335,4 +367,11 @@ mg_error mg_group_batch_norm(mg_group g, mg_tensor x, mg_tensor weight, mg_tenso
 		*out = mg_wrap(BatchNormAcross::apply(x->t, weight->t, bias->t, running_mean->t, running_var->t, momentum, eps,
 		                                      reinterpret_cast<int64_t>(g)));
 	})
+}
+
+void mg_group_profile(mg_group g, int64_t *calls, int64_t *nanoseconds) {
+	for (int k = 0; k < MG_GROUP_KINDS; k++) {
+		calls[k] = g->calls[k];
+		nanoseconds[k] = g->nanoseconds[k];
+	}
 }

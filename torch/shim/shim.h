@@ -254,6 +254,20 @@ mg_error mg_op_count_end(int64_t *ops);
 /* ---- c10d process groups (distributed.cpp) ---- */
 typedef struct mg_group_s *mg_group;
 enum mg_group_reduce_op { MG_GROUP_SUM, MG_GROUP_MAX, MG_GROUP_MIN };
+/* What a collective is for: a group's profile (mg_group_profile) counts each
+ * kind apart. */
+enum mg_group_kind {
+	MG_KIND_OTHER,
+	MG_KIND_SINKHORN,
+	MG_KIND_NORM_FORWARD,
+	MG_KIND_NORM_BACKWARD,
+	MG_KIND_NEGATIVES_FORWARD,
+	MG_KIND_NEGATIVES_BACKWARD,
+	MG_KIND_LOSS_WEIGHTS,
+	MG_KIND_LOSSES,
+	MG_KIND_GRADIENTS,
+	MG_GROUP_KINDS
+};
 /* The backends this shim was built with: 1 Gloo, 2 NCCL (a bit mask). */
 int mg_group_backends(void);
 /* Joins a group of size processes through a TCPStore at master_addr:
@@ -262,20 +276,25 @@ int mg_group_backends(void);
 mg_error mg_group_new(const char *backend, const char *master_addr, int master_port, int rank, int size,
                       int64_t timeout_ms, mg_group *out);
 void mg_group_free(mg_group g);
-/* In place on a contiguous tensor; every rank ends with the reduction. */
-mg_error mg_group_all_reduce(mg_group g, mg_tensor t, int op);
-mg_error mg_group_broadcast(mg_group g, mg_tensor t, int root);
+/* In place on a contiguous tensor; every rank ends with the reduction. kind:
+ * an mg_group_kind. */
+mg_error mg_group_all_reduce(mg_group g, mg_tensor t, int op, int kind);
+mg_error mg_group_broadcast(mg_group g, mg_tensor t, int root, int kind);
 /* *out stacks every rank's t (size × t's shape), in rank order. */
-mg_error mg_group_all_gather(mg_group g, mg_tensor t, mg_tensor *out);
-mg_error mg_group_barrier(mg_group g);
+mg_error mg_group_all_gather(mg_group g, mg_tensor t, int kind, mg_tensor *out);
+mg_error mg_group_barrier(mg_group g, int kind);
 /* The sum over ranks of t as a differentiable function: the backward pass
- * sums the ranks' gradients. Every rank must call it in the same order, in
- * the forward and in the backward pass. */
-mg_error mg_group_all_reduce_sum_autograd(mg_group g, mg_tensor t, mg_tensor *out);
-// Training-mode batch norm of 2-d x over every rank's rows in the fused CPU
-// kernel (kernels/batch_norm.h), differentiable; CPUs with AVX2 and FMA.
+ * sums the ranks' gradients (profiled as backward_kind). Every rank must call
+ * it in the same order, in the forward and in the backward pass. */
+mg_error mg_group_all_reduce_sum_autograd(mg_group g, mg_tensor t, int kind, int backward_kind, mg_tensor *out);
+/* Training-mode batch norm of 2-d x over every rank's rows in the fused CPU
+ * kernel (kernels/batch_norm.h), differentiable; CPUs with AVX2 and FMA. */
 mg_error mg_group_batch_norm(mg_group g, mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor running_mean,
                              mg_tensor running_var, double momentum, double eps, mg_tensor *out);
+/* The group's collectives since it was made, per mg_group_kind (arrays of
+ * MG_GROUP_KINDS): how many, and the nanoseconds spent in them (issuing one,
+ * and waiting for it: for the peers and for the transfer). */
+void mg_group_profile(mg_group g, int64_t *calls, int64_t *nanoseconds);
 
 #ifdef __cplusplus
 }

@@ -55,6 +55,10 @@ type BenchResult struct {
 	OpsPerStep int64 `json:"ops_per_step"`
 	OpsUpload  int64 `json:"ops_upload"`
 	OpsCollate int64 `json:"ops_collate"`
+	// Ranks, with several processes, is each one's part of the timed steps:
+	// its atoms and molecules, and its time computing and in each kind of
+	// collective.
+	Ranks []RankProfile `json:"ranks,omitempty"`
 }
 
 // Bench times pre-training steps (forward, backward, Adam; the losses read
@@ -137,6 +141,7 @@ func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err 
 
 	t := &pretrainer{cfg: pc, dev: dev, procs: jb, model: m, adam: adam}
 	var wait time.Duration
+	tally := rankTally{steps: steps}
 	run := func(n int, timed bool) error {
 		for range n {
 			began := time.Now()
@@ -146,6 +151,8 @@ func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err 
 			}
 			if timed {
 				wait += time.Since(began)
+				tally.atoms += len(b.Nodes)
+				tally.molecules += b.NumGraphs()
 			}
 			values, _, err := t.step(b, false)
 			loader.Release(b)
@@ -171,6 +178,7 @@ func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err 
 			return nil, err
 		}
 	}
+	tally.before = jb.profile()
 	start := time.Now()
 	if err := run(steps, true); err != nil {
 		return nil, err
@@ -180,15 +188,20 @@ func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err 
 	if err := torch.Synchronize(dev); err != nil {
 		return nil, err
 	}
-	elapsed := time.Since(start).Seconds()
+	tally.elapsed, tally.wait, tally.after = time.Since(start), wait, jb.profile()
+	elapsed := tally.elapsed.Seconds()
 	if elapsed, err = jb.slowest(elapsed); err != nil {
+		return nil, err
+	}
+	ranks, err := rankProfiles(jb, tally)
+	if err != nil {
 		return nil, err
 	}
 
 	res = &BenchResult{
 		SPerStep: elapsed / float64(steps), DataWaitFraction: wait.Seconds() / elapsed,
 		Device: dev.String(), Libtorch: torch.Version(), Steps: steps, BatchSize: pc.BatchSize,
-		StepsPerEpoch: perEpoch, Threads: torch.NumThreads(), Processes: se.procs.Size(),
+		StepsPerEpoch: perEpoch, Threads: torch.NumThreads(), Processes: se.procs.Size(), Ranks: ranks,
 	}
 	res.MoleculesPerS = float64(steps*pc.BatchSize) / elapsed
 	res.SPerEpoch = res.SPerStep * float64(perEpoch)

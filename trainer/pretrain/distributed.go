@@ -62,6 +62,11 @@ type processes interface {
 	// their n (bench's time and memory).
 	slowest(seconds float64) (float64, error)
 	total(n int64) (int64, error)
+	// profile is the time this process spent in each kind of collective so
+	// far (torch.ProcessGroup.Profile); alone, none. gather is every
+	// process's v (as long on each), in rank order (bench's profiles).
+	profile() []torch.CollectiveTime
+	gather(v []float64) ([][]float64, error)
 	close()
 }
 
@@ -79,6 +84,8 @@ func (alone) explain(err error) error                          { return err }
 func (alone) close()                                           {}
 func (alone) slowest(seconds float64) (float64, error)         { return seconds, nil }
 func (alone) total(n int64) (int64, error)                     { return n, nil }
+func (alone) profile() []torch.CollectiveTime                  { return nil }
+func (alone) gather(v []float64) ([][]float64, error)          { return [][]float64{v}, nil }
 
 func (alone) sameCheckpoint(_ string, ck *runfolder.Checkpoint) (*runfolder.Checkpoint, error) {
 	return ck, nil
@@ -174,6 +181,23 @@ func (j *job) total(n int64) (int64, error) {
 	return t.ItemInt(), nil
 }
 
+func (j *job) profile() []torch.CollectiveTime { return j.group.Profile() }
+
+func (j *job) gather(v []float64) ([][]float64, error) {
+	s := torch.NewScope()
+	defer s.Close()
+	all, err := j.group.AllGather(torch.FromSlice(v).To(j.dev, false))
+	if err != nil {
+		return nil, err
+	}
+	flat := torch.ToSlice[float64](all.To(torch.CPU, false))
+	out := make([][]float64, j.size)
+	for r := range out {
+		out[r] = flat[r*len(v) : (r+1)*len(v)]
+	}
+	return out, nil
+}
+
 // stopping is false: a rank's request travels with its step's losses, and
 // every rank stops after the step whose summed losses carry the first.
 func (j *job) stopping(bool) bool { return false }
@@ -189,7 +213,7 @@ func (j *job) reduce(values []*torch.Tensor, stop bool, m *model.MicroGraph) (*t
 		stopFlag = 1
 	}
 	all := torch.Stack(append(values, torch.Full(nil, stopFlag, values[0].Options())), 0).ToDType(torch.Float64)
-	if err := j.group.AllReduce(all, torch.ReduceSum); err != nil {
+	if err := j.group.As(torch.CollectiveLosses).AllReduce(all, torch.ReduceSum); err != nil {
 		return nil, err
 	}
 	if err := distributed.SumGradients(j.group, j.params(m)); err != nil {
@@ -309,7 +333,7 @@ func (j *job) globalShares(o model.DataParallel, out model.Output) model.Losses 
 		live.Reshape(molecules, out.Subgraphs.PerGraph).Amax(1, false).Sum(),
 	}, 0)
 	global := counts.Clone()
-	if err := j.group.AllReduce(global, torch.ReduceSum); err != nil {
+	if err := j.group.As(torch.CollectiveLossWeights).AllReduce(global, torch.ReduceSum); err != nil {
 		panic(err)
 	}
 	share := counts.Div(global.ClampMin(1)).ToDType(dt)
