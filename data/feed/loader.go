@@ -37,9 +37,11 @@ type LoaderConfig struct {
 
 	// Shard, when Shards > 1, makes this loader one rank's of a
 	// data-parallel job: of each global batch of BatchSize molecules it
-	// collates only part Shard (from 0) of Shards equal parts, so that the
-	// ranks together see exactly the batches one loader would. BatchSize must
-	// be a multiple of Shards.
+	// collates only part Shard (from 0) of Shards consecutive parts, so that
+	// the ranks together see exactly the batches one loader would. The parts
+	// are cut where their atoms come nearest equal (atomCuts), as a step's
+	// time grows with its atoms: a pure function of the batch, whatever
+	// the rank or the run's history. BatchSize must be a multiple of Shards.
 	Shard, Shards int
 
 	Workers  int // goroutines collating batches; 0 means 1
@@ -166,9 +168,47 @@ func (l *Loader) slice(perm []int32, batch int) []int32 {
 	if l.cfg.Shards <= 1 {
 		return global
 	}
-	// An incomplete last batch (DropLast off) is split as evenly as it goes.
-	n, k := len(global), l.cfg.Shards
-	return global[l.cfg.Shard*n/k : (l.cfg.Shard+1)*n/k]
+	atoms := make([]int, len(global))
+	for i, g := range global {
+		// A molecule that cannot be read counts no atoms here: collating
+		// it fails, and says why.
+		v, _ := l.cfg.Dataset.Graph(int(g))
+		atoms[i] = v.NumAtoms()
+	}
+	cuts := atomCuts(atoms, l.cfg.Shards)
+	return global[cuts[l.cfg.Shard]:cuts[l.cfg.Shard+1]]
+}
+
+// atomCuts splits molecules with these atom counts into k consecutive
+// parts whose atoms come as near equal as such parts allow: part r runs
+// from cuts[r] to cuts[r+1] (cuts[0] = 0, cuts[k] = len(atoms)), each cut
+// r at the boundary whose atoms before it come nearest r/k of the total
+// (the earliest of ties), after the cut before it. Every part keeps at
+// least one molecule where there are k.
+func atomCuts(atoms []int, k int) []int {
+	n := len(atoms)
+	before := make([]int64, n+1) // before[i]: the atoms of molecules 0…i−1
+	for i, a := range atoms {
+		before[i+1] = before[i] + int64(a)
+	}
+	cuts := make([]int, k+1)
+	cuts[k] = n
+	for r := 1; r < k; r++ {
+		// Distances from r/k of the total, scaled by k to stay integers.
+		off := func(i int) int64 {
+			d := int64(k)*before[i] - int64(r)*before[n]
+			return max(d, -d)
+		}
+		lo := min(cuts[r-1]+1, n)
+		hi := max(n-(k-r), lo)
+		cuts[r] = lo
+		for i := lo + 1; i <= hi; i++ {
+			if off(i) < off(cuts[r]) {
+				cuts[r] = i
+			}
+		}
+	}
+	return cuts
 }
 
 // dispatch assigns positions, in order, to free buffers and queues them both

@@ -273,12 +273,32 @@ func TestLoaderBoundedBuffers(t *testing.T) {
 }
 
 // A data-parallel job's loaders (one shard each) together collate exactly
-// the batches of one loader, each shard its consecutive part of the batch;
-// a batch size the shards do not divide is refused.
+// the batches of one loader, each shard a consecutive part of the batch cut
+// by atoms (atomCuts); with two shards the cut leaves the smallest
+// difference of atoms of any cut, found here by trying them all; a batch
+// size the shards do not divide is refused.
 func TestLoaderShardsSplitTheGlobalBatch(t *testing.T) {
 	d := synthDataset(t)
 	base := LoaderConfig{Dataset: d, Indices: d.Split.Train, BatchSize: 96, Shuffle: true, Seed: 3, DropLast: true, Epochs: 2}
 	whole := drain(t, newLoader(t, base), -1)
+	atomsOf := func(graphs []int32) []int {
+		out := make([]int, len(graphs))
+		for i, g := range graphs {
+			v, err := d.Graph(int(g))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i] = v.NumAtoms()
+		}
+		return out
+	}
+	sum := func(a []int) (s int) {
+		for _, v := range a {
+			s += v
+		}
+		return s
+	}
+	uneven := 0 // batches whose parts differ in molecules
 	for _, shards := range []int{2, 3} {
 		parts := make([][]step, shards)
 		for k := range shards {
@@ -292,20 +312,61 @@ func TestLoaderShardsSplitTheGlobalBatch(t *testing.T) {
 		for i, w := range whole {
 			var joined []int32
 			for k := range shards {
-				if parts[k][i].pos != w.pos || len(parts[k][i].graphs) != 96/shards {
+				if parts[k][i].pos != w.pos || len(parts[k][i].graphs) == 0 {
 					t.Fatalf("shard %d of %d, batch %d: %v with %d molecules", k, shards, i, parts[k][i].pos, len(parts[k][i].graphs))
+				}
+				if len(parts[k][i].graphs) != 96/shards {
+					uneven++
 				}
 				joined = append(joined, parts[k][i].graphs...)
 			}
 			if !slices.Equal(joined, w.graphs) {
 				t.Fatalf("%d shards, %v: together %v, one loader %v", shards, w.pos, joined, w.graphs)
 			}
+			if shards != 2 {
+				continue
+			}
+			atoms := atomsOf(w.graphs)
+			got := sum(atomsOf(parts[1][i].graphs)) - sum(atomsOf(parts[0][i].graphs))
+			best := math.MaxInt
+			for cut := 1; cut < len(atoms); cut++ {
+				best = min(best, max(sum(atoms[cut:])-sum(atoms[:cut]), sum(atoms[:cut])-sum(atoms[cut:])))
+			}
+			if max(got, -got) != best {
+				t.Errorf("%v: the two parts differ by %d atoms, the best cut by %d", w.pos, max(got, -got), best)
+			}
 		}
+	}
+	if uneven == 0 {
+		t.Error("every part has as many molecules as the others: the split did not look at atoms")
 	}
 	bad := base
 	bad.Shard, bad.Shards = 0, 5
 	if _, err := NewLoader(bad); err == nil || !strings.Contains(err.Error(), "part 0 of 5 of a batch of 96") {
 		t.Fatalf("batch 96 in 5 shards: %v", err)
+	}
+}
+
+// atomCuts on hand-computed cases: each cut at the boundary nearest r/k of
+// the atoms, the earliest of ties, every part with a molecule where there
+// are enough.
+func TestAtomCuts(t *testing.T) {
+	for _, tc := range []struct {
+		atoms []int
+		k     int
+		want  []int
+	}{
+		{[]int{1, 1, 1, 1}, 2, []int{0, 2, 4}},
+		{[]int{10, 10, 1, 1, 1, 1}, 2, []int{0, 1, 6}},         // 10 | 14, not 21 | 3 by count
+		{[]int{30, 1, 1, 1}, 2, []int{0, 1, 4}},                // one molecule outweighs the rest
+		{[]int{1, 2, 1}, 2, []int{0, 1, 3}},                    // 1 | 3 and 3 | 1 tie: the earlier
+		{[]int{5, 1, 1, 1, 1, 5}, 3, []int{0, 1, 5, 6}},        // 5 | 4 | 5 of 14
+		{[]int{1, 1, 1, 1, 1, 1, 1, 20}, 3, []int{0, 6, 7, 8}}, // every part keeps a molecule
+		{[]int{3}, 2, []int{0, 1, 1}},                          // fewer molecules than parts
+	} {
+		if got := atomCuts(tc.atoms, tc.k); !slices.Equal(got, tc.want) {
+			t.Errorf("atomCuts(%v, %d) = %v, want %v", tc.atoms, tc.k, got, tc.want)
+		}
 	}
 }
 

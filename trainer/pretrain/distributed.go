@@ -117,14 +117,16 @@ func CheckLaunch(run string, cfg runfolder.Config, resume bool, processes int) e
 }
 
 // checkSplit refuses an objective that cannot train split across
-// processes, and a batch that the given number of processes cannot split
-// evenly: each takes an equal part of every batch (docs/method.md §3.3).
+// processes, and a batch that is not a multiple of the given number of
+// processes, as the default's choice of processes has it (each takes a
+// consecutive part of every batch with about as many atoms as the others:
+// docs/method.md §3.3).
 func checkSplit(cfg runfolder.Config, processes int) error {
 	if _, ok := cfg.Model.NewObjective().(model.DataParallel); !ok {
 		return fmt.Errorf("the %s objective trains in one process only (the data-parallel form of docs/method.md §3.3 needs losses that are means over the batch's nodes, subgraphs or molecules)", cfg.Model.Objective())
 	}
 	if cfg.BatchSize%processes != 0 {
-		return field.Errorf("batch_size", cfg.BatchSize, "is not a multiple of the %d processes: each takes an equal part of every batch", processes)
+		return field.Errorf("batch_size", cfg.BatchSize, "is not a multiple of the %d processes", processes)
 	}
 	return nil
 }
@@ -160,7 +162,7 @@ func (j *job) Size() int { return j.size }
 func (j *job) close()    { j.group.Close() }
 
 func (j *job) describe(cfg runfolder.Config, dev torch.Device) string {
-	return fmt.Sprintf("%d processes (%s) of %d libtorch thread(s), %d molecules each per step of %d", j.size, distributed.Backend(dev), torch.NumThreads(), cfg.BatchSize/j.size, cfg.BatchSize)
+	return fmt.Sprintf("%d processes (%s) of %d libtorch thread(s), each with about %d of every step's %d molecules (cut by atoms)", j.size, distributed.Backend(dev), torch.NumThreads(), cfg.BatchSize/j.size, cfg.BatchSize)
 }
 
 func (j *job) slowest(seconds float64) (float64, error) {

@@ -63,8 +63,8 @@ func finishRanks(t *testing.T, run string, cfg runfolder.Config, resume bool, wo
 }
 
 // equivalenceConfig is a run whose every loss is a mean over nodes,
-// subgraphs or molecules of the global batch, so that 2 processes × 16
-// molecules compute what 1 × 32 computes: no dropout and no subgraph
+// subgraphs or molecules of the global batch, so that 2 processes sharing
+// each batch of 32 compute what 1 computes: no dropout and no subgraph
 // perturbation (the ranks draw their own random numbers), and batch norm and
 // L_contra's negatives over the global batch, as the default split on a CPU
 // has them.
@@ -82,11 +82,11 @@ func relDiff(a, b float64) float64 {
 	return math.Abs(a-b) / math.Max(1e-3, math.Max(math.Abs(a), math.Abs(b)))
 }
 
-// Acceptance: 20 steps with world size 2 × batch 16 give the losses and
-// parameters of world size 1 × batch 32. Not bit for bit: every sum over the
-// batch (Sinkhorn's, batch norm's, the losses' means, the gradients) is two
-// float32 partial sums added by the all-reduce instead of one sum, which
-// rounds differently (≈1e-7 relative per sum), and 20 steps of Adam compound
+// Acceptance: 20 steps of batch 32 with world size 2 (each rank's part cut
+// by atoms) give the losses and parameters of world size 1. Not bit for
+// bit: every sum over the batch (Sinkhorn's, batch norm's, the losses'
+// means, the gradients) is two float32 partial sums added by the
+// all-reduce instead of one sum, which rounds differently (≈1e-7 relative per sum), and 20 steps of Adam compound
 // it. Measured: losses within 9.2e-6 and 5.7e-6 (relative; two builds of
 // the kernels) over the 20 steps, so
 // lossTol = 5e-5; with per-rank batch norm instead the very first step

@@ -64,7 +64,7 @@ func (t *pretrainer) advance(b *feed.Batch, stop bool) error {
 	t.steps++
 	values, skipped, err := t.step(b, stop) // queued on the device, not yet read
 	next := &pendingStep{step: t.steps, epoch: b.Pos.Epoch + 1, values: values, skipped: skipped,
-		molecules: b.NumGraphs() * t.procs.Size(), queued: time.Now()}
+		molecules: t.cfg.BatchSize, queued: time.Now()}
 	t.loader.Release(b)
 	if err != nil {
 		return err
