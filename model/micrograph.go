@@ -1,6 +1,9 @@
 package model
 
 import (
+	"cmp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/micrograph/micrograph/graph"
@@ -23,16 +26,63 @@ type MicroGraph struct {
 	sampler   Sampler // Config.Sampler's, which Forward trains with
 
 	// Across, when the batch is split across the processes of a
-	// data-parallel job, completes sums over this process's nodes into sums
-	// over the global batch, so that Sinkhorn balances the global batch
-	// (docs/method.md §3); nil for one process.
-	Across ops.SumReducer
+	// data-parallel job, is the job's group, over which Sinkhorn completes
+	// its sums over this process's nodes, so that it balances the global
+	// batch (docs/method.md §3.3); nil for one process.
+	Across *torch.ProcessGroup
 	// Gather, when the batch is split across processes and the run
 	// contrasts against the global batch (docs/method.md §3.3), stacks every
 	// process's subgraph embeddings so that L_contra's negatives are the
 	// whole batch's; nil for one process, or for negatives from this
 	// process's part only.
 	Gather ops.RowGatherer
+}
+
+// GradientOrder is the model's trainable tensors in about the order a
+// training step's backward pass makes their gradients: the objective's and
+// the motif table (used after the encoder), then the encoder's norms and
+// convolutions from the last layer to the first, then its feature encoders
+// (which the first layer, or every layer, uses). A data-parallel job sums
+// the gradients in this order while the backward pass runs
+// (torch.GradientSum); another order would only start the sums later.
+func (m *MicroGraph) GradientOrder() []*torch.Tensor {
+	type ranked struct {
+		rank int
+		t    *torch.Tensor
+	}
+	var all []ranked
+	for _, v := range m.Store.Trainable() {
+		all = append(all, ranked{gradientRank(v.Name, len(m.Encoder.Convs)), v.Tensor})
+	}
+	slices.SortStableFunc(all, func(a, b ranked) int { return cmp.Compare(b.rank, a.rank) })
+	out := make([]*torch.Tensor, len(all))
+	for i, r := range all {
+		out[i] = r.t
+	}
+	return out
+}
+
+// gradientRank places a parameter by when the backward pass reaches it,
+// the latest first: 2l+1 for the encoder's norm l (after conv l in the
+// forward pass), 2l for its conv l, below 0 for its feature encoders, 2L
+// for everything outside the encoder.
+func gradientRank(name string, layers int) int {
+	rest, ok := strings.CutPrefix(name, "encoder.")
+	if !ok {
+		return 2 * layers
+	}
+	for _, p := range []struct {
+		prefix string
+		offset int
+	}{{"norms.", 1}, {"convs.", 0}} {
+		if r, ok := strings.CutPrefix(rest, p.prefix); ok {
+			layer, _, _ := strings.Cut(r, ".")
+			if l, err := strconv.Atoi(layer); err == nil {
+				return 2*l + p.offset
+			}
+		}
+	}
+	return -1
 }
 
 // New builds the model cfg describes, with the objective it chooses, with

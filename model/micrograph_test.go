@@ -419,3 +419,38 @@ func TestTrainingStepsHoldNoMemory(t *testing.T) {
 		t.Errorf("RSS grew from %d to %d kB", before, after)
 	}
 }
+
+// GradientOrder lists every trainable tensor once, in the order a backward
+// pass reaches them: what follows the encoder, then its norms and
+// convolutions from the last layer down, then the feature encoders; ties
+// keep the store's order.
+func TestGradientOrder(t *testing.T) {
+	scope(t)
+	cfg := model.DefaultConfig()
+	cfg.Encoder.Hidden, cfg.Encoder.Layers, cfg.Motifs = 8, 2, 3
+	m, err := model.New(cfg, torch.CPU, torch.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	name := map[*torch.Tensor]string{}
+	for _, v := range m.Store.Trainable() {
+		name[v.Tensor] = v.Name
+	}
+	var got []string
+	for _, p := range m.GradientOrder() {
+		got = append(got, name[p])
+	}
+	want := []string{"motif_embeddings", "W_h.weight", "W_s.weight", "W_e.weight",
+		"encoder.norms.1.weight", "encoder.norms.1.bias", "encoder.convs.1.lin.weight", "encoder.convs.1.lin.bias",
+		"encoder.norms.0.weight", "encoder.norms.0.bias", "encoder.convs.0.lin.weight", "encoder.convs.0.lin.bias"}
+	for i := range 9 {
+		want = append(want, "encoder.atom_encoder.embeddings."+strconv.Itoa(i)+".weight")
+	}
+	for i := range 3 {
+		want = append(want, "encoder.bond_encoder.embeddings."+strconv.Itoa(i)+".weight")
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("GradientOrder:\n%v\nwant\n%v", got, want)
+	}
+}

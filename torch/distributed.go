@@ -212,8 +212,9 @@ func (g *ProcessGroup) AllReduceSumGrad(t *Tensor) *Tensor {
 
 // BatchNorm is training-mode batch norm of 2-d x over every rank's rows
 // (synchronised batch norm) in the fused CPU kernel, where
-// FusedKernelsFor(x): the ranks' per-channel sums are summed forward and
-// backward (three small all-reduces), the running statistics move towards
+// FusedKernelsFor(x): each rank's per-channel means and sums of squares are
+// gathered and combined forward (one all-gather), the per-channel sums of the
+// backward pass summed (one all-reduce), the running statistics move towards
 // the global batch's, and the gradients of weight and bias are this rank's
 // share, which the job sums with the others. Every rank calls it, and runs
 // its backward pass, in the same order; a failure panics with *Error.
@@ -222,4 +223,68 @@ func (g *ProcessGroup) BatchNorm(x, weight, bias, runningMean, runningVar *Tenso
 	check(collectiveOp+"batch_norm", C.mg_group_batch_norm(g.h, x.c(), weight.c(), bias.c(), runningMean.c(), runningVar.c(),
 		C.double(momentum), C.double(eps), &out))
 	return wrap(out)
+}
+
+// Sinkhorn is FusedSinkhorn over every rank's rows of q (the batch's nodes
+// split across the ranks), where FusedKernelsFor(q): the row sums are summed
+// over ranks, one all-reduce per round, and N is the global batch's; motif
+// and the balanced matrix's columns are this rank's nodes'. Every rank calls
+// it in the same order; a failure panics with *Error.
+func (g *ProcessGroup) Sinkhorn(q *Tensor, lambda float64, iters int) (motif, balanced *Tensor) {
+	var m, a C.mg_tensor
+	check(collectiveOp+"sinkhorn", C.mg_group_sinkhorn(g.h, q.c(), C.double(lambda), C.int(iters), &m, &a))
+	return wrap(m), wrap(a)
+}
+
+// GradientSum sums a job's gradients over its ranks while the backward pass
+// runs: hooks on the parameters copy each gradient into a flat bucket as
+// backpropagation makes it, and each bucket's all-reduce starts as soon as
+// the bucket is whole and every bucket before it has started, on a second
+// group of the same processes (so that the collectives of the backward pass
+// itself never queue behind a bucket). The buckets are the same at every
+// step, so each sum adds the same values in the same order whatever the
+// run's history.
+type GradientSum struct {
+	h C.mg_grad_sum
+}
+
+// NewGradientSum hooks params (in the same order on every rank; each
+// requiring a gradient) for sums in buckets of about bucketBytes, filled in
+// the order of params: the order in which the backward pass makes their
+// gradients lets each bucket start as early as it can (another order only
+// starts them later). Every rank calls it, as it makes a group.
+func (g *ProcessGroup) NewGradientSum(params []*Tensor, bucketBytes int64) (*GradientSum, error) {
+	hs := handles(params)
+	var h C.mg_grad_sum
+	if err := checkErr(collectiveOp+"gradient sum", C.mg_grad_sum_new(g.h, firstHandle(hs), C.int(len(hs)), C.int64_t(bucketBytes), &h)); err != nil {
+		return nil, err
+	}
+	return &GradientSum{h: h}, nil
+}
+
+// Begin comes before a backward pass, the parameters' gradients none
+// (ZeroGrad): it starts summing values (contiguous; nil: none) over the
+// ranks, in place, and arms the hooks.
+func (s *GradientSum) Begin(values *Tensor) error {
+	var v C.mg_tensor
+	if values != nil {
+		v = values.c()
+	}
+	return checkErr(collectiveOp+"gradient sum", C.mg_grad_sum_begin(s.h, v))
+}
+
+// End comes after the backward pass: it starts the buckets left (a
+// parameter without a gradient on this rank contributes zeros and keeps no
+// gradient, as the optimiser then skips it), waits for every sum, and
+// replaces each gradient, and Begin's values, by the sum over the ranks.
+func (s *GradientSum) End() error {
+	return checkErr(collectiveOp+"gradient sum", C.mg_grad_sum_end(s.h))
+}
+
+// Free removes the hooks.
+func (s *GradientSum) Free() {
+	if s.h != nil {
+		C.mg_grad_sum_free(s.h)
+		s.h = nil
+	}
 }

@@ -18,82 +18,13 @@ func BroadcastFrom0(g *torch.ProcessGroup, tensors []torch.Named) error {
 	return nil
 }
 
-// BucketBytes bounds a gradient bucket (PyTorch DDP's default is 25 MiB):
-// large enough that each all-reduce moves much more than its latency costs,
-// small enough that the flat copy stays a fraction of the model.
-const BucketBytes = 25 << 20
-
-// SumGradients replaces every parameter's gradient by the sum of the ranks'
-// gradients, through one all-reduce per bucket of at most BucketBytes: the
-// gradients are copied into a flat buffer, reduced, and copied back. A
-// parameter without a gradient on this rank contributes zeros and keeps no
-// gradient (the optimiser skips it, as a single process would).
-func SumGradients(g *torch.ProcessGroup, params []*torch.Tensor) error {
-	if g.Size() == 1 {
-		return nil
-	}
-	g = g.As(torch.CollectiveGradients)
-	s := torch.NewScope()
-	defer s.Close()
-	var bucket []*torch.Tensor // the gradients of the bucket's parameters; nil where none
-	var members []*torch.Tensor
-	var bytes int64
-	flush := func() error {
-		if len(members) == 0 {
-			return nil
-		}
-		flat := make([]*torch.Tensor, len(members))
-		for i, p := range members {
-			if bucket[i] != nil {
-				flat[i] = bucket[i].Reshape(-1)
-			} else {
-				flat[i] = torch.Zeros([]int64{p.Numel()}, p.Options())
-			}
-		}
-		buf := torch.Cat(flat, 0)
-		if err := g.AllReduce(buf, torch.ReduceSum); err != nil {
-			return fmt.Errorf("summing gradients across ranks: %w", err)
-		}
-		var off int64
-		for i, p := range members {
-			n := p.Numel()
-			if bucket[i] != nil {
-				bucket[i].CopyFrom(buf.Narrow(0, off, n).Reshape(p.Shape()...), false)
-			}
-			off += n
-		}
-		bucket, members, bytes = bucket[:0], members[:0], 0
-		return nil
-	}
-	for _, p := range params {
-		size := p.Numel() * int64(p.DType().Size())
-		if len(members) > 0 && (bytes+size > BucketBytes || p.DType() != members[0].DType()) {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		bucket = append(bucket, p.Grad())
-		members = append(members, p)
-		bytes += size
-	}
-	return flush()
-}
-
-// SumAcross returns a function that completes a per-rank sum into the sum
-// over every rank, in place (ops.SumReducer); nil for a group of one, where
-// the sum is already whole. A failing all-reduce panics with its
-// *torch.Error, as failures in tensor math do.
-func SumAcross(g *torch.ProcessGroup) func(*torch.Tensor) {
-	if g == nil || g.Size() == 1 {
-		return nil
-	}
-	g = g.As(torch.CollectiveSinkhorn)
-	return func(t *torch.Tensor) {
-		if err := g.AllReduce(t, torch.ReduceSum); err != nil {
-			panic(err)
-		}
-	}
-}
+// BucketBytes bounds a gradient bucket (torch.GradientSum): small enough
+// that the paper-sized model's 3.15 MB of gradients make a few buckets, the
+// first of which (the objective's projections and the motif table) starts
+// summing while the encoder's backward pass still runs, large enough that
+// each all-reduce moves much more than its latency costs (PyTorch DDP's
+// first bucket is 1 MiB too).
+const BucketBytes = 1 << 20
 
 // GatherRows returns a function that stacks every rank's rows of a matrix
 // in rank order as part of the autograd graph (ops.RowGatherer), with where

@@ -3,6 +3,7 @@ package distributed_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"os"
@@ -113,19 +114,45 @@ func collectives(g *torch.ProcessGroup, out map[string][]float64) error {
 	if err := g.Barrier(); err != nil {
 		return err
 	}
-	// Gradients: p = [1, 2, 3] (one bucket with q, of another shape); loss_r
-	// = (r+1)·Σp² gives grad 2(r+1)p, summed: 6p for two ranks.
+	// Gradients, three steps: loss_r = (r+1)·k·Σp² + r·Σq at step k gives p
+	// the gradient 2(r+1)·k·p, summed 6k·p for two ranks, and q 1 in every
+	// entry; at step 3 rank 1 alone adds 5·u, so that u's gradient is 5 on
+	// rank 1 and none on rank 0. Buckets of 12 bytes: p, q and u apart, in
+	// that order, so that p's and q's start during the backward pass and u's
+	// (which waits for them) then too where u has a gradient, else at End.
 	p := torch.FromSlice([]float32{1, 2, 3}).SetRequiresGrad(true)
 	q := torch.FromSlice([]float32{1, 1, 1, 1}, 2, 2).SetRequiresGrad(true)
-	unused := torch.FromSlice([]float32{5}).SetRequiresGrad(true)
-	p.Mul(p).Sum().MulScalar(r + 1).Add(q.Sum().MulScalar(r)).Backward()
-	if err := distributed.SumGradients(g, []*torch.Tensor{p, unused, q}); err != nil {
+	u := torch.FromSlice([]float32{5}).SetRequiresGrad(true)
+	params := []*torch.Tensor{p, q, u}
+	sum, err := g.NewGradientSum(params, 12)
+	if err != nil {
 		return err
 	}
-	out["grad_p"] = torch.ToSlice[float64](p.Grad().ToDType(torch.Float64))
-	out["grad_q"] = torch.ToSlice[float64](q.Grad().ToDType(torch.Float64))
-	if unused.Grad() != nil {
-		return fmt.Errorf("a parameter without a gradient got one")
+	defer sum.Free()
+	for k := 1.0; k <= 3; k++ {
+		torch.ZeroGrad(params)
+		values := torch.FromSlice([]float64{r + 1, 10 * k * r})
+		if err := sum.Begin(values); err != nil {
+			return err
+		}
+		loss := p.Mul(p).Sum().MulScalar((r + 1) * k).Add(q.Sum().MulScalar(r))
+		if k == 3 && r == 1 {
+			loss = loss.Add(u.Sum().MulScalar(5))
+		}
+		before := g.Profile()[torch.CollectiveGradients].Calls
+		loss.Backward()
+		// From the second step on, buckets start during the backward pass.
+		out[fmt.Sprintf("buckets_started_in_backward_%g", k)] = []float64{float64(g.Profile()[torch.CollectiveGradients].Calls - before)}
+		if err := sum.End(); err != nil {
+			return err
+		}
+		step := fmt.Sprintf("_%g", k)
+		out["values"+step] = torch.ToSlice[float64](values)
+		out["grad_p"+step] = torch.ToSlice[float64](p.Grad().ToDType(torch.Float64))
+		out["grad_q"+step] = torch.ToSlice[float64](q.Grad().ToDType(torch.Float64))
+		if gu := u.Grad(); gu != nil {
+			out["grad_u"+step] = torch.ToSlice[float64](gu.ToDType(torch.Float64))
+		}
 	}
 	// The profile counts collectives by kind: two as loss weights.
 	losses := g.As(torch.CollectiveLossWeights)
@@ -252,15 +279,33 @@ func TestCollectivesOverGlooOnLoopback(t *testing.T) {
 		"sum_grad_forward":  {1, 2},
 		"sum_grad_backward": {3, 3},
 
-		"grad_p":               {6, 12, 18},
-		"grad_q":               {1, 1, 1, 1},
-		"loss_weights_profile": {2, 1}, // calls, and some time spent
+		"buckets_started_in_backward_1": {2}, // p and q; u, without a gradient, at End
+		"values_1":                      {3, 10},
+		"grad_p_1":                      {6, 12, 18},
+		"grad_q_1":                      {1, 1, 1, 1},
+		"buckets_started_in_backward_2": {2},
+		"values_2":                      {3, 20},
+		"grad_p_2":                      {12, 24, 36},
+		"grad_q_2":                      {1, 1, 1, 1},
+		"values_3":                      {3, 30},
+		"grad_p_3":                      {18, 36, 54},
+		"grad_q_3":                      {1, 1, 1, 1},
+		"loss_weights_profile":          {2, 1}, // calls, and some time spent
 	}
 	for r, run := range runJob(t, "collectives", 2) {
 		if run.err != nil {
 			t.Fatalf("rank %d: %v\n%s", r, run.err, run.stderr)
 		}
-		w := want
+		w := maps.Clone(want)
+		w["buckets_started_in_backward_3"] = []float64{2 + float64(r)} // u's too, on rank 1
+		if r == 1 {
+			w["grad_u_3"] = []float64{5}
+		}
+		for k := range run.res.Values {
+			if _, ok := w[k]; !ok && strings.HasPrefix(k, "grad_u") {
+				t.Errorf("rank %d: %s = %v: a parameter without a gradient here got one", r, k, run.res.Values[k])
+			}
+		}
 		for k, w := range w {
 			if got := run.res.Values[k]; !reflect.DeepEqual(got, w) {
 				t.Errorf("rank %d: %s = %v, want %v", r, k, got, w)

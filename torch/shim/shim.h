@@ -288,13 +288,37 @@ mg_error mg_group_barrier(mg_group g, int kind);
  * it in the same order, in the forward and in the backward pass. */
 mg_error mg_group_all_reduce_sum_autograd(mg_group g, mg_tensor t, int kind, int backward_kind, mg_tensor *out);
 /* Training-mode batch norm of 2-d x over every rank's rows in the fused CPU
- * kernel (kernels/batch_norm.h), differentiable; CPUs with AVX2 and FMA. */
+ * kernel (kernels/batch_norm.h), differentiable; CPUs with AVX2 and FMA. One
+ * collective forward, one backward. */
 mg_error mg_group_batch_norm(mg_group g, mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor running_mean,
                              mg_tensor running_var, double momentum, double eps, mg_tensor *out);
+/* mg_fused_sinkhorn over every rank's rows of q (kernels/sinkhorn.h): one
+ * all-reduce per round (none for 0 rounds but one); motif and the balanced
+ * matrix's columns are this rank's. CPUs with AVX2 and FMA. */
+mg_error mg_group_sinkhorn(mg_group g, mg_tensor q, double lambda, int iters, mg_tensor *motif, mg_tensor *balanced);
 /* The group's collectives since it was made, per mg_group_kind (arrays of
  * MG_GROUP_KINDS): how many, and the nanoseconds spent in them (issuing one,
  * and waiting for it: for the peers and for the transfer). */
 void mg_group_profile(mg_group g, int64_t *calls, int64_t *nanoseconds);
+
+/* A sum of gradients over the ranks that overlaps the backward pass: hooks on
+ * the parameters copy each gradient into a flat bucket (about bucket_bytes;
+ * the parameters in their order, best the order the backward pass makes
+ * their gradients in) as backpropagation makes it, and a bucket's all-reduce
+ * starts once it is whole and every bucket before it has started, on a
+ * second group of the same processes, so that the other collectives never
+ * queue behind it. */
+typedef struct mg_grad_sum_s *mg_grad_sum;
+mg_error mg_grad_sum_new(mg_group g, const mg_tensor *params, int n, int64_t bucket_bytes, mg_grad_sum *out);
+/* Before a backward pass: starts the sum of values (contiguous; NULL: none)
+ * over the ranks, and arms the hooks. */
+mg_error mg_grad_sum_begin(mg_grad_sum s, mg_tensor values);
+/* After it: starts what is left (a parameter without a gradient gives
+ * zeros, and keeps none), waits for every sum, and replaces each gradient
+ * by the ranks' sum; values too. */
+mg_error mg_grad_sum_end(mg_grad_sum s);
+/* Removes the hooks. */
+void mg_grad_sum_free(mg_grad_sum s);
 
 #ifdef __cplusplus
 }

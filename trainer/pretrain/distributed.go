@@ -49,10 +49,13 @@ type processes interface {
 	// shares are this process's shares of the step's losses (see
 	// job.globalShares); alone, the losses.
 	shares(m *model.MicroGraph, out model.Output) model.Losses
-	// reduce stacks a step's loss values (float64, on the device) and sums
-	// them and the gradients over the processes; in a job a last value
-	// counts the processes asking to stop.
-	reduce(values []*torch.Tensor, stop bool, m *model.MicroGraph) (*torch.Tensor, error)
+	// beginSum, before the backward pass, stacks a step's loss values
+	// (float64, on the device) and starts summing them over the processes,
+	// and the gradients as the backward pass makes them; in a job a last
+	// value counts the processes asking to stop. The sums are whole once
+	// endSum, after the backward pass, returns.
+	beginSum(values []*torch.Tensor, stop bool) (*torch.Tensor, error)
+	endSum() error
 	// gatherRNG is every process's generator states, named for the
 	// checkpoint; the caller frees them.
 	gatherRNG() ([]torch.Named, error)
@@ -93,14 +96,17 @@ func (alone) sameCheckpoint(_ string, ck *runfolder.Checkpoint) (*runfolder.Chec
 
 func (alone) shares(_ *model.MicroGraph, out model.Output) model.Losses { return out.Losses }
 
-func (alone) reduce(values []*torch.Tensor, _ bool, _ *model.MicroGraph) (*torch.Tensor, error) {
+func (alone) beginSum(values []*torch.Tensor, _ bool) (*torch.Tensor, error) {
 	return torch.Stack(values, 0).ToDType(torch.Float64), nil
 }
+
+func (alone) endSum() error { return nil }
 
 // job is this process's place in a data-parallel run.
 type job struct {
 	group *torch.ProcessGroup
-	dev   torch.Device // where the backend's tensors live (NCCL's on the GPU)
+	grads *torch.GradientSum // once attached
+	dev   torch.Device       // where the backend's tensors live (NCCL's on the GPU)
 	rank  int
 	size  int
 }
@@ -159,7 +165,12 @@ func joinJob(cfg runfolder.Config, opt Options, dev torch.Device) (processes, er
 
 func (j *job) Rank() int { return j.rank }
 func (j *job) Size() int { return j.size }
-func (j *job) close()    { j.group.Close() }
+func (j *job) close() {
+	if j.grads != nil {
+		j.grads.Free()
+	}
+	j.group.Close()
+}
 
 func (j *job) describe(cfg runfolder.Config, dev torch.Device) string {
 	return fmt.Sprintf("%d processes (%s) of %d libtorch thread(s), each with about %d of every step's %d molecules (cut by atoms)", j.size, distributed.Backend(dev), torch.NumThreads(), cfg.BatchSize/j.size, cfg.BatchSize)
@@ -208,21 +219,20 @@ func (j *job) shares(m *model.MicroGraph, out model.Output) model.Losses {
 	return j.globalShares(m.Objective.(model.DataParallel), out)
 }
 
-func (j *job) reduce(values []*torch.Tensor, stop bool, m *model.MicroGraph) (*torch.Tensor, error) {
+func (j *job) beginSum(values []*torch.Tensor, stop bool) (*torch.Tensor, error) {
 	// A rank's stop request travels with the losses it sums.
 	stopFlag := 0.0
 	if stop {
 		stopFlag = 1
 	}
 	all := torch.Stack(append(values, torch.Full(nil, stopFlag, values[0].Options())), 0).ToDType(torch.Float64)
-	if err := j.group.As(torch.CollectiveLosses).AllReduce(all, torch.ReduceSum); err != nil {
-		return nil, err
-	}
-	if err := distributed.SumGradients(j.group, j.params(m)); err != nil {
+	if err := j.grads.Begin(all); err != nil {
 		return nil, err
 	}
 	return all, nil
 }
+
+func (j *job) endSum() error { return j.grads.End() }
 
 // rankSeed seeds rank r's generators after the model is initialised: rank 0
 // keeps the run's seed, so that one process draws exactly what it always
@@ -231,18 +241,24 @@ func (j *job) reduce(values []*torch.Tensor, stop bool, m *model.MicroGraph) (*t
 // reproducible (docs/method.md §3, data-parallel pre-training).
 func rankSeed(seed uint64, rank int) uint64 { return seed + uint64(rank)*0x9E3779B97F4A7C15 }
 
-// attach makes the model balance and normalise over the global batch and
-// starts every rank from rank 0's model state. It draws nothing and leaves
-// the generators as they are: seeded for this rank (session.newModel), or
-// restored from the checkpoint a run resumes.
+// attach makes the model balance and normalise over the global batch, hooks
+// its parameters for the sum of their gradients, and starts every rank from
+// rank 0's model state. It draws nothing and leaves the generators as they
+// are: seeded for this rank (session.newModel), or restored from the
+// checkpoint a run resumes.
 func (j *job) attach(m *model.MicroGraph, cfg runfolder.Config) error {
-	m.Across = distributed.SumAcross(j.group)
+	m.Across = j.group
 	if cfg.SyncBatchNorm {
 		m.Encoder.NormAcross = j.group
 	}
 	if cfg.GlobalNegatives {
 		m.Gather = distributed.GatherRows(j.group)
 	}
+	grads, err := j.group.NewGradientSum(m.GradientOrder(), distributed.BucketBytes)
+	if err != nil {
+		return err
+	}
+	j.grads = grads
 	return distributed.BroadcastFrom0(j.group, m.Store.State())
 }
 
@@ -297,17 +313,6 @@ func (j *job) gatherRNG() ([]torch.Named, error) {
 		s.Close()
 	}
 	return out, nil
-}
-
-// params is the model's trainable tensors, in the same order on every rank.
-func (j *job) params(m *model.MicroGraph) []*torch.Tensor {
-	var ps []*torch.Tensor
-	for _, v := range m.Store.Trainable() {
-		if v.Trainable {
-			ps = append(ps, v.Tensor)
-		}
-	}
-	return ps
 }
 
 // globalShares turns this rank's losses, each a mean over its part of the

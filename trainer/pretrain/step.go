@@ -34,13 +34,16 @@ func (t *pretrainer) step(b *feed.Batch, stop bool) (values *torch.Tensor, skipp
 	defer s.Close()
 	l := t.procs.shares(t.model, t.model.Forward(b.Graph(t.dev), true))
 	t.adam.ZeroGrad()
-	l.Total.Backward()
 	parts := []*torch.Tensor{l.Total}
 	for _, p := range l.Parts {
 		parts = append(parts, p.Tensor)
 	}
 	parts = append(parts, l.Subgraphs.ToDType(l.Total.DType()))
-	if values, err = t.procs.reduce(parts, stop, t.model); err != nil {
+	if values, err = t.procs.beginSum(parts, stop); err != nil {
+		return nil, false, err
+	}
+	l.Total.Backward()
+	if err = t.procs.endSum(); err != nil {
 		return nil, false, err
 	}
 	if t.cfg.ClipGradNorm > 0 {
