@@ -10,6 +10,9 @@ import (
 )
 
 func runBench(args []string) error {
+	if finetune, rest := isFinetuneBench(args); finetune {
+		return runBenchFinetune(rest)
+	}
 	fs := newFlags("bench", "--data DIR|CSV [--device D] [--threads T] [--nproc N] [--steps N | --epoch] [model flags]",
 		"Times pre-training steps (forward, backward, Adam) on --data after --warmup untimed ones\n"+
 			"and prints one JSON line: molecules_per_s, s_per_step, s_per_epoch, data_wait_fraction,\n"+
@@ -26,7 +29,8 @@ func runBench(args []string) error {
 			"process's part of a timed step: its atoms and molecules, and its seconds computing, waiting\n"+
 			"for batches and in each kind of collective (sinkhorn, norm_forward, norm_backward,\n"+
 			"negatives_forward, negatives_backward, loss_weights, losses, gradients: issuing it and waiting\n"+
-			"for the other processes and the transfer; docs/distributed.md).")
+			"for the other processes and the transfer; docs/distributed.md).\n\n"+
+			"bench --finetune times fine-tuning steps instead: see micrograph bench --finetune --help.")
 	cfg := pretrain.BenchConfig{Pretrain: runfolder.DefaultConfig(), Warmup: 3, Steps: 20}
 	pc := &cfg.Pretrain
 	fs.StringVar(&pc.Data, "data", "", "OGB dataset folder, or CSV file of SMILES")
