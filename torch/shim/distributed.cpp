@@ -252,9 +252,13 @@ struct BatchNormAcross : public torch::autograd::Function<BatchNormAcross> {
 			const int64_t grain = mg_batch_norm_grain(n);
 			const scalar_t *X = xc.data_ptr<scalar_t>();
 			auto *m = mean.data_ptr<scalar_t>(), *q = variance.data_ptr<scalar_t>(), *v = invstd.data_ptr<scalar_t>();
-			at::parallel_for(0, c, grain, [&](int64_t c0, int64_t c1) { mg::batch_norm_sums(X, n, c, c0, c1, m); });
+			at::parallel_for(0, c, grain, [&](int64_t c0, int64_t c1) {
+				MG_CPU_LOOP(mg::batch_norm_sums, scalar_t)(X, n, c, c0, c1, m);
+			});
 			for (int64_t j = 0; j < c; j++) m[j] = n > 0 ? m[j] / static_cast<scalar_t>(n) : 0;
-			at::parallel_for(0, c, grain, [&](int64_t c0, int64_t c1) { mg::batch_norm_squares(X, m, n, c, c0, c1, q); });
+			at::parallel_for(0, c, grain, [&](int64_t c0, int64_t c1) {
+				MG_CPU_LOOP(mg::batch_norm_squares, scalar_t)(X, m, n, c, c0, c1, q);
+			});
 			double *l = local.data_ptr<double>();
 			l[0] = static_cast<double>(n);
 			for (int64_t j = 0; j < c; j++) {
@@ -280,7 +284,7 @@ struct BatchNormAcross : public torch::autograd::Function<BatchNormAcross> {
 			const scalar_t *W = wc.data_ptr<scalar_t>(), *B = bc.data_ptr<scalar_t>();
 			scalar_t *Y = y.data_ptr<scalar_t>();
 			at::parallel_for(0, c, grain, [&](int64_t c0, int64_t c1) {
-				mg::batch_norm_apply(X, W, B, m, v, n, c, c0, c1, Y);
+				MG_CPU_LOOP(mg::batch_norm_apply, scalar_t)(X, W, B, m, v, n, c, c0, c1, Y);
 			});
 		});
 		{
@@ -310,8 +314,9 @@ struct BatchNormAcross : public torch::autograd::Function<BatchNormAcross> {
 		AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "batch_norm_across_backward", [&] {
 			auto *l = local.data_ptr<scalar_t>();
 			at::parallel_for(0, c, grain, [&](int64_t c0, int64_t c1) {
-				mg::batch_norm_backward_sums(x.data_ptr<scalar_t>(), gy.data_ptr<scalar_t>(), mean.data_ptr<scalar_t>(),
-				                             invstd.data_ptr<scalar_t>(), n, c, c0, c1, l, l + c);
+				MG_CPU_LOOP(mg::batch_norm_backward_sums, scalar_t)(x.data_ptr<scalar_t>(), gy.data_ptr<scalar_t>(),
+				                                                    mean.data_ptr<scalar_t>(), invstd.data_ptr<scalar_t>(),
+				                                                    n, c, c0, c1, l, l + c);
 			});
 		});
 		auto global = local.clone();
@@ -319,9 +324,10 @@ struct BatchNormAcross : public torch::autograd::Function<BatchNormAcross> {
 		AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "batch_norm_across_backward", [&] {
 			auto *s = global.data_ptr<scalar_t>();
 			at::parallel_for(0, c, grain, [&](int64_t c0, int64_t c1) {
-				mg::batch_norm_backward_apply(x.data_ptr<scalar_t>(), gy.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(),
-				                              mean.data_ptr<scalar_t>(), invstd.data_ptr<scalar_t>(), s, s + c, n, c,
-				                              c0, c1, static_cast<scalar_t>(count), gx.data_ptr<scalar_t>());
+				MG_CPU_LOOP(mg::batch_norm_backward_apply, scalar_t)(
+				    x.data_ptr<scalar_t>(), gy.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(), mean.data_ptr<scalar_t>(),
+				    invstd.data_ptr<scalar_t>(), s, s + c, n, c, c0, c1, static_cast<scalar_t>(count),
+				    gx.data_ptr<scalar_t>());
 			});
 		});
 		return {gx, local.narrow(0, 0, c), local.narrow(0, c, c), at::Tensor(), at::Tensor(), at::Tensor(),
