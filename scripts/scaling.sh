@@ -9,6 +9,9 @@
 # Pre-training: for each round, for each core count N, in this order, each
 # under `taskset -c 0-(N-1)` (so that the defaults see N cores):
 #   default    micrograph bench                          (what pretrain does by default)
+#   ceiling    (N ≥ 2) N unrelated `micrograph bench --threads 1` at once, one
+#              on each core (taskset -c i), their molecules/s summed: what any
+#              split of the step over N cores could make at that moment
 #   threads    micrograph bench --threads N              (one process of N threads)
 #   nproc      micrograph bench --nproc N --threads 1    (N processes; N ≥ 2)
 #   reference  OPENBLAS_NUM_THREADS=N python3 ref_micrograph.py --threads N
@@ -16,7 +19,10 @@
 #              for the one-thread figure's regression check
 # bench prints molecules_per_s, threads and processes; the reference,
 # graphs_per_s. table.md has the medians, the ratio to micrograph on one
-# thread at one core, and the ratio to the reference on as many cores.
+# thread at one core, the ratio to the reference on as many cores, and for
+# the default and nproc the ratio to the ceiling of the same round (each
+# round's, then their median): the figure to quote, as it cancels what the
+# machine's speed does from one moment to the next.
 #
 # Then the other commands, by default (no --threads) on each core count, the
 # same rounds, timed whole (wall clock), with an encoder of the paper's
@@ -49,7 +55,7 @@
 # Time at the paper's sizes (20 timed steps after 3): about 40 s per
 # micrograph run and 60 s per reference run on one core of a 2-core AMD EPYC,
 # less on more cores, and about 2 minutes for the other commands: about
-# 10 minutes a round for 1 and 2 cores.
+# 11 minutes a round for 1 and 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -156,6 +162,31 @@ PY
 	echo "round $round, $n cores, $config: $(tail -1 "$out/raw.tsv" | cut -f4) molecules/s" >&2
 }
 
+# ceiling ROUND N COMMAND...: N copies of the command at once, copy i on core
+# i alone; adds their summed rate to raw.tsv as the round's ceiling.
+ceiling() {
+	local round=$1 n=$2 log=$out/logs/r$1-c$2-ceiling i pids=()
+	shift 2
+	for ((i = 0; i < n; i++)); do
+		taskset -c "$i" "$@" >"$log-$i.out" 2>"$log-$i.err" &
+		pids+=($!)
+	done
+	for i in "${!pids[@]}"; do
+		if ! wait "${pids[$i]}"; then
+			echo "scaling.sh: round $round, $n cores, ceiling copy $i failed:" >&2
+			tail -5 "$log-$i.err" >&2
+			exit 1
+		fi
+	done
+	"$python" - "$log" "$n" "$round" >>"$out/raw.tsv" <<'PY'
+import json, sys
+log, n, round_ = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rates = [json.loads([l for l in open(f"{log}-{i}.out") if l.startswith("{")][-1])["molecules_per_s"] for i in range(n)]
+print(f"{round_}\t{n}\tceiling\t{sum(rates):.1f}\t1\t{n}")
+PY
+	echo "round $round, $n cores, ceiling: $(tail -1 "$out/raw.tsv" | cut -f4) molecules/s" >&2
+}
+
 # timed ROUND N NAME COMMAND...: adds the command's wall-clock seconds to
 # downstream.tsv.
 timed() {
@@ -172,6 +203,9 @@ for round in $(seq 1 "$rounds"); do
 	for n in $cores; do
 		bench=("$bin" bench --data "$data" --device cpu --cache "$cache" "${mg_sizes[@]}")
 		measure "$round" "$n" default "${bench[@]}"
+		if ((n > 1)); then
+			ceiling "$round" "$n" "${bench[@]}" --threads 1
+		fi
 		measure "$round" "$n" threads "${bench[@]}" --threads "$n"
 		if [[ -n $baseline && $n == 1 ]]; then
 			measure "$round" 1 baseline "$baseline" bench --data "$data" --device cpu --cache "$cache" "${mg_sizes[@]}" --threads 1
@@ -213,24 +247,31 @@ echo "uptime after: $(uptime)" >>"$out/machine.txt"
 import collections, statistics, sys
 out = sys.argv[1]
 rows = [l.rstrip("\n").split("\t") for l in open(f"{out}/raw.tsv")][1:]
-rates, shape = collections.defaultdict(list), {}
+rates, shape, by_round = collections.defaultdict(list), {}, {}
 for round_, n, config, rate, threads, procs in rows:
     rates[(int(n), config)].append(float(rate))
     shape[(int(n), config)] = f"{procs} × {threads}"
+    by_round[(int(round_), int(n), config)] = float(rate)
 median = {k: statistics.median(v) for k, v in rates.items()}
 one = median.get((1, "threads"))
 print(open(f"{out}/machine.txt").read().rstrip().replace("\n", "  \n"))
 print()
-print("| cores | configuration | processes × threads | molecules/s (each round) | median | / micrograph, 1 thread | / reference, same cores |")
-print("|--:|---|--:|---|--:|--:|--:|")
-names = {"default": "micrograph, default", "threads": "micrograph --threads N", "baseline": "previous build (--baseline), --threads 1",
+print("| cores | configuration | processes × threads | molecules/s (each round) | median | / micrograph, 1 thread | / reference, same cores | / ceiling, same round (each; median) |")
+print("|--:|---|--:|---|--:|--:|--:|---|")
+names = {"default": "micrograph, default", "ceiling": "ceiling: N unrelated one-thread processes at once (sum)",
+         "threads": "micrograph --threads N", "baseline": "previous build (--baseline), --threads 1",
          "nproc": "micrograph --nproc N --threads 1", "reference": "reference (OPENBLAS_NUM_THREADS=N)"}
 for n, config in sorted(median, key=lambda k: (k[0], list(names).index(k[1]))):
     m, ref = median[(n, config)], median.get((n, "reference"))
-    speedup = f"{m / one:.2f}×" if one and config != "reference" else "—"
-    vs_ref = f"{m / ref:.2f}×" if ref and config != "reference" else "—"
+    speedup = f"{m / one:.2f}×" if one and config not in ("reference", "ceiling") else "—"
+    vs_ref = f"{m / ref:.2f}×" if ref and config not in ("reference", "ceiling") else "—"
+    vs_ceiling = "—"
+    ratios = [by_round[(r, n, config)] / by_round[(r, n, "ceiling")] for (r, k, c) in sorted(by_round)
+              if k == n and c == config and (r, n, "ceiling") in by_round]
+    if ratios and config in ("default", "nproc"):
+        vs_ceiling = ", ".join(f"{x:.2f}" for x in ratios) + f"; **{statistics.median(ratios):.2f}**"
     each = ", ".join(f"{r:,.0f}" for r in rates[(n, config)])
-    print(f"| {n} | {names[config]} | {shape[(n, config)]} | {each} | {m:,.0f} | {speedup} | {vs_ref} |")
+    print(f"| {n} | {names[config]} | {shape[(n, config)]} | {each} | {m:,.0f} | {speedup} | {vs_ref} | {vs_ceiling} |")
 PY
 if ((downstream)); then
 	"$python" - "$out" >"$out/downstream.md" <<'PY'
