@@ -47,7 +47,7 @@ func TestSuiteRandomFromSettingsOnSyntheticData(t *testing.T) {
 	}
 	first.Finetune.Epochs, first.Finetune.Seeds = 1, 2
 	first.Linear.Seeds, first.Linear.Steps = 2, 20
-	earlier, err := suite.Run(first, cpuEnv(t))
+	earlier, err := suite.Run(first, cpuEnv(t), suite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestSuiteRandomFromSettingsOnSyntheticData(t *testing.T) {
 	var progress strings.Builder
 	env := cpuEnv(t)
 	env.Progress = &progress
-	res, err := suite.Run(later(), env)
+	res, err := suite.Run(later(), env, suite.Options{})
 	if err != nil {
 		t.Fatalf("a suite that runs none of the differing evaluations: %v", err)
 	}
@@ -132,7 +132,7 @@ func TestSuiteRandomFromSettingsOnSyntheticData(t *testing.T) {
 		var progress strings.Builder
 		env := cpuEnv(t)
 		env.Progress = &progress
-		_, err := suite.Run(c, env)
+		_, err := suite.Run(c, env, suite.Options{})
 		if err == nil || !strings.Contains(err.Error(), "random_from") || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%s: %v; want a refusal naming random_from and %q", tc.name, err, tc.says)
 		}
