@@ -27,7 +27,7 @@ import (
 // that seed it runs on (0 on the scaffold split, fold i under
 // cross-validation).
 type RunSpec struct {
-	Finetune *FinetuneConfig  `json:"finetune,omitempty"`
+	Finetune *FinetuneConfig   `json:"finetune,omitempty"`
 	Linear   *LinearEvalConfig `json:"linear,omitempty"`
 	Seed     uint64            `json:"seed"`
 	Split    int               `json:"split"`

@@ -22,10 +22,10 @@ type Result struct {
 	// recipe than Config.Finetune's, is the settings they were fine-tuned
 	// with.
 	RandomFinetune *evaluate.FinetuneConfig `json:"random_finetune,omitempty"`
-	Entries  []Entry           `json:"entries"` // dataset, evaluation, protocol, replicate; pre-trained first
-	Gains    []Gain            `json:"gains"`   // per benchmark, evaluation and protocol
-	Average  []Gain            `json:"average"` // per evaluation and protocol, over the benchmarks (Benchmark "average")
-	Seconds  float64           `json:"seconds"`
+	Entries        []Entry                  `json:"entries"` // dataset, evaluation, protocol, replicate; pre-trained first
+	Gains          []Gain                   `json:"gains"`   // per benchmark, evaluation and protocol
+	Average        []Gain                   `json:"average"` // per evaluation and protocol, over the benchmarks (Benchmark "average")
+	Seconds        float64                  `json:"seconds"`
 }
 
 // Entry is one evaluation under one protocol on one benchmark with one
