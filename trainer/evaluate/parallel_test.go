@@ -25,41 +25,6 @@ func jobsEnv(t *testing.T, jobs int) runenv.Env {
 	return env
 }
 
-// untimed is v's JSON without its timings (every "seconds",
-// "epoch_seconds" and "embed_seconds"), which alone differ between two
-// makings of the same runs. JSON writes each float64 so that it reads back
-// to the same bits: equal texts are equal figures, bit for bit.
-func untimed(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tree any
-	if err := json.Unmarshal(b, &tree); err != nil {
-		t.Fatal(err)
-	}
-	var strip func(any)
-	strip = func(n any) {
-		switch n := n.(type) {
-		case map[string]any:
-			for _, k := range []string{"seconds", "epoch_seconds", "embed_seconds"} {
-				delete(n, k)
-			}
-			for _, c := range n {
-				strip(c)
-			}
-		case []any:
-			for _, c := range n {
-				strip(c)
-			}
-		}
-	}
-	strip(tree)
-	out, _ := json.Marshal(tree)
-	return string(out)
-}
-
 // Acceptance: runs made side by side in two processes are the runs made
 // one after another in this process, and each is the run made alone (an
 // evaluation of its seed only), bit for bit: every epoch's loss and
@@ -85,8 +50,8 @@ func TestRunsSideBySideAreTheRunsAlone(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if untimed(t, one) != untimed(t, two) {
-				t.Errorf("side by side:\n%s\none after another:\n%s", untimed(t, two), untimed(t, one))
+			if testenv.Untimed(t, one) != testenv.Untimed(t, two) {
+				t.Errorf("side by side:\n%s\none after another:\n%s", testenv.Untimed(t, two), testenv.Untimed(t, one))
 			}
 			alone := cfg
 			alone.Seeds, alone.Seed = 1, cfg.Seed+1
@@ -95,7 +60,7 @@ func TestRunsSideBySideAreTheRunsAlone(t *testing.T) {
 				t.Fatal(err)
 			}
 			folds := len(single.Runs)
-			if got, want := untimed(t, two.Runs[folds:2*folds]), untimed(t, single.Runs); got != want {
+			if got, want := testenv.Untimed(t, two.Runs[folds:2*folds]), testenv.Untimed(t, single.Runs); got != want {
 				t.Errorf("seed %d side by side:\n%s\nalone:\n%s", alone.Seed, got, want)
 			}
 			if slices.Equal(two.Runs[0].TestROCAUC, two.Runs[folds].TestROCAUC) {
@@ -114,8 +79,8 @@ func TestRunsSideBySideAreTheRunsAlone(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if untimed(t, one) != untimed(t, two) {
-					t.Errorf("side by side:\n%s\none after another:\n%s", untimed(t, two), untimed(t, one))
+				if testenv.Untimed(t, one) != testenv.Untimed(t, two) {
+					t.Errorf("side by side:\n%s\none after another:\n%s", testenv.Untimed(t, two), testenv.Untimed(t, one))
 				}
 				alone := cfg
 				alone.Seeds, alone.Seed = 1, cfg.Seed+2
@@ -124,7 +89,7 @@ func TestRunsSideBySideAreTheRunsAlone(t *testing.T) {
 					t.Fatal(err)
 				}
 				n := len(single.Runs)
-				if got, want := untimed(t, two.Runs[2*n:3*n]), untimed(t, single.Runs); got != want {
+				if got, want := testenv.Untimed(t, two.Runs[2*n:3*n]), testenv.Untimed(t, single.Runs); got != want {
 					t.Errorf("seed %d side by side:\n%s\nalone:\n%s", alone.Seed, got, want)
 				}
 			})
@@ -156,7 +121,7 @@ func TestFinetuneSaveKeepsAnEnsemble(t *testing.T) {
 	}
 	var onDisk infer.Ensemble
 	if b, err := os.ReadFile(filepath.Join(every.Save, infer.EnsembleFile)); err != nil || json.Unmarshal(b, &onDisk) != nil ||
-		untimed(t, onDisk) != untimed(t, e.Ensemble) {
+		testenv.Untimed(t, onDisk) != testenv.Untimed(t, e.Ensemble) {
 		t.Errorf("ensemble.json (%v): %s, the result's %+v", err, b, e.Ensemble)
 	}
 	var seeds []uint64
@@ -188,7 +153,7 @@ func TestFinetuneSaveKeepsAnEnsemble(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := untimed(t, res.Saved.Members), untimed(t, e.Members[:2]); got != want || res.Saved.Selection != "the 2 best by valid" {
+	if got, want := testenv.Untimed(t, res.Saved.Members), testenv.Untimed(t, e.Members[:2]); got != want || res.Saved.Selection != "the 2 best by valid" {
 		t.Errorf("the 2 best (%s): %s, want %s", res.Saved.Selection, got, want)
 	}
 	entries, _ := os.ReadDir(top.Save)

@@ -212,6 +212,11 @@ func (r *runner) Do(job json.RawMessage) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	kind := "finetune"
+	if spec.Linear != nil {
+		kind = "linear"
+	}
+	failpoint.Crash(fmt.Sprintf("after %s run on %s, seed %d, split %d", kind, filepath.Base(c.Data), spec.Seed, spec.Split))
 	return json.Marshal(rec)
 }
 

@@ -60,9 +60,11 @@ func (e *JobError) Unwrap() error { return e.Err }
 // Run runs jobs of kind on env.Jobs processes (never more than there are
 // jobs; with one, or none asked for, in this process, one after another)
 // and calls done with each job's index and result, in the calling
-// goroutine, as each finishes. A job's failure (a *JobError), done's, or a
-// process that ends before its job's result stops the pool: no job is
-// started after it, and the processes are killed.
+// goroutine, as each finishes. A job's failure, or the end of the process
+// running it (both a *JobError), stops the pool: no job is started after
+// it, and the jobs under way finish (their results handed on: a suite
+// keeps them); Run returns the first failure. An error of done's kills the
+// processes at once.
 func Run(env runenv.Env, kind Kind, jobs []json.RawMessage, done func(job int, result json.RawMessage) error) error {
 	if n := min(env.Jobs, len(jobs)); n > 1 {
 		return runProcesses(env, kind, jobs, n, done)
@@ -209,16 +211,22 @@ func runProcesses(env runenv.Env, kind Kind, jobs []json.RawMessage, n int, done
 	procs := make([]*process, 0, n)
 	next := 0 // the next job to hand out
 	var first error
-	stop := func(err error) {
+	killed := false
+	// fail keeps the first error; kill ends the processes at once, else
+	// the jobs under way finish and their results are handed on.
+	fail := func(err error, kill bool) {
 		if first == nil {
 			first = err
 		}
-		for _, p := range procs {
-			p.cmd.Process.Kill()
+		if kill && !killed {
+			killed = true
+			for _, p := range procs {
+				p.cmd.Process.Kill()
+			}
 		}
 	}
-	// give hands p the next job, or, when none is left, closes its stdin,
-	// which ends it.
+	// give hands p the next job, or, when none is left or the pool is
+	// failing, closes its stdin, which ends it.
 	give := func(p *process) {
 		if next >= len(jobs) || first != nil {
 			p.job = -1
@@ -228,19 +236,19 @@ func runProcesses(env runenv.Env, kind Kind, jobs []json.RawMessage, n int, done
 		p.job = next
 		next++
 		if err := p.enc.Encode(jobMessage{Job: p.job, Spec: jobs[p.job]}); err != nil {
-			stop(fmt.Errorf("handing job %d to process %d: %w", p.job, p.cmd.Process.Pid, err))
+			fail(fmt.Errorf("handing job %d to process %d: %w", p.job, p.cmd.Process.Pid, err), true)
 		}
 	}
 	h := hello{Kind: kind.Name, Env: env, Progress: env.Progress != nil, Parent: os.Getpid()}
 	for i := range n {
 		p, err := startProcess(exe, i, events)
 		if err != nil {
-			stop(err)
+			fail(err, true)
 			break
 		}
 		procs = append(procs, p)
 		if err := p.enc.Encode(h); err != nil {
-			stop(fmt.Errorf("starting process %d: %w", p.cmd.Process.Pid, err))
+			fail(fmt.Errorf("starting process %d: %w", p.cmd.Process.Pid, err), true)
 			break
 		}
 		give(p)
@@ -257,28 +265,32 @@ func runProcesses(env runenv.Env, kind Kind, jobs []json.RawMessage, n int, done
 			if len(p.tail) > tailLines {
 				p.tail = p.tail[1:]
 			}
-		case e.answer != nil:
+		case e.answer != nil && !killed:
 			switch a := e.answer; {
-			case first != nil:
 			case a.Job != p.job:
-				stop(fmt.Errorf("process %d answered job %d, not its job %d", p.cmd.Process.Pid, a.Job, p.job))
+				fail(fmt.Errorf("process %d answered job %d, not its job %d", p.cmd.Process.Pid, a.Job, p.job), true)
 			case a.Error != "":
-				stop(&JobError{Job: a.Job, Err: errors.New(a.Error)})
+				fail(&JobError{Job: a.Job, Err: errors.New(a.Error)}, false)
+				give(p)
 			default:
 				if err := done(a.Job, a.Result); err != nil {
-					stop(err)
+					fail(err, true)
 				} else {
 					give(p)
 				}
 			}
 		case e.exit != nil:
 			left--
-			if first == nil && (*e.exit != nil || p.job >= 0) {
+			if !killed && (*e.exit != nil || p.job >= 0) {
 				why := "ended"
 				if *e.exit != nil {
 					why = (*e.exit).Error()
 				}
-				stop(fmt.Errorf("process %d of the pool (%s) %s during job %d%s", p.cmd.Process.Pid, kind.Name, why, p.job, quoteTail(p.tail)))
+				err := fmt.Errorf("process %d of the pool (%s) %s during job %d%s", p.cmd.Process.Pid, kind.Name, why, p.job, quoteTail(p.tail))
+				if p.job >= 0 {
+					err = &JobError{Job: p.job, Err: err}
+				}
+				fail(err, p.job < 0)
 			}
 		}
 	}
