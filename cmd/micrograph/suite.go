@@ -46,13 +46,14 @@ func runSuite(args []string) error {
 		"finished run, written as each finishes")
 	fs.StringVar(&cfg.RandomFrom, "random-from", "", "an earlier suite's --out folder (or suite.json) whose runs without pre-training are\n"+
 		"taken instead of made again; its datasets (paths and content), settings, seeds and architecture must be these,\n"+
-		"but for fine-tuning's recipe (--lr), which may differ: the table then says which each side used")
+		"but for fine-tuning's recipe (--lr and the recipe flags below), which may differ: the table then says which\n"+
+		"each side used")
 	fs.StringSliceVar(&cfg.Evaluations, "evaluations", cfg.Evaluations, "evaluations to run: finetune, linear (feature extraction)")
 	fs.StringSliceVar(&protocols, "protocols", protocols, "protocols to run: scaffold, cv10 (cvK: K folds)")
 	fs.IntVar(&ft.Seeds, "seeds", ft.Seeds, "runs per encoder, split and evaluation, seeded --seed, --seed+1, …")
 	fs.IntVar(&ft.Epochs, "epochs", ft.Epochs, "fine-tuning epochs per run")
 	fs.IntVar(&ft.BatchSize, "batch-size", ft.BatchSize, "fine-tuning batch size")
-	fs.Float64Var(&ft.LR, "lr", ft.LR, "fine-tuning Adam learning rate")
+	recipeFlags(fs, &ft.Recipe)
 	fs.Float64Var(&ft.Dropout, "dropout", ft.Dropout, "encoder dropout while fine-tuning")
 	l2GridFlag(fs, &lin.L2Grid, "l2-grid", "linear evaluation's L2 strengths λ (mean BCE + λ/2·‖w‖² per task)")
 	fs.IntVar(&lin.Steps, "linear-steps", lin.Steps, "linear evaluation's full-batch Adam steps per fit")

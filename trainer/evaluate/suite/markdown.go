@@ -245,7 +245,7 @@ func settingsDifference(a, b evaluate.FinetuneConfig) (inA, inB []string) {
 		if v, ok := m[k]; ok {
 			return k + " " + v
 		}
-		return k + " (none)"
+		return k + " (not set)"
 	}
 	slices.Sort(keys)
 	for _, k := range keys {

@@ -144,7 +144,8 @@ func TestSuiteRandomFromSettingsOnSyntheticData(t *testing.T) {
 }
 
 // --random-from takes the runs without pre-training of an earlier suite
-// that fine-tuned them with another recipe (its learning rate): the result
+// that fine-tuned them with another recipe (the learning rate, and no rate
+// of the encoder's own): the result
 // records the earlier fine-tuning settings, the random entries are the
 // earlier ones, and suite.md says, under its table, which recipe each side
 // used.
@@ -169,7 +170,7 @@ func TestSuiteRandomFromAnotherRecipe(t *testing.T) {
 	}
 	later := first
 	later.EncoderPaths = []string{writeSeededEncoder(t, smallEncoder, 5)}
-	later.Finetune.LR = 0.01
+	later.Finetune.LR, later.Finetune.EncoderLR = 0.01, 1e-4
 	later.RandomFrom = dir
 	res, err := suite.Run(later, cpuEnv(t), suite.Options{})
 	if err != nil {
@@ -181,7 +182,7 @@ func TestSuiteRandomFromAnotherRecipe(t *testing.T) {
 	if got, want := testenv.Untimed(t, res.Entries[1]), testenv.Untimed(t, earlier.Entries[1]); res.Entries[1].Pretrained || got != want {
 		t.Errorf("the random entry %s, the earlier suite's %s", got, want)
 	}
-	if line := "Fine-tune, no pre-training: the runs of " + dir + ", fine-tuned with lr 0.001 (the pre-trained encoders with lr 0.01).\n"; !strings.Contains(res.Markdown(), line) {
+	if line := "Fine-tune, no pre-training: the runs of " + dir + ", fine-tuned with encoder_lr (not set), lr 0.001 (the pre-trained encoders with encoder_lr 0.0001, lr 0.01).\n"; !strings.Contains(res.Markdown(), line) {
 		t.Errorf("the table lacks %q:\n%s", line, res.Markdown())
 	}
 	// A suite taking them in turn from this one records the recipe they
