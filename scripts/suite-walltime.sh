@@ -22,9 +22,11 @@
 #   --seeds   seeds per side (default 3, the card's)
 #   --epochs  fine-tuning epochs (default 100, the card's; --seeds 1 --epochs 1 is a
 #             smoke run of the script's logic, whose figures mean nothing)
-# Expected time on an idle 2-core machine like the card's: --jobs 1 about 40-50 minutes
-# (the card's suites took 75 minutes with three of them side by side on its 2 cores, one
-# thread each), the default about 25-30 minutes: about 75 minutes in all.
+# Expected time on an idle 2-core machine like the card's: an epoch of bace at the paper's
+# sizes is about 2.2 s on one core (issue 39), so 12 runs × 100 epochs are about 45 minutes
+# on one thread; --jobs 1 (2 threads, about 1.2× one) about 35-40 minutes, the default (2
+# processes of one thread) about 20-25 minutes: about an hour in all. (--seeds 1 --epochs 1
+# took 8 s and 6 s on the loaded 2-core Sapphire Rapids machine, start-up included.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
