@@ -90,9 +90,9 @@ func (c FinetuneConfig) Validate() error {
 	case c.SaveTop < 0:
 		return field.Errorf("save_top", c.SaveTop, "must not be negative")
 	case c.SaveTop > 0 && c.Save == "":
-		return field.Errorf("save_top", c.SaveTop, "needs save, the folder to keep the models in")
+		return field.Errorf("save_top", c.SaveTop, "needs a folder to save the models in")
 	case c.SaveTop > c.Seeds:
-		return field.Errorf("save_top", c.SaveTop, "must be at most seeds, %d", c.Seeds)
+		return field.Errorf("save_top", c.SaveTop, "must be at most the number of seeds, %d", c.Seeds)
 	case c.Save != "" && c.Protocol.CrossValidated():
 		return field.Errorf("save", c.Save, "needs protocol %s: cross-validation has no valid part to choose the saved model on", ProtocolScaffold)
 	case c.EncoderPath == "":
