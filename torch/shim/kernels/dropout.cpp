@@ -39,7 +39,7 @@ struct FastDropout : public torch::autograd::Function<FastDropout> {
 		AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "dropout", [&] {
 			const scalar_t scale = static_cast<scalar_t>(1 / (1 - p));
 			at::parallel_for(0, xc.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
-				mg::dropout_mask(xc.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), begin, end, seed,
+				MG_CPU_LOOP(mg::dropout_mask, scalar_t)(xc.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), begin, end, seed,
 				                 static_cast<float>(p), scale);
 			});
 		});

@@ -10,9 +10,11 @@
 
 #include <cstdint>
 
+#include "isa.h"
+
 namespace mg {
 
-template <typename T>
+template <typename T, Isa isa = Isa::avx2>
 void dropout_mask(const T *X, T *Y, int64_t begin, int64_t end, uint64_t seed, float p, T scale);
 
 } // namespace mg

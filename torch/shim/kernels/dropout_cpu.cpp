@@ -23,7 +23,7 @@ inline uint32_t mix(uint32_t h) {
 
 } // namespace
 
-template <typename T>
+template <typename T, Isa isa>
 void dropout_mask(const T *X, T *Y, int64_t begin, int64_t end, uint64_t seed, float p, T scale) {
 	const uint32_t lo = static_cast<uint32_t>(seed), hi = static_cast<uint32_t>(seed >> 32);
 	// In runs of indices that share their upper 32 bits, so that the hash is
@@ -43,7 +43,7 @@ void dropout_mask(const T *X, T *Y, int64_t begin, int64_t end, uint64_t seed, f
 	}
 }
 
-template void dropout_mask<float>(const float *, float *, int64_t, int64_t, uint64_t, float, float);
-template void dropout_mask<double>(const double *, double *, int64_t, int64_t, uint64_t, float, double);
+template void dropout_mask<float, MG_ISA>(const float *, float *, int64_t, int64_t, uint64_t, float, float);
+template void dropout_mask<double, MG_ISA>(const double *, double *, int64_t, int64_t, uint64_t, float, double);
 
 } // namespace mg
