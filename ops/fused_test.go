@@ -350,7 +350,7 @@ func TestFusedKernelsIndependentOfThreads(t *testing.T) {
 var fusedOutputNames = []string{"aggregation", "dropout", "embedding bag", "batch norm", "running mean", "running variance",
 	"dh", "dtable", "dγ", "dβ", "Adam's parameters", "Adam's first moments", "Adam's second moments", "group mean", "group mean's gradient"}
 
-// fusedKernelOutputs runs every fused CPU kernel with its lane-wise loops
+// fusedKernelOutputs runs every fused CPU kernel with lane-wise loops
 // (kernels/isa.h) on fixed random inputs at threads threads, forward and
 // backward, then two Adam steps on the gradients, and returns their values.
 func fusedKernelOutputs(threads int) [][]float64 {
@@ -380,7 +380,7 @@ func fusedKernelOutputs(threads int) [][]float64 {
 	tab := torch.FromSlice(tv, rows, d).ToDType(torch.Float32).SetRequiresGrad(true)
 	tt := torch.Full(nil, 1.1, f32)
 	out := torch.FusedGENAggregate(h, tab, torch.FromSlice(bond), tt, torch.FromSlice(src), torch.FromSlice(rowPtr), false)
-	dropped := torch.FusedDropout(out, 0.2)
+	dropped := torch.FusedDropout(out, 0.2).Add(torch.FusedReluDropout(out, 0.3))
 	bag := torch.FusedEmbeddingBagSum(tab, torch.FromSlice(idx, n, 3))
 	gamma := torch.Full([]int64{d}, 1.5, f32).SetRequiresGrad(true)
 	beta := torch.Full([]int64{d}, 0.25, f32).SetRequiresGrad(true)
@@ -446,5 +446,48 @@ func TestFusedKernelsSameAtEveryVectorWidth(t *testing.T) {
 		if !slices.Equal(wide[i], narrow[i]) {
 			t.Errorf("%s differs between the AVX-512 and AVX2 builds", name)
 		}
+	}
+}
+
+// The fused dropout of a ReLU is FusedDropout(x.Relu(), p) bit for bit, its
+// values and its gradient, for the same generator state.
+func TestFusedReluDropoutIsDropoutOfRelu(t *testing.T) {
+	scope(t)
+	if !torch.FusedKernels(torch.CPU) {
+		t.Skip("no fused CPU kernels here (a CPU without AVX2/FMA)")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	xv, gv := randomMatrix(r, 700, 90), randomMatrix(r, 700, 90)
+	run := func(fused bool) (out, grad []float64) {
+		x := torch.FromSlice(xv, 700, 90).ToDType(torch.Float32).SetRequiresGrad(true)
+		torch.ManualSeed(8)
+		var y *torch.Tensor
+		if fused {
+			y = torch.FusedReluDropout(x, 0.35)
+		} else {
+			y = torch.FusedDropout(x.Relu(), 0.35)
+		}
+		y.Mul(torch.FromSlice(gv, 700, 90).ToDType(torch.Float32)).Sum().Backward()
+		return values(y), values(x.Grad())
+	}
+	fusedOut, fusedGrad := run(true)
+	out, grad := run(false)
+	if !slices.Equal(fusedOut, out) || !slices.Equal(fusedGrad, grad) {
+		t.Fatal("the fused ReLU and dropout differ from dropout of the ReLU")
+	}
+	zero, kept := 0, 0
+	for i, v := range fusedOut {
+		switch {
+		case v == 0:
+			zero++
+		case v != float64(float32(xv[i])*float32(1/(1-0.35))):
+			t.Fatalf("element %d: %v, want x/(1−p) = %v", i, v, float32(xv[i])*float32(1/(1-0.35)))
+		default:
+			kept++
+		}
+	}
+	// About half the inputs are positive and 65 % of those kept.
+	if frac := float64(kept) / float64(len(fusedOut)); frac < 0.28 || frac > 0.37 {
+		t.Errorf("%.3f of the elements kept, want about 0.5·0.65", frac)
 	}
 }

@@ -90,6 +90,14 @@ func FusedDropout(x *Tensor, p float64) *Tensor {
 	})
 }
 
+// FusedReluDropout is FusedDropout(x.Relu(), p), bit for bit, in one pass
+// forward and one backward: the ReLU's gate joins the mask.
+func FusedReluDropout(x *Tensor, p float64) *Tensor {
+	return newTensor("relu_dropout", func(out *C.mg_tensor) C.mg_error {
+		return C.mg_fused_relu_dropout(x.c(), C.double(p), out)
+	})
+}
+
 // FusedEmbeddingBagSum is EmbeddingBagSum with a deterministic backward
 // (shim/kernels/embedding_bag_sum.h).
 func FusedEmbeddingBagSum(weight, indices *Tensor) *Tensor {

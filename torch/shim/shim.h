@@ -210,6 +210,9 @@ mg_error mg_fused_adam_step(const mg_tensor *params, const mg_tensor *exp_avg, c
                             double weight_decay, int decoupled);
 /* Training-mode dropout, 0 < p < 1, with a mask drawn from one seed of the CPU generator. */
 mg_error mg_fused_dropout(mg_tensor a, double p, mg_tensor *out);
+/* Dropout of ReLU(a), fused: the same mask as mg_fused_dropout's for the same
+ * generator state, applied where a > 0 (kernels/dropout.h). */
+mg_error mg_fused_relu_dropout(mg_tensor a, double p, mg_tensor *out);
 /* mg_embedding_bag_sum's result, with a deterministic backward. */
 mg_error mg_fused_embedding_bag_sum(mg_tensor weight, mg_tensor indices, mg_tensor *out);
 /* The weighted mean of the rows of x in each of num_groups groups, the p-th
