@@ -8,18 +8,20 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/micrograph/micrograph/trainer/runenv"
 	"github.com/micrograph/micrograph/trainer/runpool"
 )
 
-// job is a test job: square N, after writing Say on the progress; fail it,
-// or end the process, when asked.
+// job is a test job: square N, after writing Say on the progress and
+// sleeping Sleep; fail it, or end the process, when asked.
 type job struct {
-	N    int    `json:"n"`
-	Say  string `json:"say,omitempty"`
-	Fail bool   `json:"fail,omitempty"`
-	Exit bool   `json:"exit,omitempty"`
+	N     int           `json:"n"`
+	Say   string        `json:"say,omitempty"`
+	Sleep time.Duration `json:"sleep,omitempty"`
+	Fail  bool          `json:"fail,omitempty"`
+	Exit  bool          `json:"exit,omitempty"`
 }
 
 // result is a test job's: N², the process that made it, how many jobs that
@@ -41,6 +43,7 @@ func (w *squarer) Do(spec json.RawMessage) (json.RawMessage, error) {
 	if j.Say != "" && w.env.Progress != nil {
 		fmt.Fprintln(w.env.Progress, j.Say)
 	}
+	time.Sleep(j.Sleep)
 	switch {
 	case j.Fail:
 		return nil, fmt.Errorf("job %d fails", j.N)
@@ -132,8 +135,9 @@ func TestPoolRunsJobsInProcesses(t *testing.T) {
 }
 
 // A job that fails, or whose process ends, is a *JobError naming the job;
-// no job is handed out after it, and the jobs under way finish and are
-// handed on.
+// no job is handed out after it, and the job under way finishes and is
+// handed on. Job 1 fails at once while job 0 takes 3 s, so the failure is
+// seen first: jobs 2–5 are never started.
 func TestPoolStopsAtAFailure(t *testing.T) {
 	env := runenv.Default()
 	env.Jobs = 2
@@ -142,23 +146,18 @@ func TestPoolStopsAtAFailure(t *testing.T) {
 		bad  job
 		says string
 	}{
-		{"failing job", job{N: 2, Fail: true}, "job 2 fails"},
-		{"process ending", job{N: 2, Exit: true}, "exit status 3 during job 2"},
+		{"failing job", job{N: 1, Fail: true}, "job 1 fails"},
+		{"process ending", job{N: 1, Exit: true}, "exit status 3 during job 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			jobs := []job{{N: 0}, {N: 1}, tc.bad, {N: 3}, {N: 4}, {N: 5}}
+			jobs := []job{{N: 0, Sleep: 3 * time.Second}, tc.bad, {N: 2}, {N: 3}, {N: 4}, {N: 5}}
 			results, _, err := run(t, env, jobs)
 			var je *runpool.JobError
-			if !errors.As(err, &je) || je.Job != 2 || !strings.Contains(err.Error(), tc.says) {
-				t.Fatalf("%v, want job 2's error saying %q", err, tc.says)
+			if !errors.As(err, &je) || je.Job != 1 || !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("%v, want job 1's error saying %q", err, tc.says)
 			}
-			// Jobs 0 and 1 went first, one to each process; job 2 to the
-			// first free, and at most one more to the other.
-			if _, ok := results[0]; !ok || len(results) > 3 || results[4].Square+results[5].Square > 0 {
-				t.Errorf("results %v: want 0 and 1, and at most job 3 after the failure", results)
-			}
-			if _, ok := results[1]; !ok {
-				t.Errorf("job 1, under way when job 2 failed, was not handed on: %v", results)
+			if r, ok := results[0]; !ok || r.Square != 0 || len(results) != 1 {
+				t.Errorf("results %v: want job 0's, under way when job 1 failed, and no other", results)
 			}
 		})
 	}
