@@ -38,11 +38,11 @@ type OpenOptions struct {
 	Limits Limits
 	// Report receives one line saying how many rows a featurisation
 	// rejected and where they are listed; nil is silent.
-	Report io.Writer
+	Report io.Writer `json:"-"`
 	// Stop, when closed, ends a CSV's featurisation before its next
 	// molecule: Open returns ErrStopped and the cache is left without the
 	// CSV, to be featurised from the start next time. Nil never stops.
-	Stop <-chan struct{}
+	Stop <-chan struct{} `json:"-"`
 }
 
 func (o OpenOptions) cacheDir() (string, error) {

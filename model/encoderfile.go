@@ -1,8 +1,10 @@
 package model
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -122,6 +124,34 @@ func LoadEncoder(ref string) (_ EncoderInfo, _ []torch.Named, err error) {
 		return info, nil, fmt.Errorf("%s: %v (the weights: %s)", EncoderInfoPath(path), err, path)
 	}
 	return info, state, nil
+}
+
+// EncoderKey identifies what the encoder ref is, by content, so that a
+// result kept for one encoder is never taken for another's: a shipped
+// model's name with the SHA-256 of its weights, or the SHA-256 of a file's
+// weights and of its description.
+func EncoderKey(ref string) (string, error) {
+	if s, ok := shippedModel(ref); ok {
+		return fmt.Sprintf("model:%s:%x", ref, sha256.Sum256(s.weights)), nil
+	}
+	if err := checkModelRef(ref); err != nil {
+		return "", err
+	}
+	key := "file"
+	for _, path := range []string{ref, EncoderInfoPath(ref)} {
+		f, err := inputfile.Open(path)
+		if err != nil {
+			return "", fmt.Errorf("encoder %s: %w", ref, err)
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return "", fmt.Errorf("encoder %s: %w", path, err)
+		}
+		key += fmt.Sprintf(":%x", h.Sum(nil))
+	}
+	return key, nil
 }
 
 // checkEncoderState makes sure that state holds exactly the tensors, with

@@ -277,6 +277,7 @@ func TestKilledScoringLeavesNoTemporaryBehind(t *testing.T) {
 		"--epochs", "1", "--hidden", "8", "--layers", "1", "--device", "cpu", "--threads", "1", "--cache", cache); code != 0 {
 		t.Fatalf("finetune --save: %s", errs)
 	}
+	saved = bestMember(t, saved) // the one member of the ensemble
 	outs := filepath.Join(dir, "outs")
 	if err := os.Mkdir(outs, 0o755); err != nil {
 		t.Fatal(err)

@@ -30,18 +30,22 @@ func runFinetune(args []string) error {
 			"is the encoder's. Writes every epoch's figures, per task, to --out (JSON).\n"+
 			"Regression tasks (labels other than 0 and 1; see --task-types) train on the MSE of labels\n"+
 			"standardised with the train part's mean and std, and RMSE (lower is better) selects and is\n"+
-			"reported, with MAE. --save DIR keeps the selected model for micrograph predict.\n"+
+			"reported, with MAE. --save DIR keeps every seed's selected model, an ensemble, for micrograph predict.\n"+
 			"The recipe flags (--encoder-lr, --linear-probe-start, --freeze-epochs, --weight-decay,\n"+
 			"--warmup-epochs, --average-with-start, --patience) are the field's ways of keeping pre-trained\n"+
-			"features through fine-tuning (docs/method.md §7.3); their defaults are the paper's recipe.")
+			"features through fine-tuning (docs/method.md §7.3); their defaults are the paper's recipe.\n"+
+			"The runs (seeds, folds) are made side by side, one per core by default (--jobs), each\n"+
+			"giving what it gives alone with the same --threads.")
 	var ev evaluationFlags
 	ev.register(fs, &cfg.Common, "random initialisation", "", "epoch")
 	fs.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "epochs per run")
 	fs.IntVar(&cfg.BatchSize, "batch-size", cfg.BatchSize, "molecules per training batch")
 	recipeFlags(fs, &cfg.Recipe)
-	fs.StringVar(&cfg.Save, "save", "", "new folder for the selected model (model.pt: encoder.* and head.* with PyTorch names;\n"+
-		"model.json: architecture, tasks, label standardisation, data, figures): of the seed with the\n"+
-		"best valid figure, at its best epoch; needs --protocol scaffold")
+	fs.StringVar(&cfg.Save, "save", "", "new folder for the selected models, an ensemble: DIR/ensemble.json lists the members, best\n"+
+		"valid first; DIR/seed-N holds seed N's model at its best valid epoch (model.pt: encoder.* and head.*\n"+
+		"with PyTorch names; model.json: architecture, tasks, label standardisation, data, figures),\n"+
+		"usable alone; needs --protocol scaffold")
+	fs.IntVar(&cfg.SaveTop, "save-top", 0, "with --save, keep only the K seeds with the best valid figures (0: every seed)")
 	ev.registerRuntime(fs, &cfg.Common)
 	if err := parseFlags(fs, args, "data", "out"); err != nil {
 		return err
@@ -77,7 +81,9 @@ func runFinetune(args []string) error {
 	printf("finetune %s, %s, %s: %s over %d runs (%s), %.1fs; result in %s",
 		res.Dataset.Name, res.Protocol, encoderKind(res.Pretrained), figure, res.Test.N, selection, res.Seconds, ev.out)
 	if s := res.Saved; s != nil {
-		printf("saved the model of seed %d, epoch %d (valid %.4f, test %.4f) in %s", s.Seed, s.Epoch, s.Valid, s.Test, s.Dir)
+		best := s.Members[0]
+		printf("saved %d models (%s) in %s; the best, seed %d at epoch %d: valid %.4f, test %.4f",
+			len(s.Members), s.Selection, s.Dir, best.Seed, best.Epoch, best.Valid, best.Test)
 	}
 	return nil
 }
@@ -103,6 +109,7 @@ func recipeFlags(fs *pflag.FlagSet, r *evaluate.Recipe) {
 // result file and the dataset cache.
 type evaluationFlags struct {
 	out, taskTypes string
+	jobs           int
 	rt             runtimeFlags
 	env            runenv.Env // parsed by check
 }
@@ -127,6 +134,7 @@ func (e *evaluationFlags) registerRuntime(fs *pflag.FlagSet, c *evaluate.Common)
 	precisionFlag(fs, &c.Precision)
 	seedFlag(fs, &c.Seed)
 	e.rt.register(fs, true)
+	jobsFlag(fs, &e.jobs)
 }
 
 // check refuses, after parsing, what cannot run (cfg is the whole
@@ -151,6 +159,9 @@ func (e *evaluationFlags) check(fs *pflag.FlagSet, c *evaluate.Common, cfg inter
 		return flagError(fs, cfg, err)
 	}
 	if e.env, err = e.rt.parse(fs, nil); err != nil {
+		return err
+	}
+	if e.env, err = withJobs(fs, e.jobs, c.Runs(), e.env); err != nil {
 		return err
 	}
 	return checkOutput("--out", e.out, append(encoderInputs(c.EncoderPath), input{"--data", c.Data, true})...)

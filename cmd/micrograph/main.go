@@ -12,6 +12,8 @@ import (
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/trainer/evaluate"
+	"github.com/micrograph/micrograph/trainer/runpool"
 	"github.com/spf13/pflag"
 )
 
@@ -56,6 +58,9 @@ func main() {
 	// Every command runs tensors: their freed memory is kept for the next
 	// batch instead of being returned to the kernel (30 % of embed's time).
 	torch.TuneAllocator()
+	// A process that an evaluation started to make its runs side by side
+	// (finetune, linear-eval, suite) serves them and exits here.
+	runpool.ServeIfWorker(evaluate.Runs)
 	os.Exit(run(os.Args[1:], os.Stderr))
 }
 

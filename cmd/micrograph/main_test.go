@@ -9,6 +9,8 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/testenv"
+	"github.com/micrograph/micrograph/trainer/evaluate"
+	"github.com/micrograph/micrograph/trainer/runpool"
 )
 
 // asMainEnv makes the test binary micrograph itself, for the processes that
@@ -16,6 +18,7 @@ import (
 const asMainEnv = "MICROGRAPH_TEST_AS_MAIN"
 
 func TestMain(m *testing.M) {
+	runpool.ServeIfWorker(evaluate.Runs)
 	if os.Getenv(asMainEnv) != "" {
 		os.Exit(run(os.Args[1:], os.Stderr))
 	}

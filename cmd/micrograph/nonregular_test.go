@@ -51,6 +51,7 @@ func TestInputsThatAreNotRegularFiles(t *testing.T) {
 		"--seeds", "1", "--epochs", "1"}, small...)...); code != 0 {
 		t.Fatalf("finetune --save: %s", errs)
 	}
+	saved = bestMember(t, saved) // the one member of the ensemble
 	csv := writeMolecules(t, dir, 30)
 	bace := filepath.Join(dir, "bace") // a benchmark's name, for suite
 	testenv.CopyTree(t, synth, bace)
@@ -187,6 +188,7 @@ func TestTensorFileAskingForMoreThanItHolds(t *testing.T) {
 		"--seeds", "1", "--epochs", "1"}, small...)...); code != 0 {
 		t.Fatalf("finetune --save: %s", errs)
 	}
+	saved = bestMember(t, saved) // the one member of the ensemble
 	writeExpanded(t, encoder)
 	writeExpanded(t, filepath.Join(saved, "model.pt"))
 	planted := filepath.Join(run, "checkpoints", "step-000000999.pt")

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/trainer/evaluate"
+	"github.com/micrograph/micrograph/trainer/infer"
 	"github.com/micrograph/micrograph/trainer/metrics"
 )
 
@@ -215,9 +217,10 @@ func TestPredictMatchesReadmeSnippet(t *testing.T) {
 			saved := filepath.Join(dir, "model-"+tc.name)
 			args := append([]string{"finetune", "--data", synth, "--out", filepath.Join(dir, tc.name+".json"), "--save", saved,
 				"--seeds", "2", "--epochs", "2", "--cache", dir}, append(tinyEncoderFlags, tc.extra...)...)
-			if code, out, errs := runCLI(t, args...); code != 0 || !strings.Contains(out, "saved the model of seed") {
+			if code, out, errs := runCLI(t, args...); code != 0 || !strings.Contains(out, "saved 2 models (every seed) in "+saved) {
 				t.Fatalf("finetune --save: status %d\n%s\n%s", code, out, errs)
 			}
+			saved = bestMember(t, saved)
 			preds := filepath.Join(dir, "p-"+tc.name+".csv")
 			if code, out, errs := runCLI(t, "predict", "--model", saved, "--data", in, "--out", preds); code != 0 {
 				t.Fatalf("predict: status %d\n%s\n%s", code, out, errs)
@@ -262,10 +265,12 @@ print(json.dumps(p.tolist()))
 	}
 }
 
-// Acceptance: finetune --save, then predict on the test molecules of the
-// same split, gives the test figure the run reported for the saved model:
+// Acceptance: finetune --save keeps every seed's model, an ensemble whose
+// ensemble.json lists the members best valid first, each the run's model at
+// its best valid epoch; predict on the test molecules of the same split
+// with any member alone gives the test figure that member's run reported:
 // ROC-AUC on OGB's bace, RMSE on ESOL (featurised with a scaffold split), to
-// 1e-6.
+// 1e-6. The runs are made side by side (--jobs 2).
 func TestFinetuneSavePredictRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	esolCSV := filepath.Join(testenv.SharedData(t, "moleculenet"), "esol.csv")
@@ -284,7 +289,7 @@ func TestFinetuneSavePredictRoundTrip(t *testing.T) {
 			saved := filepath.Join(dir, "model-"+tc.name)
 			result := filepath.Join(dir, tc.name+".json")
 			args := append([]string{"finetune", "--data", tc.data, "--out", result, "--save", saved,
-				"--seeds", "2", "--epochs", "3", "--cache", dir, "--threads", "1"}, tinyEncoderFlags...)
+				"--seeds", "2", "--epochs", "3", "--cache", dir, "--threads", "1", "--jobs", "2"}, tinyEncoderFlags...)
 			if code, out, errs := runCLI(t, args...); code != 0 {
 				t.Fatalf("finetune --save: status %d\n%s\n%s", code, out, errs)
 			}
@@ -293,15 +298,21 @@ func TestFinetuneSavePredictRoundTrip(t *testing.T) {
 			if err := json.Unmarshal(b, &res); err != nil || res.Saved == nil {
 				t.Fatalf("%s: %v (saved %v)", result, err, res.Saved)
 			}
-			// The saved run's test figure is that of the best valid run.
-			var bestValid float64
-			for i, r := range res.Runs {
-				if i == 0 || evaluateBetter(tc.regression, float64(r.BestValid), bestValid) {
-					bestValid = float64(r.BestValid)
-				}
+			// Every seed's model, the best valid run's first.
+			var e infer.Ensemble
+			readJSON(t, filepath.Join(saved, infer.EnsembleFile), &e)
+			if !reflect.DeepEqual(e, res.Saved.Ensemble) || e.Format != "micrograph-ensemble" || e.Version != 1 || e.Selection != "every seed" ||
+				e.Metric != res.Metric || len(e.Members) != 2 {
+				t.Fatalf("ensemble.json %+v, the result's %+v", e, res.Saved)
 			}
-			if float64(res.Saved.Valid) != bestValid {
-				t.Errorf("saved valid %v, best over runs %v", res.Saved.Valid, bestValid)
+			for i, m := range e.Members {
+				r := res.Runs[slices.IndexFunc(res.Runs, func(r evaluate.FinetuneRun) bool { return r.Seed == m.Seed })]
+				if m.Dir != fmt.Sprintf("seed-%d", m.Seed) || m.Split != "scaffold" || m.Epoch != r.BestEpoch || m.Valid != r.BestValid || m.Test != r.TestAtBest {
+					t.Errorf("member %d: %+v, its run's best epoch %d, valid %v, test %v", i, m, r.BestEpoch, r.BestValid, r.TestAtBest)
+				}
+				if i > 0 && evaluateBetter(tc.regression, float64(m.Valid), float64(e.Members[i-1].Valid)) {
+					t.Errorf("member %d (valid %v) is listed after a worse one (%v)", i, m.Valid, e.Members[i-1].Valid)
+				}
 			}
 			// Each run's epoch is its best valid one: the lowest RMSE on regression tasks.
 			for _, r := range res.Runs {
@@ -339,32 +350,46 @@ func TestFinetuneSavePredictRoundTrip(t *testing.T) {
 			}
 			testCSV := filepath.Join(dir, tc.name+"-test.csv")
 			os.WriteFile(testCSV, []byte(smiles.String()), 0o644)
-			preds := filepath.Join(dir, tc.name+"-preds.csv")
-			if code, out, errs := runCLI(t, "predict", "--model", saved, "--data", testCSV, "--out", preds, "--threads", "1"); code != 0 {
-				t.Fatalf("predict: status %d\n%s\n%s", code, out, errs)
-			}
-			column := predictColumn(t, preds, 0)
-			scores := make([]float32, len(ds.Split.Test))
-			for i := range scores {
-				scores[i] = float32(column[i])
-			}
-			var figure float64
-			if tc.regression {
-				_, figure, err = metrics.RMSE(labels, scores, 1)
-			} else {
-				// Probabilities rounded to float32 could tie where logits do not:
-				// ROC-AUC is computed on the float64 column's order instead.
-				figure = rocAUC64(labels, column)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%s: finetune reported test %.8f for the saved model, predict gives %.8f", tc.name, res.Saved.Test, figure)
-			if math.Abs(figure-float64(res.Saved.Test)) > 1e-6 {
-				t.Errorf("predict gives test %v, finetune reported %v", figure, res.Saved.Test)
+			for _, m := range e.Members {
+				preds := filepath.Join(dir, tc.name+"-"+m.Dir+"-preds.csv")
+				if code, out, errs := runCLI(t, "predict", "--model", filepath.Join(saved, m.Dir), "--data", testCSV, "--out", preds, "--threads", "1"); code != 0 {
+					t.Fatalf("predict: status %d\n%s\n%s", code, out, errs)
+				}
+				column := predictColumn(t, preds, 0)
+				scores := make([]float32, len(ds.Split.Test))
+				for i := range scores {
+					scores[i] = float32(column[i])
+				}
+				var figure float64
+				if tc.regression {
+					_, figure, err = metrics.RMSE(labels, scores, 1)
+				} else {
+					// Probabilities rounded to float32 could tie where logits do not:
+					// ROC-AUC is computed on the float64 column's order instead.
+					figure = rocAUC64(labels, column)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s, %s: finetune reported test %.8f for the member, predict gives %.8f", tc.name, m.Dir, m.Test, figure)
+				if math.Abs(figure-float64(m.Test)) > 1e-6 {
+					t.Errorf("%s: predict gives test %v, finetune reported %v", m.Dir, figure, m.Test)
+				}
 			}
 		})
 	}
+}
+
+// bestMember is the folder of the first member (the best by valid) of the
+// ensemble finetune --save wrote into dir.
+func bestMember(t *testing.T, dir string) string {
+	t.Helper()
+	var e infer.Ensemble
+	readJSON(t, filepath.Join(dir, infer.EnsembleFile), &e)
+	if len(e.Members) == 0 {
+		t.Fatalf("%s: no member", dir)
+	}
+	return filepath.Join(dir, e.Members[0].Dir)
 }
 
 // evaluateBetter is the selection's order: higher ROC-AUC, lower RMSE.

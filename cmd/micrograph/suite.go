@@ -33,12 +33,21 @@ func runSuite(args []string) error {
 			"the mean Δ over benchmarks with its 95 % interval. Prints the table in the paper's layout,\n"+
 			"next to the paper's figures, and writes it to DIR/suite.md and every result to DIR/suite.json\n"+
 			"(DIR is made if missing; its parent must exist). The settings of the finetune and linear-eval\n"+
-			"commands apply; --seeds to both evaluations.")
+			"commands apply; --seeds to both evaluations.\n"+
+			"The runs of every evaluation (seeds, folds, encoders, both sides) are made side by side, one\n"+
+			"per core by default (--jobs), each giving what it gives alone with the same --threads, and each\n"+
+			"is kept in DIR/runs as it finishes: the same command started again, after a stop or with more\n"+
+			"--seeds, makes only the runs DIR/runs lacks and ends with the table an uninterrupted call gives\n"+
+			"(a run is kept under everything it depends on: the data's and the encoder's content, the\n"+
+			"settings, seed and split; remove DIR/runs to make them all again).")
 	fs.StringSliceVar(&cfg.EncoderPaths, "encoder", nil, "pre-trained encoders, comma-separated, one per pre-training run: shipped models' names ("+defaultModel+")\nor .pt files from micrograph export with their .json")
 	fs.StringSliceVar(&cfg.Datasets, "datasets", nil, "benchmark datasets: paths after the flag, comma-separated, or the flag repeated")
-	fs.StringVar(&out, "out", "", "folder for suite.md and suite.json, written once everything is done")
+	fs.StringVar(&out, "out", "", "folder for suite.md and suite.json, written once everything is done, and runs/, a file per\n"+
+		"finished run, written as each finishes")
 	fs.StringVar(&cfg.RandomFrom, "random-from", "", "an earlier suite's --out folder (or suite.json) whose runs without pre-training are\n"+
-		"taken instead of made again; its datasets (paths and content), settings, seeds and architecture must be these")
+		"taken instead of made again; its datasets (paths and content), settings, seeds and architecture must be these,\n"+
+		"but for fine-tuning's recipe (--lr and the recipe flags below), which may differ: the table then says which\n"+
+		"each side used")
 	fs.StringSliceVar(&cfg.Evaluations, "evaluations", cfg.Evaluations, "evaluations to run: finetune, linear (feature extraction)")
 	fs.StringSliceVar(&protocols, "protocols", protocols, "protocols to run: scaffold, cv10 (cvK: K folds)")
 	fs.IntVar(&ft.Seeds, "seeds", ft.Seeds, "runs per encoder, split and evaluation, seeded --seed, --seed+1, …")
@@ -53,6 +62,8 @@ func runSuite(args []string) error {
 	seedFlag(fs, &ft.Seed)
 	var rt runtimeFlags
 	rt.register(fs, true)
+	var jobs int
+	jobsFlag(fs, &jobs)
 	if err := parseFlags(fs, expandDatasets(args), "encoder", "datasets", "out"); err != nil {
 		return err
 	}
@@ -76,7 +87,10 @@ func runSuite(args []string) error {
 	if err := checkResultFolder("--out", out); err != nil {
 		return err
 	}
-	res, runErr := suite.Run(cfg, env)
+	if env, err = withJobs(fs, jobs, cfg.Runs(), env); err != nil {
+		return err
+	}
+	res, runErr := suite.Run(cfg, env, suite.Options{RunFiles: filepath.Join(out, "runs")})
 	if res == nil {
 		return flagError(fs, &cfg, runErr)
 	}

@@ -324,6 +324,10 @@ func defaultCommon() Common {
 	return Common{Encoder: model.DefaultEncoderConfig(), Seeds: 10, Protocol: ProtocolScaffold, Precision: model.FP32}
 }
 
+// Runs is how many runs an evaluation of c makes: Seeds on each of the
+// protocol's splits.
+func (c Common) Runs() int { return c.Seeds * max(1, c.Protocol.Folds()) }
+
 // validate checks the shared settings, naming their fields.
 func (c Common) validate() error {
 	switch {

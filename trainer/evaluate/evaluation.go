@@ -15,9 +15,10 @@ type Evaluation interface {
 	// Check reports the first setting that cannot work with c in place of
 	// the shared settings, naming its field.
 	Check(c Common) error
-	// Evaluate runs the evaluation with c in place of the shared settings,
-	// where env says.
-	Evaluate(c Common, env runenv.Env) (Outcome, error)
+	// Plan opens the data and encoder with c in place of the shared
+	// settings where env says, checks that every run can be made, and
+	// lists the runs, which RunAll runs and Plan.Outcome summarises.
+	Plan(c Common, env runenv.Env) (*Plan, error)
 }
 
 // Outcome is what a suite keeps of an evaluation: the test ROC-AUC over its
@@ -38,20 +39,6 @@ func (c FinetuneConfig) Check(common Common) error {
 	return c.Validate()
 }
 
-// Evaluate fine-tunes with the shared settings replaced by common.
-func (c FinetuneConfig) Evaluate(common Common, env runenv.Env) (Outcome, error) {
-	c.Common = common
-	r, err := Finetune(c, env)
-	if err != nil {
-		return Outcome{}, err
-	}
-	out := Outcome{Test: r.Test, Finetune: r}
-	for _, run := range r.Runs {
-		out.RunTests = append(out.RunTests, run.TestAtBest)
-	}
-	return out, nil
-}
-
 // Settings are c's shared settings.
 func (c LinearEvalConfig) Settings() Common { return c.Common }
 
@@ -59,20 +46,4 @@ func (c LinearEvalConfig) Settings() Common { return c.Common }
 func (c LinearEvalConfig) Check(common Common) error {
 	c.Common = common
 	return c.Validate()
-}
-
-// Evaluate runs the linear evaluation with the shared settings replaced by
-// common.
-func (c LinearEvalConfig) Evaluate(common Common, env runenv.Env) (Outcome, error) {
-	c.Common = common
-	r, err := LinearEval(c, env)
-	if err != nil {
-		return Outcome{}, err
-	}
-	out := Outcome{Test: r.Test, Linear: r}
-	for _, run := range r.Runs {
-		_, test := run.figures(r.Metric == MetricRMSE)
-		out.RunTests = append(out.RunTests, test)
-	}
-	return out, nil
 }

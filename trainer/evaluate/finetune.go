@@ -1,16 +1,17 @@
 package evaluate
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
+	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
@@ -34,11 +35,13 @@ type FinetuneConfig struct {
 	// Adam's rate, and the options that keep pre-trained features.
 	Recipe
 
-	// Save, when not empty, is a new folder to write the selected model
-	// into (infer.SaveModel): the run with the best valid figure over the
-	// seeds, at its selected epoch. It needs a valid part: the scaffold
-	// protocol.
-	Save string `json:"save,omitempty"`
+	// Save, when not empty, is a new folder to write the selected models
+	// into, an ensemble (infer.Ensemble): every seed's model at its
+	// selected epoch, each a folder as infer.SaveModel writes, or with
+	// SaveTop only the SaveTop best by valid. It needs a valid part: the
+	// scaffold protocol.
+	Save    string `json:"save,omitempty"`
+	SaveTop int    `json:"save_top,omitempty"`
 }
 
 // DefaultFinetuneConfig is docs/method.md §1's downstream setting: Adam 1e-3
@@ -53,6 +56,15 @@ func DefaultFinetuneConfig() FinetuneConfig {
 		BatchSize: 32,
 		Recipe:    Recipe{LR: 1e-3},
 	}
+}
+
+// WithoutRecipe is c without its Recipe, how the model is trained: what
+// two fine-tunings must have in common for one's runs without pre-training
+// to stand for the other's (suite.Config.RandomFrom), each side being free
+// to train with the recipe that suits it.
+func (c FinetuneConfig) WithoutRecipe() FinetuneConfig {
+	c.Recipe = Recipe{}
+	return c
 }
 
 // Validate reports the first setting that cannot work, naming its field.
@@ -75,6 +87,12 @@ func (c FinetuneConfig) Validate() error {
 		return err
 	}
 	switch {
+	case c.SaveTop < 0:
+		return field.Errorf("save_top", c.SaveTop, "must not be negative")
+	case c.SaveTop > 0 && c.Save == "":
+		return field.Errorf("save_top", c.SaveTop, "needs a folder to save the models in")
+	case c.SaveTop > c.Seeds:
+		return field.Errorf("save_top", c.SaveTop, "must be at most the number of seeds, %d", c.Seeds)
 	case c.Save != "" && c.Protocol.CrossValidated():
 		return field.Errorf("save", c.Save, "needs protocol %s: cross-validation has no valid part to choose the saved model on", ProtocolScaffold)
 	case c.EncoderPath == "":
@@ -113,9 +131,11 @@ type FinetuneResult struct {
 	TestPerTask []TaskStat   `json:"test_per_task"` // at each run's selected epoch
 	// TestMAE is regression's test MAE at each run's selected epoch.
 	TestMAE *metrics.Stat `json:"test_mae,omitempty"`
-	// Saved is the run whose model Config.Save holds.
-	Saved   *SavedRun `json:"saved,omitempty"`
-	Seconds float64   `json:"seconds"`
+	// Saved is the ensemble Config.Save holds.
+	Saved *SavedEnsemble `json:"saved,omitempty"`
+	// Seconds is the evaluation's wall time; in a suite, where its runs
+	// share the cores with others, the sum of its runs' times.
+	Seconds float64 `json:"seconds"`
 }
 
 // The metrics an evaluation selects and reports on.
@@ -123,21 +143,6 @@ const (
 	MetricROCAUC = "roc_auc" // classification tasks: higher is better
 	MetricRMSE   = "rmse"    // regression tasks, in the labels' units: lower is better
 )
-
-// SavedRun identifies the run a saved model comes from and its figures.
-type SavedRun struct {
-	Dir        string        `json:"dir"`
-	Seed       uint64        `json:"seed"`
-	Split      string        `json:"split"`
-	Epoch      int           `json:"epoch"`
-	Metric     string        `json:"metric"`
-	Valid      metrics.Value `json:"valid"` // the metric on the valid part at Epoch
-	Test       metrics.Value `json:"test"`
-	TestMAE    metrics.Value `json:"test_mae,omitempty"`
-	Selection  string        `json:"selection"`
-	Seeds      int           `json:"seeds"`
-	ResultTest metrics.Stat  `json:"result_test"` // the experiment's Test, over all runs
-}
 
 // SelectedEpoch is the epoch a seed's folds report under cross-validation.
 type SelectedEpoch struct {
@@ -208,92 +213,117 @@ func Finetune(cfg FinetuneConfig, env runenv.Env) (*FinetuneResult, error) {
 }
 
 // finetune is Finetune after runenv's prologue.
-func finetune(cfg FinetuneConfig, env runenv.Env) (_ *FinetuneResult, err error) {
+func finetune(cfg FinetuneConfig, env runenv.Env) (*FinetuneResult, error) {
 	start := time.Now()
-	se, err := cfg.Common.open(env)
-	if err != nil {
-		return nil, err
-	}
-	defer se.close()
 	if cfg.Save != "" {
 		// Refused now rather than after the training.
 		if _, err := os.Stat(cfg.Save); err == nil {
 			return nil, fmt.Errorf("save %s: already exists", cfg.Save)
 		}
 	}
-	arch, state, dev, ds := se.arch, se.state, se.dev, se.ds
-	arch.Dropout = cfg.Dropout
-	name := filepath.Base(cfg.Data)
+	p, err := cfg.Plan(cfg.Common, env)
+	if err != nil {
+		return nil, err
+	}
+	var res *FinetuneResult
+	run := func() error {
+		results, err := runAll(env, p.Runs)
+		if err != nil {
+			return err
+		}
+		out, err := p.Outcome(results)
+		res = out.Finetune
+		return err
+	}
+	if cfg.Save == "" {
+		err = run()
+	} else {
+		// Every run writes its member into the folder's temporary; the
+		// folder appears once the members kept and ensemble.json are in.
+		err = atomicfile.WriteDir(cfg.Save, func(tmp string) error {
+			for i := range p.Runs {
+				p.Runs[i].Member = filepath.Join(tmp, memberDir(p.Runs[i].Seed))
+			}
+			if err := run(); err != nil {
+				return err
+			}
+			return keepMembers(res, tmp)
+		})
+	}
+	if err != nil {
+		return nil, err
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
 
-	res := &FinetuneResult{Evaluation: "finetune", Metric: MetricROCAUC, Protocol: cfg.Protocol, Folds: cfg.Protocol.Folds(), Config: cfg, Device: dev.String(),
-		Dataset: summarizeDataset(cfg.Data, ds, cfg.Protocol), Pretrained: state != nil}
+// Plan opens the data and encoder of c with common in place of its shared
+// settings where env says, checks every seed's splits, and lists the runs:
+// a fresh classifier trained on each split of each seed.
+func (c FinetuneConfig) Plan(common Common, env runenv.Env) (*Plan, error) {
+	c.Common = common
+	se, err := c.Common.open(env)
+	if err != nil {
+		return nil, err
+	}
+	defer se.close()
+	res := FinetuneResult{Evaluation: "finetune", Metric: MetricROCAUC, Protocol: c.Protocol, Folds: c.Protocol.Folds(), Config: c, Device: se.dev.String(),
+		Dataset: summarizeDataset(c.Data, se.ds, c.Protocol), Pretrained: se.state != nil}
 	if se.regression {
 		res.Metric = MetricRMSE
 	}
-	res.Config.Encoder = arch
-	// With Save, the run to save so far; the others' snapshots are freed as soon as they lose.
-	var best *FinetuneRun
-	defer func() {
-		if best != nil {
-			torch.FreeNamed(best.snapshot)
-		}
-	}()
-	for i := range cfg.Seeds {
-		seed := cfg.Seed + uint64(i)
-		splits, err := cfg.Protocol.splits(name, ds, se.regression, seed)
-		if err != nil {
-			return nil, err
-		}
-		seedRuns := make([]FinetuneRun, 0, len(splits))
-		for _, split := range splits {
-			f := &finetuner{cfg: &res.Config, name: name, ds: ds, regression: se.regression, split: split, dev: dev, workers: se.workers, progress: se.progress, seed: seed}
-			var run FinetuneRun
-			var runErr error
-			if err := torch.Catch(func() { run, runErr = f.run(state) }); err != nil || runErr != nil {
-				torch.FreeNamed(run.snapshot)
-				return nil, fmt.Errorf("seed %d, %s split: %w", f.seed, split.Name, errors.Join(err, runErr))
+	res.Config.Encoder = se.arch
+	res.Config.Encoder.Dropout = c.Dropout
+	splits, err := c.Common.checkSplits(se)
+	if err != nil {
+		return nil, err
+	}
+	run := res.Config
+	return &Plan{
+		Runs:    planRuns(RunSpec{Finetune: &run}, c.Seed, splits),
+		outcome: func(records []runRecord) (Outcome, error) { return finetuneOutcome(res, records, splits) },
+	}, nil
+}
+
+// finetuneOutcome is res completed with its runs' records (splits[i] of
+// seed i, in order): under cross-validation each seed's epoch chosen on its
+// folds, and the summaries over runs.
+func finetuneOutcome(res FinetuneResult, records []runRecord, splits []int) (Outcome, error) {
+	regression := res.Metric == MetricRMSE
+	k := 0
+	for i, n := range splits {
+		seedRuns := make([]FinetuneRun, 0, n)
+		for range n {
+			if records[k].Finetune == nil {
+				return Outcome{}, fmt.Errorf("the result of run %d is not a fine-tuning run's", k)
 			}
-			if run.snapshot != nil {
-				if best == nil || better(se.regression, float64(run.BestValid), float64(best.BestValid)) {
-					if best != nil {
-						torch.FreeNamed(best.snapshot)
-					}
-					kept := run
-					best = &kept
-				} else {
-					torch.FreeNamed(run.snapshot)
-				}
-				run.snapshot = nil
-			}
-			seedRuns = append(seedRuns, run)
+			seedRuns = append(seedRuns, records[k].Finetune.run())
+			k++
 		}
-		if cfg.Protocol.CrossValidated() {
-			res.Selected = append(res.Selected, selectEpochOnFolds(seed, seedRuns, se.regression))
+		if res.Protocol.CrossValidated() {
+			res.Selected = append(res.Selected, selectEpochOnFolds(res.Config.Seed+uint64(i), seedRuns, regression))
 		}
 		res.Runs = append(res.Runs, seedRuns...)
 	}
 
 	tests, valids, maes := make([]float64, len(res.Runs)), make([]float64, len(res.Runs)), make([]float64, len(res.Runs))
 	perTask := make([][]metrics.Value, len(res.Runs))
+	res.Seconds = 0
 	for i, r := range res.Runs {
 		tests[i], valids[i], maes[i], perTask[i] = float64(r.TestAtBest), float64(r.BestValid), float64(r.TestMAEAtBest), r.TestPerTask
+		res.Seconds += r.Seconds
 	}
 	res.Test, res.Valid = metrics.StatOf(tests), metrics.StatOf(valids)
-	if se.regression {
+	if regression {
 		mae := metrics.StatOf(maes)
 		res.TestMAE = &mae
 	}
-	res.TestPerTask = perTaskStats(ds.Tasks, perTask)
-	if cfg.Save != "" {
-		if best == nil {
-			return nil, fmt.Errorf("save %s: no run selected an epoch", cfg.Save)
-		}
-		if err := saveModel(res, best, se.types); err != nil {
-			return nil, err
-		}
+	res.TestPerTask = perTaskStats(res.Dataset.Tasks, perTask)
+	out := Outcome{Test: res.Test, Finetune: &res}
+	for _, run := range res.Runs {
+		out.RunTests = append(out.RunTests, run.TestAtBest)
 	}
-	res.Seconds = time.Since(start).Seconds()
-	return res, nil
+	return out, nil
 }
 
 // better reports whether figure a beats b: a higher ROC-AUC, or a lower
@@ -305,27 +335,88 @@ func better(regression bool, a, b float64) bool {
 	return a > b || math.IsNaN(b) && !math.IsNaN(a)
 }
 
-// saveModel writes run's snapshot, with the description predict and PyTorch
-// need, into res.Config.Save.
-func saveModel(res *FinetuneResult, run *FinetuneRun, types []data.TaskType) error {
-	tasks := make([]infer.Task, len(types))
-	for j, t := range types {
-		tasks[j] = infer.Task{Name: res.Dataset.Tasks[j], Type: t}
+// memberDir is the folder of seed's model in a saved ensemble.
+func memberDir(seed uint64) string { return fmt.Sprintf("seed-%d", seed) }
+
+// SavedMember is what a saved member's model.json records of the run its
+// weights come from ("training"): the run and its figures at the saved
+// epoch, the metric's (and on regression tasks the test MAE).
+type SavedMember struct {
+	Seed    uint64        `json:"seed"`
+	Split   string        `json:"split"`
+	Epoch   int           `json:"epoch"`
+	Metric  string        `json:"metric"`
+	Valid   metrics.Value `json:"valid"`
+	Test    metrics.Value `json:"test"`
+	TestMAE metrics.Value `json:"test_mae,omitempty"`
+}
+
+// saveMember writes run's model at its selected epoch, with the description
+// predict and PyTorch need, into the new folder dir.
+func saveMember(dir string, cfg *FinetuneConfig, se *session, run *FinetuneRun) error {
+	if run.snapshot == nil {
+		return fmt.Errorf("save %s: seed %d selected no epoch", cfg.Save, run.Seed)
+	}
+	tasks := make([]infer.Task, len(se.types))
+	for j, t := range se.types {
+		tasks[j] = infer.Task{Name: se.ds.Tasks[j], Type: t}
 		if t == data.Regression {
 			tasks[j].Mean, tasks[j].Std = run.std.Mean[j], run.std.Std[j]
 		}
 	}
-	res.Saved = &SavedRun{
-		Dir: res.Config.Save, Seed: run.Seed, Split: run.Split, Epoch: run.BestEpoch, Metric: res.Metric,
-		Valid: run.BestValid, Test: run.TestAtBest, TestMAE: run.TestMAEAtBest,
-		Selection: "the run with the best valid figure over the seeds, at its best valid epoch",
-		Seeds:     res.Config.Seeds, ResultTest: res.Test,
+	member := SavedMember{Seed: run.Seed, Split: run.Split, Epoch: run.BestEpoch, Metric: MetricROCAUC,
+		Valid: run.BestValid, Test: run.TestAtBest, TestMAE: run.TestMAEAtBest}
+	if se.regression {
+		member.Metric = MetricRMSE
 	}
-	m, err := infer.NewSavedModel(res.Config.Encoder, tasks, res.Dataset, res.Saved)
+	m, err := infer.NewSavedModel(cfg.Encoder, tasks, summarizeDataset(cfg.Data, se.ds, cfg.Protocol), member)
 	if err != nil {
 		return err
 	}
-	return infer.SaveModel(res.Config.Save, m, run.snapshot)
+	return infer.SaveModel(dir, m, run.snapshot)
+}
+
+// SavedEnsemble is where Config.Save's folder is and what its
+// ensemble.json says.
+type SavedEnsemble struct {
+	Dir string `json:"dir"`
+	infer.Ensemble
+}
+
+// keepMembers keeps, of the members res's runs wrote into tmp (the save
+// folder being made), every seed's, or with Config.SaveTop that many with
+// the best valid figures; writes their ensemble.json, best first; and
+// records it in res.Saved.
+func keepMembers(res *FinetuneResult, tmp string) error {
+	regression := res.Metric == MetricRMSE
+	order := make([]int, len(res.Runs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		return better(regression, float64(res.Runs[order[a]].BestValid), float64(res.Runs[order[b]].BestValid))
+	})
+	e := infer.Ensemble{Format: infer.EnsembleFormat, Version: infer.EnsembleVersion, Selection: "every seed", Metric: res.Metric}
+	keep := len(order)
+	if k := res.Config.SaveTop; k > 0 {
+		keep, e.Selection = min(k, keep), fmt.Sprintf("the %d best by valid", k)
+	}
+	for n, i := range order {
+		r := res.Runs[i]
+		if n >= keep {
+			if err := os.RemoveAll(filepath.Join(tmp, memberDir(r.Seed))); err != nil {
+				return err
+			}
+			continue
+		}
+		e.Members = append(e.Members, infer.EnsembleMember{Dir: memberDir(r.Seed), Seed: r.Seed, Split: r.Split, Epoch: r.BestEpoch,
+			Valid: r.BestValid, Test: r.TestAtBest})
+	}
+	if err := infer.WriteEnsemble(tmp, e); err != nil {
+		return err
+	}
+	res.Saved = &SavedEnsemble{Dir: res.Config.Save, Ensemble: e}
+	return nil
 }
 
 // selectEpochOnFolds applies the paper's selection to one seed's fold runs:

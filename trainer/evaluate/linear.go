@@ -3,8 +3,8 @@ package evaluate
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -132,7 +132,9 @@ type LinearEvalResult struct {
 	TestPerTask  []TaskStat    `json:"test_per_task"`
 	TestMAE      *metrics.Stat `json:"test_mae,omitempty"` // regression: test MAE at the chosen λ, over runs
 	EmbedSeconds float64       `json:"embed_seconds"`      // computing embeddings, in all
-	Seconds      float64       `json:"seconds"`
+	// Seconds is the evaluation's wall time; in a suite, where its runs
+	// share the cores with others, the sum of its runs' times.
+	Seconds float64 `json:"seconds"`
 
 	// ByFraction summarises the runs of each label fraction, in
 	// Config.LabelFractions' order; empty without them.
@@ -207,69 +209,93 @@ func LinearEval(cfg LinearEvalConfig, env runenv.Env) (*LinearEvalResult, error)
 }
 
 // linearEval is LinearEval after runenv's prologue.
-func linearEval(cfg LinearEvalConfig, env runenv.Env) (_ *LinearEvalResult, err error) {
+func linearEval(cfg LinearEvalConfig, env runenv.Env) (*LinearEvalResult, error) {
 	start := time.Now()
-	se, err := cfg.Common.open(env)
+	p, err := cfg.Plan(cfg.Common, env)
+	if err != nil {
+		return nil, err
+	}
+	results, err := runAll(env, p.Runs)
+	if err != nil {
+		return nil, err
+	}
+	out, err := p.Outcome(results)
+	if err != nil {
+		return nil, err
+	}
+	out.Linear.Seconds = time.Since(start).Seconds()
+	return out.Linear, nil
+}
+
+// fractions are the label fractions each run fits on: LabelFractions, or
+// every label.
+func (c LinearEvalConfig) fractions() []float64 {
+	if len(c.LabelFractions) == 0 {
+		return []float64{1}
+	}
+	return c.LabelFractions
+}
+
+// Plan opens the data and encoder of c with common in place of its shared
+// settings where env says, checks every seed's splits, and lists the runs:
+// the fits of every label fraction on each split of each seed. Each seed's
+// progress lines go to env.Progress as Plan.Outcome summarises it.
+func (c LinearEvalConfig) Plan(common Common, env runenv.Env) (*Plan, error) {
+	c.Common = common
+	se, err := c.Common.open(env)
 	if err != nil {
 		return nil, err
 	}
 	defer se.close()
-	arch, state, dev, ds := se.arch, se.state, se.dev, se.ds
-	res := &LinearEvalResult{Evaluation: "linear", Metric: MetricROCAUC, Protocol: cfg.Protocol, Folds: cfg.Protocol.Folds(), Config: cfg, Device: dev.String(),
-		Dataset: summarizeDataset(cfg.Data, ds, cfg.Protocol), Pretrained: state != nil, EmbeddingDim: arch.Hidden}
-	res.Config.Encoder = arch
-	fit, metric := FitLinear, "ROC-AUC"
+	res := LinearEvalResult{Evaluation: "linear", Metric: MetricROCAUC, Protocol: c.Protocol, Folds: c.Protocol.Folds(), Config: c, Device: se.dev.String(),
+		Dataset: summarizeDataset(c.Data, se.ds, c.Protocol), Pretrained: se.state != nil, EmbeddingDim: se.arch.Hidden}
+	res.Config.Encoder = se.arch
 	if se.regression {
-		res.Metric, fit, metric = MetricRMSE, fitRidgeRun, "RMSE"
-		for _, l := range cfg.L2Grid {
+		res.Metric = MetricRMSE
+		for _, l := range c.L2Grid {
 			if !(l > 0) {
 				return nil, field.Errorf("l2_grid", l, "must hold positive values for ridge regression (the tasks of %s are regression tasks)", res.Dataset.Name)
 			}
 		}
 	}
-
-	fractions := cfg.LabelFractions
-	if len(fractions) == 0 {
-		fractions = []float64{1}
+	splits, err := c.Common.checkSplits(se)
+	if err != nil {
+		return nil, err
 	}
-	var embeddings *torch.Tensor // n×d, of every molecule
-	defer func() { embeddings.Free() }()
-	for i := range cfg.Seeds {
+	run, progress := res.Config, env.Progress
+	return &Plan{
+		Runs:    planRuns(RunSpec{Linear: &run}, c.Seed, splits),
+		outcome: func(records []runRecord) (Outcome, error) { return linearOutcome(res, records, splits, progress) },
+	}, nil
+}
+
+// linearOutcome is res completed with its runs' records (splits[i] of seed
+// i, in order): under cross-validation each seed's λ chosen on its folds
+// for each label fraction, and the summaries over runs. Each seed's runs
+// are told to progress.
+func linearOutcome(res LinearEvalResult, records []runRecord, splits []int, progress io.Writer) (Outcome, error) {
+	cfg := res.Config
+	regression := res.Metric == MetricRMSE
+	metric := "ROC-AUC"
+	if regression {
+		metric = "RMSE"
+	}
+	fractions := cfg.fractions()
+	res.EmbedSeconds, res.Seconds = 0, 0
+	k := 0
+	for i, n := range splits {
 		seed := cfg.Seed + uint64(i)
-		splits, err := cfg.Protocol.splits(filepath.Base(cfg.Data), ds, se.regression, seed)
-		if err != nil {
-			return nil, err
-		}
-		if embeddings == nil || state == nil {
-			embeddings.Free()
-			embedStart := time.Now()
-			var embedErr error
-			if err := torch.Catch(func() { embeddings, embedErr = embedMolecules(ds, arch, state, seed, dev, cfg.Precision, se.workers) }); err != nil || embedErr != nil {
-				return nil, fmt.Errorf("encoder %s on %s: %w", encoderName(cfg.EncoderPath), cfg.Data, errors.Join(err, embedErr))
+		seedRuns := make([]LinearEvalRun, 0, n*len(fractions))
+		for range n {
+			if len(records[k].Linear) != len(fractions) {
+				return Outcome{}, fmt.Errorf("the result of run %d holds %d linear fits, not %d", k, len(records[k].Linear), len(fractions))
 			}
-			res.EmbedSeconds += time.Since(embedStart).Seconds()
-		}
-		seedRuns := make([]LinearEvalRun, 0, len(splits))
-		for _, split := range splits {
-			subsets, err := LabelSubsets(split.Train, splitLabels(ds, split.Train), ds.NumTasks(), fractions, seed)
-			if err != nil {
-				return nil, err
+			for _, r := range records[k].Linear {
+				seedRuns = append(seedRuns, r.run())
+				res.Seconds += r.Seconds
 			}
-			for k, fraction := range fractions {
-				labelled := *split
-				labelled.Train = subsets[k]
-				name := split.Name + " split"
-				if len(cfg.LabelFractions) > 0 {
-					name += fmt.Sprintf(", %.4g %% of train labels (%d molecules)", 100*fraction, len(labelled.Train))
-				}
-				var run LinearEvalRun
-				var runErr error
-				if err := torch.Catch(func() { run, runErr = fit(&res.Config, ds, &labelled, embeddings, seed) }); err != nil || runErr != nil {
-					return nil, fmt.Errorf("seed %d, %s: %w", seed, name, errors.Join(err, runErr))
-				}
-				run.LabelFraction, run.TrainPart = fraction, len(split.Train)
-				seedRuns = append(seedRuns, run)
-			}
+			res.EmbedSeconds += records[k].EmbedSeconds
+			k++
 		}
 		if cfg.Protocol.CrossValidated() {
 			// The paper's selection, made for each label fraction on its own folds.
@@ -281,7 +307,7 @@ func linearEval(cfg LinearEvalConfig, env runenv.Env) (_ *LinearEvalResult, err 
 						idx, runs = append(idx, j), append(runs, r)
 					}
 				}
-				sel := selectL2OnFolds(seed, cfg.L2Grid, runs, se.regression)
+				sel := selectL2OnFolds(seed, cfg.L2Grid, runs, regression)
 				sel.LabelFraction = fraction
 				res.Selected = append(res.Selected, sel)
 				for k, j := range idx {
@@ -289,16 +315,17 @@ func linearEval(cfg LinearEvalConfig, env runenv.Env) (_ *LinearEvalResult, err 
 				}
 			}
 		}
-		if se.progress != nil {
+		if progress != nil {
 			for _, run := range seedRuns {
-				fmt.Fprintf(se.progress, "linear-eval %s: seed %d, %s\n", res.Dataset.Name, seed, run.progressLine(cfg, metric, se.regression))
+				fmt.Fprintf(progress, "linear-eval %s: seed %d, %s\n", res.Dataset.Name, seed, run.progressLine(cfg, metric, regression))
 			}
 		}
 		res.Runs = append(res.Runs, seedRuns...)
 	}
+	res.Seconds += res.EmbedSeconds
 
-	res.Test, res.Valid, res.TestPerTask = summarizeLinearRuns(res.Runs, slices.Max(fractions), ds.Tasks, se.regression)
-	if se.regression {
+	res.Test, res.Valid, res.TestPerTask = summarizeLinearRuns(res.Runs, slices.Max(fractions), res.Dataset.Tasks, regression)
+	if regression {
 		var maes []float64
 		for _, r := range res.Runs {
 			if r.LabelFraction == slices.Max(fractions) {
@@ -310,7 +337,7 @@ func linearEval(cfg LinearEvalConfig, env runenv.Env) (_ *LinearEvalResult, err 
 	}
 	for _, fraction := range cfg.LabelFractions {
 		s := FractionStat{Fraction: fraction}
-		s.Test, s.Valid, _ = summarizeLinearRuns(res.Runs, fraction, ds.Tasks, se.regression)
+		s.Test, s.Valid, _ = summarizeLinearRuns(res.Runs, fraction, res.Dataset.Tasks, regression)
 		for _, r := range res.Runs[:len(res.Runs)/cfg.Seeds] { // the first seed's runs
 			if r.LabelFraction == fraction {
 				s.Train = append(s.Train, r.Train)
@@ -318,8 +345,12 @@ func linearEval(cfg LinearEvalConfig, env runenv.Env) (_ *LinearEvalResult, err 
 		}
 		res.ByFraction = append(res.ByFraction, s)
 	}
-	res.Seconds = time.Since(start).Seconds()
-	return res, nil
+	out := Outcome{Test: res.Test, Linear: &res}
+	for _, run := range res.Runs {
+		_, test := run.figures(regression)
+		out.RunTests = append(out.RunTests, test)
+	}
+	return out, nil
 }
 
 // progressLine says how a run went, for the progress output: its split,

@@ -51,10 +51,11 @@ func TestFinetuneStandardisesOnTrainLabels(t *testing.T) {
 
 	cfg := smallFinetune(t, dir)
 	cfg.Epochs, cfg.Seeds, cfg.Save = 1, 1, filepath.Join(t.TempDir(), "model")
-	if _, err := evaluate.Finetune(cfg, testEnv(t)); err != nil {
+	res, err := evaluate.Finetune(cfg, testEnv(t))
+	if err != nil {
 		t.Fatal(err)
 	}
-	saved, clf, err := infer.LoadModel(cfg.Save, torch.CPU)
+	saved, clf, err := infer.LoadModel(filepath.Join(cfg.Save, res.Saved.Members[0].Dir), torch.CPU)
 	if err != nil {
 		t.Fatal(err)
 	}

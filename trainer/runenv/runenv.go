@@ -22,25 +22,32 @@ import (
 )
 
 // Env is where and how a job runs. Nothing in it is saved with a result;
-// on the CPU, nothing in it changes one.
+// on the CPU, nothing in it changes one. As JSON it is what a process of a
+// pool (trainer/runpool) is told; the writers and the stop signal stay
+// behind.
 type Env struct {
 	// Device is where tensors live, already resolved: "auto" and the
 	// data-parallel rank rule are the caller's (cmd/micrograph's) to apply.
 	Device torch.Device
 	// Threads is libtorch's intra-op threads; 0 leaves libtorch's default.
+	// With Jobs, each process's.
 	Threads int
 	// Workers is the goroutines collating batches ahead of the device.
 	Workers int
+	// Jobs is how many of an evaluation's runs (seeds, folds, encoders) run
+	// side by side, each in a process of its own (trainer/runpool); 0 and 1
+	// run them one after another in this process.
+	Jobs int
 	// Dataset says where Open keeps what it derives from a dataset (the
 	// featurised CSVs, binary caches), the bounds on CSV rows and where it
 	// reports rejected rows; its Stop is Stop's (OpenOptions).
 	Dataset data.OpenOptions
 	// Progress receives progress lines and messages; nil is silent. A
 	// terminal (*os.File) gets pre-training's progress bar.
-	Progress io.Writer
+	Progress io.Writer `json:"-"`
 	// Stop, when closed (SIGINT, SIGTERM), ends a long job (pre-training)
 	// after its current step; nil never stops it.
-	Stop <-chan struct{}
+	Stop <-chan struct{} `json:"-"`
 }
 
 // Default is a job on the CPU with libtorch's threads and two collating
@@ -54,6 +61,8 @@ func (e Env) Validate() error {
 		return field.Errorf("threads", e.Threads, "must not be negative")
 	case e.Workers < 1:
 		return field.Errorf("workers", e.Workers, "must be positive")
+	case e.Jobs < 0:
+		return field.Errorf("jobs", e.Jobs, "must not be negative")
 	}
 	return nil
 }

@@ -51,3 +51,11 @@ func writeSeededEncoder(t *testing.T, arch model.EncoderConfig, seed uint64) str
 	}
 	return path
 }
+
+// jobsEnv is cpuEnv with jobs runs side by side (1: in this process), each
+// on one libtorch thread.
+func jobsEnv(t *testing.T, jobs int) runenv.Env {
+	env := cpuEnv(t)
+	env.Jobs, env.Threads = jobs, 1
+	return env
+}

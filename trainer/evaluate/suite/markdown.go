@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -157,6 +158,11 @@ func (t *table) footnotes() {
 		sb.WriteString("One pre-trained encoder: its p-values count the evaluation's variance, not pre-training's; evaluate several, from pre-training runs with different seeds.\n")
 	}
 	sb.WriteString("Paper rows: the paper's Tables 1 and 2; it reports no Non-Pretrain feature extraction, and its stated feature-extraction average (69.73) is not the mean of its seven figures (69.89).\n")
+	if r := t.r.RandomFinetune; r != nil {
+		random, pre := settingsDifference(*r, t.r.Config.Finetune)
+		fmt.Fprintf(sb, "Fine-tune, no pre-training: the runs of %s, fine-tuned with %s (the pre-trained encoders with %s).\n",
+			t.r.Config.RandomFrom, strings.Join(random, ", "), strings.Join(pre, ", "))
+	}
 	if t.star != "" {
 		fmt.Fprintf(sb, "\\* Average over the benchmarks run here (%s), the paper's rows included; paper figures in parentheses are for benchmarks not run.\n", strings.Join(t.ran, ", "))
 	}
@@ -223,4 +229,54 @@ func averageCell(means []float64, perRun [][]metrics.Value) string {
 		}
 	}
 	return fmt.Sprintf("%.2f ± %.2f", 100*m, 100*float64(metrics.StatOf(averages).Std))
+}
+
+// settingsDifference lists the settings in which a and b differ, by their
+// names in JSON, with a's values and with b's: "lr 0.0001" and "lr 0.001".
+func settingsDifference(a, b evaluate.FinetuneConfig) (inA, inB []string) {
+	fa, fb := flatJSON(a), flatJSON(b)
+	keys := slices.Sorted(maps.Keys(fa))
+	for k := range fb {
+		if _, ok := fa[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	value := func(m map[string]string, k string) string {
+		if v, ok := m[k]; ok {
+			return k + " " + v
+		}
+		return k + " (not set)"
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if fa[k] != fb[k] {
+			inA, inB = append(inA, value(fa, k)), append(inB, value(fb, k))
+		}
+	}
+	return inA, inB
+}
+
+// flatJSON is v's JSON as leaves by path ("encoder.hidden"), each value
+// written as JSON.
+func flatJSON(v any) map[string]string {
+	b, _ := json.Marshal(v)
+	var tree any
+	json.Unmarshal(b, &tree)
+	out := map[string]string{}
+	var walk func(prefix string, node any)
+	walk = func(prefix string, node any) {
+		if m, ok := node.(map[string]any); ok {
+			for k, child := range m {
+				if prefix != "" {
+					k = prefix + "." + k
+				}
+				walk(k, child)
+			}
+			return
+		}
+		leaf, _ := json.Marshal(node)
+		out[prefix] = string(leaf)
+	}
+	walk("", tree)
+	return out
 }

@@ -2,6 +2,7 @@ package suite_test
 
 import (
 	"encoding/json"
+	"github.com/micrograph/micrograph/internal/testenv"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -47,7 +48,7 @@ func TestSuiteRandomFromSettingsOnSyntheticData(t *testing.T) {
 	}
 	first.Finetune.Epochs, first.Finetune.Seeds = 1, 2
 	first.Linear.Seeds, first.Linear.Steps = 2, 20
-	earlier, err := suite.Run(first, cpuEnv(t))
+	earlier, err := suite.Run(first, cpuEnv(t), suite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,12 +80,12 @@ func TestSuiteRandomFromSettingsOnSyntheticData(t *testing.T) {
 	var progress strings.Builder
 	env := cpuEnv(t)
 	env.Progress = &progress
-	res, err := suite.Run(later(), env)
+	res, err := suite.Run(later(), env, suite.Options{})
 	if err != nil {
 		t.Fatalf("a suite that runs none of the differing evaluations: %v", err)
 	}
-	if len(res.Entries) != 4 {
-		t.Fatalf("%d entries, want 4", len(res.Entries))
+	if len(res.Entries) != 4 || res.RandomFinetune != nil {
+		t.Fatalf("%d entries, want 4; random fine-tuning recorded %+v, want none", len(res.Entries), res.RandomFinetune)
 	}
 	for i, e := range res.Entries {
 		if e.Pretrained {
@@ -132,12 +133,66 @@ func TestSuiteRandomFromSettingsOnSyntheticData(t *testing.T) {
 		var progress strings.Builder
 		env := cpuEnv(t)
 		env.Progress = &progress
-		_, err := suite.Run(c, env)
+		_, err := suite.Run(c, env, suite.Options{})
 		if err == nil || !strings.Contains(err.Error(), "random_from") || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%s: %v; want a refusal naming random_from and %q", tc.name, err, tc.says)
 		}
 		if progress.Len() > 0 {
 			t.Errorf("%s: evaluations ran before the refusal:\n%s", tc.name, progress.String())
 		}
+	}
+}
+
+// --random-from takes the runs without pre-training of an earlier suite
+// that fine-tuned them with another recipe (the learning rate, and no rate
+// of the encoder's own): the result
+// records the earlier fine-tuning settings, the random entries are the
+// earlier ones, and suite.md says, under its table, which recipe each side
+// used.
+func TestSuiteRandomFromAnotherRecipe(t *testing.T) {
+	bace := syntheticBenchmark(t, "ogbg_molbace", 5)
+	first := suite.Config{
+		EncoderPaths: []string{writeSeededEncoder(t, smallEncoder, 3)},
+		Datasets:     []string{bace},
+		Evaluations:  []string{suite.EvaluationFinetune},
+		Protocols:    []evaluate.Protocol{evaluate.ProtocolScaffold},
+		Finetune:     evaluate.DefaultFinetuneConfig(),
+	}
+	first.Finetune.Epochs, first.Finetune.Seeds = 1, 2
+	earlier, err := suite.Run(first, cpuEnv(t), suite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	b, _ := json.Marshal(earlier)
+	if err := os.WriteFile(filepath.Join(dir, "suite.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	later := first
+	later.EncoderPaths = []string{writeSeededEncoder(t, smallEncoder, 5)}
+	later.Finetune.LR, later.Finetune.EncoderLR = 0.01, 1e-4
+	later.RandomFrom = dir
+	res, err := suite.Run(later, cpuEnv(t), suite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RandomFinetune == nil || !reflect.DeepEqual(*res.RandomFinetune, first.Finetune) {
+		t.Errorf("random fine-tuning recorded %+v, want the earlier suite's %+v", res.RandomFinetune, first.Finetune)
+	}
+	if got, want := testenv.Untimed(t, res.Entries[1]), testenv.Untimed(t, earlier.Entries[1]); res.Entries[1].Pretrained || got != want {
+		t.Errorf("the random entry %s, the earlier suite's %s", got, want)
+	}
+	if line := "Fine-tune, no pre-training: the runs of " + dir + ", fine-tuned with encoder_lr (not set), lr 0.001 (the pre-trained encoders with encoder_lr 0.0001, lr 0.01).\n"; !strings.Contains(res.Markdown(), line) {
+		t.Errorf("the table lacks %q:\n%s", line, res.Markdown())
+	}
+	// A suite taking them in turn from this one records the recipe they
+	// were made with, not this one's.
+	b, _ = json.Marshal(res)
+	if err := os.WriteFile(filepath.Join(dir, "suite.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err = suite.Run(later, cpuEnv(t), suite.Options{})
+	if err != nil || res.RandomFinetune == nil || res.RandomFinetune.LR != first.Finetune.LR {
+		t.Errorf("taken twice: %v, recorded %+v", err, res.RandomFinetune)
 	}
 }

@@ -35,7 +35,7 @@ func TestRandomFromComparesTheDataNotItsPath(t *testing.T) {
 		Linear:       smallLinear(t, ""),
 	}
 	cfg.Linear.Seeds, cfg.Linear.Steps = 1, 20
-	first, err := suite.Run(cfg, cpuEnv(t))
+	first, err := suite.Run(cfg, cpuEnv(t), suite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,14 +57,14 @@ func TestRandomFromComparesTheDataNotItsPath(t *testing.T) {
 	second := cfg
 	second.EncoderPaths = []string{writeSeededEncoder(t, smallEncoder, 5)}
 	second.RandomFrom = earlier
-	if _, err := suite.Run(second, cpuEnv(t)); err != nil {
+	if _, err := suite.Run(second, cpuEnv(t), suite.Options{}); err != nil {
 		t.Fatalf("the same data: %v", err)
 	}
 
 	old := *first
 	old.DataKeys = nil
 	second.RandomFrom = saveSuite("old", &old)
-	_, err = suite.Run(second, cpuEnv(t))
+	_, err = suite.Run(second, cpuEnv(t), suite.Options{})
 	if want := "does not record what " + bace + " held when it ran"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("a suite without data keys: %v, want %q", err, want)
 	}
@@ -77,7 +77,7 @@ func TestRandomFromComparesTheDataNotItsPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	second.RandomFrom = earlier
-	_, err = suite.Run(second, cpuEnv(t))
+	_, err = suite.Run(second, cpuEnv(t), suite.Options{})
 	var fe *field.Error
 	if want := "ran its random encoders on other molecules than " + bace + " holds now"; err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, &fe) || fe.Name != "random_from" {
 		t.Errorf("the data replaced: %v, want a random_from error with %q", err, want)
@@ -98,7 +98,7 @@ func TestRandomFromComparesTheDataNotItsPath(t *testing.T) {
 			t.Fatal(err)
 		}
 		second.RandomFrom = folder
-		_, err := suite.Run(second, cpuEnv(t))
+		_, err := suite.Run(second, cpuEnv(t), suite.Options{})
 		if err == nil || err.Error() != file+": "+tc.want || errors.As(err, &fe) {
 			t.Errorf("%s suite.json: %v, want the file's error %q", tc.name, err, file+": "+tc.want)
 		}

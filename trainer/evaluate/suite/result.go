@@ -17,10 +17,15 @@ type Result struct {
 	// a later --random-from to tell whether the data is still the same;
 	// absent in suites from before 2026-11-26.
 	DataKeys map[string]string `json:"data_keys,omitempty"`
-	Entries  []Entry           `json:"entries"` // dataset, evaluation, protocol, replicate; pre-trained first
-	Gains    []Gain            `json:"gains"`   // per benchmark, evaluation and protocol
-	Average  []Gain            `json:"average"` // per evaluation and protocol, over the benchmarks (Benchmark "average")
-	Seconds  float64           `json:"seconds"`
+	// RandomFinetune, when the runs without pre-training were taken from an
+	// earlier suite (Config.RandomFrom) that fine-tuned them with another
+	// recipe than Config.Finetune's, is the settings they were fine-tuned
+	// with.
+	RandomFinetune *evaluate.FinetuneConfig `json:"random_finetune,omitempty"`
+	Entries        []Entry                  `json:"entries"` // dataset, evaluation, protocol, replicate; pre-trained first
+	Gains          []Gain                   `json:"gains"`   // per benchmark, evaluation and protocol
+	Average        []Gain                   `json:"average"` // per evaluation and protocol, over the benchmarks (Benchmark "average")
+	Seconds        float64                  `json:"seconds"`
 }
 
 // Entry is one evaluation under one protocol on one benchmark with one

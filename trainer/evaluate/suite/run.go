@@ -14,22 +14,45 @@ import (
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/runenv"
+	"github.com/micrograph/micrograph/trainer/runpool"
 )
 
 // Run runs every evaluation under every protocol on every dataset, for
 // each encoder i first with encoder i, then without pre-training: the
 // encoders' architecture, randomly initialised (fine-tuned from scratch, or
 // frozen for linear evaluation), with the same seeds (see Config).
-// Render the outcome with Markdown. When an evaluation fails, Suite returns
-// the entries finished before it, and their gains, together with the error.
-// Every evaluation runs where env says; env.Progress also gets one line per
-// evaluation.
-func Run(cfg Config, env runenv.Env) (*Result, error) {
-	return runenv.Run(env, cfg.Validate, func() (*Result, error) { return runSuite(cfg, env) })
+// Render the outcome with Markdown. Every evaluation is planned (its data
+// and encoder opened, its splits checked) before any runs, and the runs of
+// all of them go into one pool, where env says (env.Jobs side by side).
+// When a run fails, Run returns the entries whose runs had all finished,
+// and their gains, together with the error. env.Progress also gets one
+// line per evaluation as its last run finishes.
+func Run(cfg Config, env runenv.Env, opts Options) (*Result, error) {
+	return runenv.Run(env, cfg.Validate, func() (*Result, error) { return runSuite(cfg, env, opts) })
+}
+
+// Options are how a suite runs, beyond what it computes.
+type Options struct {
+	// RunFiles, when not empty, is a folder (made if missing) that keeps
+	// every run as it finishes, a file each named by everything the run
+	// depends on (runFile), and where each run is looked for before it is
+	// made: the same suite started again, or with more seeds, makes only
+	// the runs the folder lacks.
+	RunFiles string
+}
+
+// planned is one entry of a suite and where it stands: its evaluation's
+// plan and its runs' results (nil: taken whole from RandomFrom).
+type planned struct {
+	entry   Entry
+	what    string // the entry in messages
+	plan    *evaluate.Plan
+	results []json.RawMessage
+	left    int // runs still missing
 }
 
 // runSuite is Run after runenv's prologue.
-func runSuite(cfg Config, env runenv.Env) (*Result, error) {
+func runSuite(cfg Config, env runenv.Env, opts Options) (*Result, error) {
 	start := time.Now()
 	var arch model.EncoderConfig
 	for i, path := range cfg.EncoderPaths {
@@ -71,17 +94,19 @@ func runSuite(cfg Config, env runenv.Env) (*Result, error) {
 			}
 		}
 	}
-	reused, err := randomRuns(cfg, arch, keys)
+	reused, randomFinetune, err := randomRuns(cfg, arch, keys)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Config: cfg, DataKeys: keys}
-	// A later failure must not throw away hours of finished evaluations.
-	finish := func(err error) (*Result, error) {
-		res.Gains, res.Average = res.ComputeGains()
-		res.Seconds = time.Since(start).Seconds()
-		return res, err
+	store, err := newRunStore(opts.RunFiles, cfg.EncoderPaths, keys)
+	if err != nil {
+		return nil, err
 	}
+
+	// Every entry, planned before any run.
+	var entries []*planned
+	var specs []evaluate.RunSpec
+	var owner []int // the entry of each spec
 	for _, path := range cfg.Datasets {
 		benchmark, _ := BenchmarkOf(path) // checked by Validate
 		for _, evaluation := range cfg.Evaluations {
@@ -92,13 +117,13 @@ func runSuite(cfg Config, env runenv.Env) (*Result, error) {
 						if pretrained {
 							encoder = encoderPath
 						}
-						entry := Entry{Benchmark: benchmark, Evaluation: evaluation, Protocol: protocol, Pretrained: pretrained, Replicate: replicate}
-						what := fmt.Sprintf("%s, %s %s, %s", benchmark, evaluation, protocol, encoderLabel(pretrained, replicate))
-						if earlier, ok := reused[entryKey(entry)]; ok {
-							if env.Progress != nil {
-								fmt.Fprintf(env.Progress, "suite: %s: test ROC-AUC %s, taken from %s\n", what, percent(earlier.Test), cfg.RandomFrom)
-							}
-							res.Entries = append(res.Entries, earlier)
+						p := &planned{
+							entry: Entry{Benchmark: benchmark, Evaluation: evaluation, Protocol: protocol, Pretrained: pretrained, Replicate: replicate},
+							what:  fmt.Sprintf("%s, %s %s, %s", benchmark, evaluation, protocol, encoderLabel(pretrained, replicate)),
+						}
+						if earlier, ok := reused[entryKey(p.entry)]; ok {
+							p.entry = earlier
+							entries = append(entries, p)
 							continue
 						}
 						k, _ := kindOf(evaluation)
@@ -106,21 +131,93 @@ func runSuite(cfg Config, env runenv.Env) (*Result, error) {
 						c := ev.Settings()
 						c.Data, c.EncoderPath, c.Encoder, c.Protocol = path, encoder, arch, protocol
 						c.Seed += uint64(replicate * c.Seeds)
-						out, err := ev.Evaluate(c, env)
-						if err != nil {
-							return finish(fmt.Errorf("%s: %w", what, err))
+						if p.plan, err = ev.Plan(c, env); err != nil {
+							return nil, fmt.Errorf("%s: %w", p.what, err)
 						}
-						entry.Outcome = out
-						if env.Progress != nil {
-							fmt.Fprintf(env.Progress, "suite: %s: test ROC-AUC %s\n", what, percent(entry.Test))
+						p.results, p.left = make([]json.RawMessage, len(p.plan.Runs)), len(p.plan.Runs)
+						for range p.plan.Runs {
+							owner = append(owner, len(entries))
 						}
-						res.Entries = append(res.Entries, entry)
+						specs = append(specs, p.plan.Runs...)
+						entries = append(entries, p)
 					}
 				}
 			}
 		}
 	}
-	return finish(nil)
+
+	// finished files run i's result; an entry whose last run it is is
+	// summarised.
+	first := map[*planned]int{} // the index of each entry's first run
+	for i := len(owner) - 1; i >= 0; i-- {
+		first[entries[owner[i]]] = i
+	}
+	finished := func(i int, result json.RawMessage) error {
+		p := entries[owner[i]]
+		p.results[i-first[p]] = result
+		if p.left--; p.left > 0 {
+			return nil
+		}
+		out, err := p.plan.Outcome(p.results)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.what, err)
+		}
+		p.entry.Outcome = out
+		if env.Progress != nil {
+			fmt.Fprintf(env.Progress, "suite: %s: test ROC-AUC %s\n", p.what, percent(out.Test))
+		}
+		return nil
+	}
+	var todo []int // the runs to make
+	for i, spec := range specs {
+		result, err := store.read(spec, entries[owner[i]].entry)
+		if err != nil {
+			return nil, err
+		}
+		if result == nil {
+			todo = append(todo, i)
+			continue
+		}
+		if err := finished(i, result); err != nil {
+			return nil, err
+		}
+	}
+	if env.Progress != nil {
+		for _, p := range entries {
+			if p.plan == nil {
+				fmt.Fprintf(env.Progress, "suite: %s: test ROC-AUC %s, taken from %s\n", p.what, percent(p.entry.Test), cfg.RandomFrom)
+			}
+		}
+		if store != nil {
+			fmt.Fprintf(env.Progress, "suite: %d of %d runs taken from %s, %d to make\n", len(specs)-len(todo), len(specs), store.dir, len(todo))
+		}
+	}
+	missing := make([]evaluate.RunSpec, len(todo))
+	for k, i := range todo {
+		missing[k] = specs[i]
+	}
+	runErr := evaluate.RunAll(env, missing, func(k int, result json.RawMessage) error {
+		i := todo[k]
+		if err := store.write(specs[i], entries[owner[i]].entry, result); err != nil {
+			return err
+		}
+		return finished(i, result)
+	})
+	var failed *runpool.JobError
+	if errors.As(runErr, &failed) {
+		runErr = fmt.Errorf("%s: %w", entries[owner[todo[failed.Job]]].what, runErr)
+	}
+
+	// A failure must not throw away hours of finished evaluations.
+	res := &Result{Config: cfg, DataKeys: keys, RandomFinetune: randomFinetune}
+	for _, p := range entries {
+		if p.plan == nil || p.left == 0 {
+			res.Entries = append(res.Entries, p.entry)
+		}
+	}
+	res.Gains, res.Average = res.ComputeGains()
+	res.Seconds = time.Since(start).Seconds()
+	return res, runErr
 }
 
 // entryKey identifies an evaluation run within a suite.
@@ -143,27 +240,29 @@ func encoderArch(path string) (model.EncoderConfig, error) {
 // randomRuns reads cfg.RandomFrom's runs without pre-training, by entryKey,
 // after checking that they are the runs cfg would make: the same datasets
 // (paths) holding the same molecules (keys, each benchmark's
-// data.ContentKey now), the same settings of each evaluation, and random
-// encoders of the same architecture (that of the earlier suite's first
-// encoder).
-func randomRuns(cfg Config, arch model.EncoderConfig, keys map[string]string) (map[string]Entry, error) {
+// data.ContentKey now), the same settings of each evaluation but
+// fine-tuning's recipe (evaluationKind.shared), and random encoders of the
+// same architecture (that of the earlier suite's first encoder). When the
+// earlier suite fine-tuned with another recipe, its fine-tuning settings
+// come back too.
+func randomRuns(cfg Config, arch model.EncoderConfig, keys map[string]string) (map[string]Entry, *evaluate.FinetuneConfig, error) {
 	if cfg.RandomFrom == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	earlier, err := ReadResult(cfg.RandomFrom)
 	if err != nil {
-		return nil, err // the file's content, not the flag, is at fault
+		return nil, nil, err // the file's content, not the flag, is at fault
 	}
 	differs := func(what string) error {
 		return field.Errorf("random_from", cfg.RandomFrom, "was run with other %s; its random encoders are not this suite's", what)
 	}
-	// The settings of the evaluations this suite runs, whose random runs
-	// it takes.
+	// The settings of the evaluations this suite runs that the random runs
+	// it takes depend on.
 	settings := func(c Config) string {
 		var all []any
 		for _, k := range evaluationKinds {
 			if slices.Contains(cfg.Evaluations, k.name) {
-				all = append(all, k.of(c))
+				all = append(all, k.shared(c))
 			}
 		}
 		j, _ := json.Marshal(all)
@@ -171,27 +270,27 @@ func randomRuns(cfg Config, arch model.EncoderConfig, keys map[string]string) (m
 	}
 	switch {
 	case !slices.Equal(earlier.Config.Datasets, cfg.Datasets):
-		return nil, differs("datasets")
+		return nil, nil, differs("datasets")
 	case settings(earlier.Config) != settings(cfg):
-		return nil, differs("evaluation settings (seeds, epochs, L2 grid, …)")
+		return nil, nil, differs("evaluation settings (seeds, epochs, L2 grid, …)")
 	case len(earlier.Config.EncoderPaths) == 0:
-		return nil, differs("encoders (none)")
+		return nil, nil, differs("encoders (none)")
 	}
 	theirs, err := encoderArch(earlier.Config.EncoderPaths[0])
 	if err != nil {
-		return nil, field.Errorf("random_from", cfg.RandomFrom, "names the encoder %s, whose architecture cannot be read: %v", earlier.Config.EncoderPaths[0], err)
+		return nil, nil, field.Errorf("random_from", cfg.RandomFrom, "names the encoder %s, whose architecture cannot be read: %v", earlier.Config.EncoderPaths[0], err)
 	}
 	if theirs != arch {
-		return nil, differs("an encoder architecture")
+		return nil, nil, differs("an encoder architecture")
 	}
 	for _, path := range cfg.Datasets {
 		benchmark, _ := BenchmarkOf(path)
 		switch earlier.DataKeys[benchmark] {
 		case keys[benchmark]:
 		case "":
-			return nil, field.Errorf("random_from", cfg.RandomFrom, "does not record what %s held when it ran (it is older than that record), so its random runs cannot be checked against the data now: run them again (leave --random-from out)", path)
+			return nil, nil, field.Errorf("random_from", cfg.RandomFrom, "does not record what %s held when it ran (it is older than that record), so its random runs cannot be checked against the data now: run them again (leave --random-from out)", path)
 		default:
-			return nil, field.Errorf("random_from", cfg.RandomFrom, "ran its random encoders on other molecules than %s holds now (content %.20s…, then %.20s…): run them again (leave --random-from out)",
+			return nil, nil, field.Errorf("random_from", cfg.RandomFrom, "ran its random encoders on other molecules than %s holds now (content %.20s…, then %.20s…): run them again (leave --random-from out)",
 				path, keys[benchmark], earlier.DataKeys[benchmark])
 		}
 	}
@@ -201,7 +300,16 @@ func randomRuns(cfg Config, arch model.EncoderConfig, keys map[string]string) (m
 			out[entryKey(e)] = e
 		}
 	}
-	return out, nil
+	// How the runs taken were fine-tuned: as the earlier suite's own, or
+	// as those it took from yet another.
+	recipe := earlier.RandomFinetune
+	if recipe == nil {
+		recipe = &earlier.Config.Finetune
+	}
+	if differ, _ := settingsDifference(*recipe, cfg.Finetune); !slices.Contains(cfg.Evaluations, EvaluationFinetune) || len(differ) == 0 {
+		recipe = nil
+	}
+	return out, recipe, nil
 }
 
 func encoderLabel(pretrained bool, replicate int) string {

@@ -46,6 +46,10 @@ type evaluationKind struct {
 	// The paper's rows: MICRO-Graph pre-trained, and Non-Pretrain.
 	paperPretrained, paperRandom paperRow
 	of                           func(Config) evaluate.Evaluation
+	// shared are the settings that the runs without pre-training taken
+	// from an earlier suite (Config.RandomFrom) must share with this one's:
+	// all but fine-tuning's recipe, which each side may choose for itself.
+	shared func(Config) any
 }
 
 // evaluationKinds are the evaluations of docs/method.md §7, in the order the
@@ -65,7 +69,8 @@ var evaluationKinds = []evaluationKind{
 			},
 			average: 71.19,
 		},
-		of: func(c Config) evaluate.Evaluation { return c.Finetune },
+		of:     func(c Config) evaluate.Evaluation { return c.Finetune },
+		shared: func(c Config) any { return c.Finetune.WithoutRecipe() },
 	},
 	{
 		name: EvaluationLinear, heading: "Feature extraction",
@@ -76,7 +81,8 @@ var evaluationKinds = []evaluationKind{
 			average: 69.73,
 		},
 		// The paper reports no Non-Pretrain row for feature extraction.
-		of: func(c Config) evaluate.Evaluation { return c.Linear },
+		of:     func(c Config) evaluate.Evaluation { return c.Linear },
+		shared: func(c Config) any { return c.Linear },
 	},
 }
 
@@ -127,8 +133,10 @@ type Config struct {
 	// pre-training are taken instead of made again: the random side depends
 	// only on the architecture, the benchmarks, the protocols and the
 	// evaluations' settings and seeds, so suites of several pre-training
-	// methods with those in common share it. Every one of those must match;
-	// a run the earlier suite lacks is made.
+	// methods with those in common share it. Every one of those must match,
+	// but for fine-tuning's recipe (evaluate.FinetuneConfig.WithoutRecipe):
+	// each side may be fine-tuned with its own, which the result records
+	// (Result.RandomFinetune); a run the earlier suite lacks is made.
 	RandomFrom string `json:"random_from,omitempty"`
 }
 
@@ -175,6 +183,25 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// Runs is how many runs the suite makes, without those RandomFrom may
+// give: every evaluation's (evaluate.Common.Runs) under every protocol on
+// every benchmark, with each encoder and without pre-training.
+func (c Config) Runs() int {
+	n := 0
+	for _, name := range c.Evaluations {
+		k, ok := kindOf(name)
+		if !ok {
+			continue
+		}
+		for _, p := range c.Protocols {
+			common := k.of(c).Settings()
+			common.Protocol = p
+			n += common.Runs()
+		}
+	}
+	return n * len(c.Datasets) * len(c.EncoderPaths) * 2
 }
 
 // checkNames checks the list field name: not empty, each entry valid
