@@ -45,6 +45,9 @@ func runBench(args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return flagError(fs, &cfg, err)
 	}
+	if err := rt.checkCache(input{"--data", pc.Data, true}); err != nil {
+		return err
+	}
 	job, err := distributedJob()
 	if err != nil {
 		return err

@@ -77,7 +77,11 @@ func (s *scoreFlags) options(fs *pflag.FlagSet, checkOut func() error, inputs ..
 	if err := checkNotCorpus("--data", s.data); err != nil {
 		return infer.Options{}, runenv.Env{}, err
 	}
-	if err := checkOutput("--out", s.out, append(inputs, input{"--data", s.data, true})...); err != nil {
+	inputs = append(inputs, input{"--data", s.data, true})
+	if err := checkOutput("--out", s.out, inputs...); err != nil {
+		return infer.Options{}, runenv.Env{}, err
+	}
+	if err := s.rt.checkCache(inputs...); err != nil {
 		return infer.Options{}, runenv.Env{}, err
 	}
 	return infer.Options{
@@ -181,7 +185,7 @@ func runPredict(args []string) error {
 	if err := parseFlags(fs, args, "model", "data", "out"); err != nil {
 		return err
 	}
-	opt, env, err := s.options(fs, s.checkMatrixOut, input{"--model", *dir, false})
+	opt, env, err := s.options(fs, s.checkMatrixOut, savedModelInputs(*dir)...)
 	if err != nil {
 		return err
 	}
@@ -191,4 +195,13 @@ func runPredict(args []string) error {
 	}
 	s.report(fmt.Sprintf("predicted %d tasks for", len(m.Tasks)), "rows", s.invalidRows(), rep)
 	return nil
+}
+
+// savedModelInputs are the files of predict --model's folder, for
+// checkOutput.
+func savedModelInputs(dir string) []input {
+	if dir == "" {
+		return nil
+	}
+	return []input{{"--model", dir, false}, {"--model", filepath.Join(dir, infer.ModelWeights), false}, {"--model", filepath.Join(dir, infer.ModelInfo), false}}
 }

@@ -53,12 +53,15 @@ func runExport(args []string) error {
 			return err
 		}
 	}
-	inputs := []input{{"--checkpoint", *checkpoint, false}, {"--data", *legendData, true}}
+	inputs := []input{{"--run", *run, false}, {"--checkpoint", *checkpoint, false}, {"--data", *legendData, true}}
+	// The description is written beside the weights: refused now, not after them.
+	if err := checkOutput("--out "+*out+": its description", model.EncoderInfoPath(*out), inputs...); err != nil {
+		return err
+	}
 	if err := checkOutput("--out", *out, inputs...); err != nil {
 		return err
 	}
-	// The description is written beside the weights: refused now, not after them.
-	if err := checkOutput("--out "+*out+": its description", model.EncoderInfoPath(*out), inputs...); err != nil {
+	if err := rt.checkCache(inputs...); err != nil {
 		return err
 	}
 	env, err := rt.parse(fs, nil)

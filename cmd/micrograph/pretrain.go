@@ -155,6 +155,9 @@ func runPretrain(args []string) error {
 		}
 		return flagError(fs, &cfg, err)
 	}
+	if err := checkRunPlace(run, cfg.Data, &rt); err != nil {
+		return err
+	}
 	job, err := distributedJob()
 	if err != nil {
 		return err
@@ -261,6 +264,24 @@ func runPretrain(args []string) error {
 		printf("pre-trained %d steps: checkpoint %s, log %s", res.Steps, res.Checkpoint, runfolder.LogPath(run))
 	}
 	return nil
+}
+
+// checkRunPlace refuses a --run that is another run's own file or folder,
+// the data, or inside the data's folder; data that is the run folder or
+// one of its own files; and a --cache refused as an output folder or lying
+// at the run folder or its own files (a new run's folder must be empty).
+func checkRunPlace(run, data string, rt *runtimeFlags) error {
+	in := input{"--data", data, true}
+	if err := checkOutputFolder("--run", run, in); err != nil {
+		return err
+	}
+	if err := checkRunInputs(run, in); err != nil {
+		return err
+	}
+	if err := rt.checkCache(in); err != nil {
+		return err
+	}
+	return checkRunInputs(run, input{"--cache", rt.cache, false})
 }
 
 // Bounds on --run, in bytes: Linux's on a name (NAME_MAX), and its on a
