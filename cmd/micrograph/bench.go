@@ -82,6 +82,7 @@ func runBench(args []string) error {
 	if pc.Deterministic {
 		cublasDeterminism()
 	}
+	sayJobWait(job, pretrain.DefaultTimeout)
 	res, err := pretrain.Bench(cfg, env, pretrain.Options{Job: job})
 	if err != nil {
 		return flagError(fs, pc, err)

@@ -238,6 +238,7 @@ func runPretrain(args []string) error {
 		}
 	}()
 
+	sayJobWait(job, jf.timeout)
 	res, err := pretrain.Run(run, cfg, env, pretrain.Options{Resume: resume, Job: job, Timeout: jf.timeout,
 		Opened: func() { opened.Store(true) }})
 	var nonFinite *pretrain.NonFiniteLossError
@@ -251,12 +252,12 @@ func runPretrain(args []string) error {
 	if err != nil {
 		return blame(err)
 	}
+	if res.Stopped && res.Checkpoint == "" {
+		logf("stopped while %s: nothing was written; the same command starts again", res.While)
+		return nil
+	}
 	if job != nil && job.Rank > 0 {
 		return nil // rank 0 reports for the run
-	}
-	if res.Stopped && res.Checkpoint == "" {
-		logf("stopped while featurising %s into the cache: nothing was written; the same command starts again", cfg.Data)
-		return nil
 	}
 	if res.Stopped {
 		logf("stopped at step %d; checkpoint %s; continue with: micrograph pretrain --run %s --resume", res.Steps, res.Checkpoint, run)

@@ -101,7 +101,7 @@ func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err 
 	}
 	defer se.close()
 	dev := se.dev
-	jb, err := joinJob(pc, opt, dev)
+	jb, err := joinJob(pc, opt, dev, env.Stop)
 	if err != nil {
 		return nil, err
 	}

@@ -122,10 +122,17 @@ func checkSplit(cfg runfolder.Config, processes int) error {
 	return nil
 }
 
+// ErrStoppedJoining is a run's error when its Stop was closed while it
+// waited for the other processes of its job: nothing was written.
+var ErrStoppedJoining = errors.New("stopped while waiting for the other processes of the job")
+
 // joinJob starts the process group of opt.Job on dev (alone without one)
 // and refuses an objective that cannot train split, or a batch that the
-// processes cannot split evenly.
-func joinJob(cfg runfolder.Config, opt Options, dev torch.Device) (processes, error) {
+// processes cannot split evenly. Closing stop ends the wait for the other
+// processes with ErrStoppedJoining: the rendezvous, a blocking call into
+// c10d bounded by the timeout, is left to end by itself (or with the
+// process), its group then closed.
+func joinJob(cfg runfolder.Config, opt Options, dev torch.Device, stop <-chan struct{}) (processes, error) {
 	if opt.Job == nil || opt.Job.WorldSize <= 1 {
 		return alone{}, nil
 	}
@@ -137,7 +144,27 @@ func joinJob(cfg runfolder.Config, opt Options, dev torch.Device) (processes, er
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	g, err := distributed.Join(*opt.Job, dev, timeout)
+	type joined struct {
+		g   *torch.ProcessGroup
+		err error
+	}
+	done := make(chan joined, 1)
+	go func() {
+		g, err := distributed.Join(*opt.Job, dev, timeout)
+		done <- joined{g, err}
+	}()
+	var j joined
+	select {
+	case j = <-done:
+	case <-stop:
+		go func() {
+			if j := <-done; j.g != nil {
+				j.g.Close()
+			}
+		}()
+		return nil, ErrStoppedJoining
+	}
+	g, err := j.g, j.err
 	if err != nil {
 		return nil, err
 	}
