@@ -49,6 +49,10 @@ func runExport(args []string) error {
 		return usageError{fmt.Errorf("--name and --data describe a model made from a run: a shipped model has its own")}
 	}
 	if *shipped != "" {
+		if !model.IsModelName(*shipped) {
+			return usageError{fmt.Errorf("--model %s: export --model takes a shipped model's name (%s), not a file: a .pt from export is exported already, and a checkpoint goes with --checkpoint",
+				*shipped, strings.Join(model.ShippedModels(), ", "))}
+		}
 		if err := encoderError("--model", checkModelName(*shipped)); err != nil {
 			return err
 		}

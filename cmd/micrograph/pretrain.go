@@ -178,6 +178,10 @@ func runPretrain(args []string) error {
 	case jf.nproc > 1 && job != nil:
 		return usageError{fmt.Errorf("--nproc %d under a launcher that set WORLD_SIZE=%d: give one or the other", jf.nproc, job.WorldSize)}
 	case jf.nproc > 1:
+		if err := pretrain.CheckSplit(cfg, jf.nproc); err != nil && resume {
+			// The run's settings are fixed; the flag just given splits them.
+			return usageError{fmt.Errorf("--nproc %d: %w (the run's settings, in %s)", jf.nproc, err, runfolder.ConfigPath(run))}
+		}
 		if err := pretrain.CheckLaunch(run, cfg, resume, jf.nproc); err != nil {
 			return blame(err)
 		}
@@ -297,9 +301,6 @@ const (
 // cannot make, before anything is made: MkdirAll would leave the folders it
 // managed before the name that fails.
 func checkRunFlag(run string) error {
-	if run == "" {
-		return usageError{errors.New(`--run "": want a folder name`)}
-	}
 	if len(run) > maxPath {
 		return usageError{fmt.Errorf("--run is %d bytes long, more than the %d a run folder's path may have", len(run), maxPath)}
 	}

@@ -75,7 +75,7 @@ func CheckBenchLaunch(cfg BenchConfig, processes int) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	return checkSplit(cfg.Pretrain, processes)
+	return CheckSplit(cfg.Pretrain, processes)
 }
 
 // Validate reports the first setting that cannot work, naming its field.

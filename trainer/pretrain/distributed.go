@@ -106,13 +106,13 @@ func CheckLaunch(run string, cfg runfolder.Config, resume bool, processes int) e
 	if err := check(run, cfg, resume); err != nil {
 		return err
 	}
-	return checkSplit(cfg, processes)
+	return CheckSplit(cfg, processes)
 }
 
-// checkSplit refuses an objective that cannot train split across
+// CheckSplit refuses an objective that cannot train split across
 // processes, and a batch that the given number of processes cannot split
 // evenly: each takes an equal part of every batch (docs/method.md §3.3).
-func checkSplit(cfg runfolder.Config, processes int) error {
+func CheckSplit(cfg runfolder.Config, processes int) error {
 	if _, ok := cfg.Model.NewObjective().(model.DataParallel); !ok {
 		return fmt.Errorf("the %s objective trains in one process only (the data-parallel form of docs/method.md §3.3 needs losses that are means over the batch's nodes, subgraphs or molecules)", cfg.Model.Objective())
 	}
@@ -137,7 +137,7 @@ func joinJob(cfg runfolder.Config, opt Options, dev torch.Device, stop <-chan st
 		return alone{}, nil
 	}
 	w := opt.Job.WorldSize
-	if err := checkSplit(cfg, w); err != nil {
+	if err := CheckSplit(cfg, w); err != nil {
 		return nil, err
 	}
 	timeout := opt.Timeout
