@@ -273,8 +273,9 @@ func TestLoaderBoundedBuffers(t *testing.T) {
 }
 
 // A data-parallel job's loaders (one shard each) together collate exactly
-// the batches of one loader, each shard its consecutive part of the batch;
-// a batch size the shards do not divide is refused.
+// the batches of one loader, each shard its consecutive part of the batch,
+// an incomplete last batch split as evenly as it goes; a batch size the
+// shards do not divide is refused.
 func TestLoaderShardsSplitTheGlobalBatch(t *testing.T) {
 	d := synthDataset(t)
 	base := LoaderConfig{Dataset: d, Indices: d.Split.Train, BatchSize: 96, Shuffle: true, Seed: 3, DropLast: true, Epochs: 2}
@@ -300,6 +301,29 @@ func TestLoaderShardsSplitTheGlobalBatch(t *testing.T) {
 			if !slices.Equal(joined, w.graphs) {
 				t.Fatalf("%d shards, %v: together %v, one loader %v", shards, w.pos, joined, w.graphs)
 			}
+		}
+	}
+	// Without DropLast, the incomplete last batch (100 molecules in batches
+	// of 12: 4 left) is split as evenly as it goes: 2 + 2, and 1 + 1 + 2.
+	tail := LoaderConfig{Dataset: d, Indices: d.Split.Train[:100], BatchSize: 12, Shuffle: true, Seed: 5, Epochs: 1}
+	whole = drain(t, newLoader(t, tail), -1)
+	if len(whole) != 9 || len(whole[8].graphs) != 4 {
+		t.Fatalf("one loader: %d batches, the last of %d molecules; want 9 and 4", len(whole), len(whole[len(whole)-1].graphs))
+	}
+	for shards, sizes := range map[int][]int{2: {2, 2}, 3: {1, 1, 2}} {
+		var joined []int32
+		for k := range shards {
+			cfg := tail
+			cfg.Shard, cfg.Shards = k, shards
+			parts := drain(t, newLoader(t, cfg), -1)
+			if len(parts) != 9 || len(parts[8].graphs) != sizes[k] || len(parts[0].graphs) != 12/shards {
+				t.Fatalf("shard %d of %d: %d batches, the first of %d molecules and the last of %d; want 9, %d and %d",
+					k, shards, len(parts), len(parts[0].graphs), len(parts[len(parts)-1].graphs), 12/shards, sizes[k])
+			}
+			joined = append(joined, parts[8].graphs...)
+		}
+		if !slices.Equal(joined, whole[8].graphs) {
+			t.Errorf("%d shards: the last batch together %v, one loader %v", shards, joined, whole[8].graphs)
 		}
 	}
 	bad := base
