@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -412,4 +413,42 @@ func TestDataParallelSettingsActApart(t *testing.T) {
 	if d := relDiff(part(steps["negatives"], "contra"), part(steps["neither"], "contra")); d < 1e-4 {
 		t.Errorf("--global-negatives alone: contra %v, neither setting %v: its negatives are its rank's", part(steps["negatives"], "contra"), part(steps["neither"], "contra"))
 	}
+}
+
+// A stop asked of one rank alone (SIGTERM to rank 1, none to rank 0)
+// travels with that step's losses: every rank stops after the same step,
+// rank 0 writes the checkpoint of that step, both exit 0, and the run
+// resumes with two processes to its end, logging the uninterrupted run's
+// losses.
+func TestStopOfOneRankStopsTheJob(t *testing.T) {
+	ranksOnTheCPU(t)
+	cfg := smallConfig(t)
+	cfg.SyncBatchNorm, cfg.GlobalNegatives = true, true
+	cfg.Epochs, cfg.CheckpointEvery = 40, 1000 // only the stop writes one before the end
+	cfg.MaxSteps = 300
+	dir := t.TempDir()
+	run := filepath.Join(dir, "stopped")
+	cmds := startRanks(t, run, cfg, false, 2)
+	waitForSteps(t, run, 3, cmds[0])
+	cmds[1].Process.Signal(syscall.SIGTERM)
+	for r, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("rank %d of a stopped job: %v", r, err)
+		}
+	}
+	records, err := runfolder.ReadLog(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := records[len(records)-1].Step
+	if step := lastStep(t, run); step != last || last >= int64(cfg.MaxSteps) {
+		t.Fatalf("the job stopped at step %d of %d with its checkpoint at step %d", last, cfg.MaxSteps, step)
+	}
+	cfg.MaxSteps = int(last) + 3
+	finishRanks(t, run, cfg, true, 2)
+	whole := filepath.Join(dir, "whole")
+	finishRanks(t, whole, cfg, false, 2)
+	got, _ := runfolder.ReadLog(run)
+	want, _ := runfolder.ReadLog(whole)
+	sameLosses(t, "stopped and resumed", got, want)
 }
