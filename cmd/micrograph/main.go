@@ -176,8 +176,7 @@ func overview(w io.Writer) {
 
 // oneLine shows an error on a single line, each word of it (a run of
 // bytes without spaces: a flag's value, a path) cut to its first 64 bytes
-// when longer than maxWord, as what a file holds is quoted: a 100 kB
-// --encoder was echoed whole, twice.
+// when longer than maxWord, as what a file holds is quoted.
 type oneLine struct{ error }
 
 // maxWord is the longest word an error shows whole: beyond any path Linux
