@@ -15,7 +15,9 @@
 #   ID  escaped                    every test passed: the suite misses the bug
 #                                  (tests that skipped here are named)
 #   ID  not judged here: ...       the mutation needs what this machine lacks
-#                                  (its `needs` column), so it is not run
+#                                  (its `needs` column), so it is not run,
+#                                  or a package's tests ran past the 60-minute
+#                                  timeout (a machine too busy)
 #   ID  not applied: ...           the original line was not found once
 #   ID  build failed               the mutation does not compile
 #
@@ -156,7 +158,7 @@ gotest() {
 	shift
 	set +e
 	# shellcheck disable=SC2068 # the packages are a list
-	(cd "$tree" && nice -n 15 go test -count=1 -v ${skip:+-skip "$skip"} $@) >"$log" 2>&1
+	(cd "$tree" && nice -n 15 go test -count=1 -timeout 60m -v ${skip:+-skip "$skip"} $@) >"$log" 2>&1
 	local rc=$?
 	set -e
 	return $rc
@@ -225,6 +227,11 @@ while IFS=$'\t' read -r id file orig repl pkgs needs; do
 		skipped=$(named SKIP "$log")
 		[ -z "$skipped" ] || result="escaped (skipped here: $skipped)"
 		escaped=$((escaped + 1))
+	elif grep -q '^panic: test timed out' "$log"; then
+		# A package slower than the timeout (a machine too busy) says
+		# nothing of the mutation.
+		result="not judged here: a package's tests timed out ($(grep -m1 -A1 '^panic: test timed out' "$log" | tail -1 | tr -s ' \t' ' '))"
+		unjudged=$((unjudged + 1))
 	elif grep -q '\[build failed\]\|\[setup failed\]' "$log"; then
 		result="build failed"
 		broken=$((broken + 1))
