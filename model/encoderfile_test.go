@@ -56,6 +56,10 @@ func TestLoadEncoderRefusesAContradictingDescription(t *testing.T) {
 		{"encoder", map[string]any{"hidden": 8, "layers": 1, "mlp_layers": 1000, "t": 1},
 			"enc.json: mlp_layers 1000 differs from the weights, which have 1 in convs.0"},
 		{"encoder", map[string]any{"hidden": 0, "layers": 1, "mlp_layers": 1, "t": 1}, "enc.json: hidden 0 must be positive"},
+		{"encoder", map[string]any{"hidden": 8, "layers": 1, "mlp_layers": 1, "t": 1, "learn_t": true},
+			"enc.json: learn_t true differs from the weights, which hold no convs.0.t (the weights: "},
+		{"encoder", map[string]any{"hidden": 8, "layers": 1, "mlp_layers": 1, "t": 1, "bond_per_layer": true},
+			"enc.json: bond_per_layer true differs from the weights, which hold no convs.0.bond_encoder.embeddings.0.weight (the weights: "},
 	}
 	for _, e := range edits {
 		var desc map[string]any

@@ -106,6 +106,10 @@ type MotifModelInfo struct {
 	Legend []MotifUsage `json:"legend,omitempty"`
 }
 
+// LegendFragments is how many fragments per motif a legend lists, and all
+// that a page draws of one read from a file.
+const LegendFragments = 5
+
 // MotifUsage is what one motif stands for in a set of molecules: how many
 // of their atoms it takes and its commonest fragments, the connected pieces
 // of atoms assigned to it, as canonical SMILES.

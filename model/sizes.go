@@ -21,7 +21,8 @@ import (
 // loaded; once they agree, the model built is as large as its weights.
 
 // CheckSizes compares the encoder's size settings (hidden, layers,
-// mlp_layers) with the tensors of state whose names start with prefix
+// mlp_layers) and the switches that decide which tensors exist (learn_t,
+// bond_per_layer) with the tensors of state whose names start with prefix
 // (the encoder's, as "encoder." in a checkpoint), without building
 // anything. A setting the weights contradict is a field error naming it.
 func (c EncoderConfig) CheckSizes(state []torch.Named, prefix string) error {
@@ -58,6 +59,26 @@ func (c EncoderConfig) CheckSizes(state []torch.Named, prefix string) error {
 	}
 	if mlp != c.MLPLayers {
 		return field.Errorf("mlp_layers", c.MLPLayers, "differs from the weights, which have %d in %sconvs.0", mlp, prefix)
+	}
+	// The switches decide which tensors exist: a learned temperature per
+	// layer, and a bond encoder per layer instead of a shared one.
+	for _, sw := range []struct {
+		name    string
+		value   bool // the setting
+		present bool // whether it makes tensor exist
+		tensor  string
+	}{
+		{"learn_t", c.LearnT, c.LearnT, "convs.0.t"},
+		{"bond_per_layer", c.BondPerLayer, c.BondPerLayer, "convs.0.bond_encoder.embeddings.0.weight"},
+		{"bond_per_layer", c.BondPerLayer, !c.BondPerLayer, "bond_encoder.embeddings.0.weight"},
+	} {
+		if sw.present != has(sw.tensor) {
+			holds := "hold no"
+			if !sw.present {
+				holds = "hold"
+			}
+			return field.Errorf(sw.name, sw.value, "differs from the weights, which %s %s%s", holds, prefix, sw.tensor)
+		}
 	}
 	return nil
 }

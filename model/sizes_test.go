@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,6 +53,8 @@ func TestCheckSizes(t *testing.T) {
 			{func(c *model.Config) { c.Encoder.Layers++ }, "encoder.layers"},
 			{func(c *model.Config) { c.Encoder.Layers-- }, "encoder.layers"},
 			{func(c *model.Config) { c.Encoder.MLPLayers++ }, "encoder.mlp_layers"},
+			{func(c *model.Config) { c.Encoder.LearnT = !c.Encoder.LearnT }, fmt.Sprintf("encoder.learn_t %v differs from the weights, which hold", !enc.LearnT)},
+			{func(c *model.Config) { c.Encoder.BondPerLayer = !c.Encoder.BondPerLayer }, fmt.Sprintf("encoder.bond_per_layer %v differs from the weights, which hold", !enc.BondPerLayer)},
 			{func(c *model.Config) { c.Motifs = 1000000 }, "motifs 1000000 differs from the weights, which have 5 (motif_embeddings is"},
 		}
 		for _, w := range wrong {

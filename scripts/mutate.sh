@@ -15,9 +15,18 @@
 #   ID  escaped                    every test passed: the suite misses the bug
 #                                  (tests that skipped here are named)
 #   ID  not judged here: ...       the mutation needs what this machine lacks
-#                                  (its `needs` column), so it is not run
+#                                  (its `needs` column), so it is not run,
+#                                  or a package's tests ran past the 60-minute
+#                                  timeout (a machine too busy)
 #   ID  not applied: ...           the original line was not found once
 #   ID  build failed               the mutation does not compile
+#
+# A mutation of a native shim's source (torch/shim/, data/rdkit/shim/) is
+# built before its tests run: a private copy of the tree's build/ folder is
+# made for it, `make shim` (or `make chem`) recompiles there what the
+# mutation changed, and the copy's build/lib/ stands in for the tree's while
+# its packages are tested (the test binaries load the shims at run time from
+# build/lib/); a mutation that does not compile reads "build failed".
 #
 # First, the no-op mutation: the packages of every selected mutation are
 # tested on the unchanged copy. It must come back "escaped"; if any test
@@ -84,6 +93,33 @@ mkdir -p "$tree"
 rm -rf "$tree/build"
 mkdir -p "$tree/build"
 ln -s "$root/build/lib" "$tree/build/lib"
+
+# shim_target FILE: the make target that builds FILE's native shim, or
+# nothing for a Go file.
+shim_target() {
+	case $1 in
+	torch/shim/*) echo shim ;;
+	data/rdkit/shim/*) echo chem ;;
+	esac
+}
+
+# build_shim ID FILE: rebuild, into a private copy of the tree's build/
+# folder ($work/build-ID), the shim FILE belongs to, and make the copy's
+# lib/ the tree's build/lib; its status is make's. unbuild_shim ID undoes it.
+build_shim() {
+	local priv=$work/build-$1
+	rm -rf "$priv"
+	mkdir -p "$priv"
+	# Objects keep their times, newer than the sources: make recompiles
+	# only what the mutation touched.
+	(cd "$root/build" && cp -a lib shim testing chem "$priv"/ 2>/dev/null || true)
+	ln -sfn "$priv/lib" "$tree/build/lib"
+	(cd "$tree" && nice -n 15 make --no-print-directory BUILD="$priv" JOBS=1 "$(shim_target "$2")") >"$work/$1.build.log" 2>&1
+}
+unbuild_shim() {
+	ln -sfn "$root/build/lib" "$tree/build/lib"
+	rm -rf "$work/build-$1"
+}
 if [ -n "$tests_rev" ]; then
 	find "$tree" -name '*_test.go' -delete
 	git -C "$root" ls-tree -r -z --name-only "$tests_rev" | grep -z '_test\.go$' |
@@ -122,7 +158,7 @@ gotest() {
 	shift
 	set +e
 	# shellcheck disable=SC2068 # the packages are a list
-	(cd "$tree" && nice -n 15 go test -count=1 -v ${skip:+-skip "$skip"} $@) >"$log" 2>&1
+	(cd "$tree" && nice -n 15 go test -count=1 -timeout 60m -v ${skip:+-skip "$skip"} $@) >"$log" 2>&1
 	local rc=$?
 	set -e
 	return $rc
@@ -166,7 +202,7 @@ while IFS=$'\t' read -r id file orig repl pkgs needs; do
 		printf '%s\tnot judged here: %s\n' "$id" "$why" | tee -a "$table"
 		continue
 	fi
-	cp "$tree/$file" "$work/saved"
+	cp -p "$tree/$file" "$work/saved"
 	if ! why=$(apply "$tree/$file" "$orig" "$repl" 2>&1); then
 		printf '%s\tnot applied: %s\n' "$id" "$why" | tee -a "$table"
 		broken=$((broken + 1))
@@ -174,15 +210,28 @@ while IFS=$'\t' read -r id file orig repl pkgs needs; do
 	fi
 	log=$work/$id.log
 	rc=0
+	if [ -n "$(shim_target "$file")" ] && ! build_shim "$id" "$file"; then
+		cp -p "$work/saved" "$tree/$file"
+		unbuild_shim "$id"
+		printf '%s\tbuild failed (the shim: %s)\n' "$id" "$(grep -m1 -E 'error' "$work/$id.build.log" || tail -1 "$work/$id.build.log")" | tee -a "$table"
+		broken=$((broken + 1))
+		continue
+	fi
 	# shellcheck disable=SC2086 # pkgs is a list
 	gotest "$log" $pkgs || rc=$?
-	cp "$work/saved" "$tree/$file"
+	cp -p "$work/saved" "$tree/$file"
+	[ -z "$(shim_target "$file")" ] || unbuild_shim "$id"
 	failed=$(named FAIL "$log")
 	if [ $rc -eq 0 ]; then
 		result=escaped
 		skipped=$(named SKIP "$log")
 		[ -z "$skipped" ] || result="escaped (skipped here: $skipped)"
 		escaped=$((escaped + 1))
+	elif grep -q '^panic: test timed out' "$log"; then
+		# A package slower than the timeout (a machine too busy) says
+		# nothing of the mutation.
+		result="not judged here: a package's tests timed out ($(grep -m1 -A1 '^panic: test timed out' "$log" | tail -1 | tr -s ' \t' ' '))"
+		unjudged=$((unjudged + 1))
 	elif grep -q '\[build failed\]\|\[setup failed\]' "$log"; then
 		result="build failed"
 		broken=$((broken + 1))

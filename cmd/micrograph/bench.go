@@ -53,6 +53,9 @@ func runBench(args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return flagError(fs, &cfg, err)
 	}
+	if err := rt.checkCache(input{"--data", pc.Data, true}); err != nil {
+		return err
+	}
 	job, err := distributedJob()
 	if err != nil {
 		return err
@@ -87,6 +90,7 @@ func runBench(args []string) error {
 	if pc.Deterministic {
 		cublasDeterminism()
 	}
+	sayJobWait(job, pretrain.DefaultTimeout)
 	res, err := pretrain.Bench(cfg, env, pretrain.Options{Job: job})
 	if err != nil {
 		return flagError(fs, pc, err)

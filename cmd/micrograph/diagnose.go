@@ -76,7 +76,14 @@ func runDiagnose(args []string) error {
 	if err := checkNotCorpus("--data", opt.Data); err != nil {
 		return err
 	}
-	if err := checkOutput("--out", out, append(encoderInputs(opt.Encoder), input{"--data", opt.Data, true})...); err != nil {
+	inputs := append(encoderInputs(opt.Encoder), input{"--checkpoint", opt.Checkpoint, false}, input{"--data", opt.Data, true})
+	for _, p := range opt.Probes {
+		inputs = append(inputs, input{"--probe", p, true})
+	}
+	if err := checkOutput("--out", out, inputs...); err != nil {
+		return err
+	}
+	if err := rt.checkCache(inputs...); err != nil {
 		return err
 	}
 	r, err := diagnose.Run(opt, env)
@@ -113,21 +120,26 @@ func runDiagnosePlot(args []string) error {
 	if fs.NArg() == 0 {
 		return usageError{errors.New("no NAME=diag.json to draw")}
 	}
-	if err := checkOutput("--out", *out); err != nil {
-		return err
-	}
-	var names []string
-	var ds []*diagnose.Diagnosis
+	var names, paths []string
+	var inputs []input
 	for _, arg := range fs.Args() {
 		name, path, ok := strings.Cut(arg, "=")
 		if !ok || name == "" {
 			return usageError{fmt.Errorf("%q: want NAME=diag.json", arg)}
 		}
+		names, paths = append(names, name), append(paths, path)
+		inputs = append(inputs, input{"argument", path, false})
+	}
+	if err := checkOutput("--out", *out, inputs...); err != nil {
+		return err
+	}
+	var ds []*diagnose.Diagnosis
+	for _, path := range paths {
 		var d diagnose.Diagnosis
 		if err := inputfile.ReadJSON(path, &d); err != nil {
 			return err
 		}
-		names, ds = append(names, name), append(ds, &d)
+		ds = append(ds, &d)
 	}
 	var svg bytes.Buffer
 	if err := report.WriteDiagnosisPlot(&svg, names, ds, *title); err != nil {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/matrixfile"
@@ -77,7 +79,11 @@ func (s *scoreFlags) options(fs *pflag.FlagSet, checkOut func() error, inputs ..
 	if err := checkNotCorpus("--data", s.data); err != nil {
 		return infer.Options{}, runenv.Env{}, err
 	}
-	if err := checkOutput("--out", s.out, append(inputs, input{"--data", s.data, true})...); err != nil {
+	inputs = append(inputs, input{"--data", s.data, true})
+	if err := checkOutput("--out", s.out, inputs...); err != nil {
+		return infer.Options{}, runenv.Env{}, err
+	}
+	if err := s.rt.checkCache(inputs...); err != nil {
 		return infer.Options{}, runenv.Env{}, err
 	}
 	return infer.Options{
@@ -181,7 +187,10 @@ func runPredict(args []string) error {
 	if err := parseFlags(fs, args, "model", "data", "out"); err != nil {
 		return err
 	}
-	opt, env, err := s.options(fs, s.checkMatrixOut, input{"--model", *dir, false})
+	if err := checkSavedModelFlag(*dir); err != nil {
+		return err
+	}
+	opt, env, err := s.options(fs, s.checkMatrixOut, savedModelInputs(*dir)...)
 	if err != nil {
 		return err
 	}
@@ -191,4 +200,26 @@ func runPredict(args []string) error {
 	}
 	s.report(fmt.Sprintf("predicted %d tasks for", len(m.Tasks)), "rows", s.invalidRows(), rep)
 	return nil
+}
+
+// checkSavedModelFlag refuses, as misuse, a predict --model that names a
+// shipped model (and no folder here): a shipped model is a pre-trained
+// encoder, which predicts nothing until fine-tuned.
+func checkSavedModelFlag(dir string) error {
+	if !slices.Contains(model.ShippedModels(), dir) {
+		return nil
+	}
+	if _, err := os.Stat(dir); err == nil {
+		return nil // a folder of that name: the user's
+	}
+	return usageError{fmt.Errorf("--model %s is a shipped pre-trained encoder, which predicts nothing until fine-tuned on labels: micrograph finetune --encoder %s --data LABELLED.csv --out result.json --save DIR, then predict --model DIR", dir, dir)}
+}
+
+// savedModelInputs are the files of predict --model's folder, for
+// checkOutput.
+func savedModelInputs(dir string) []input {
+	if dir == "" {
+		return nil
+	}
+	return []input{{"--model", dir, false}, {"--model", filepath.Join(dir, infer.ModelWeights), false}, {"--model", filepath.Join(dir, infer.ModelInfo), false}}
 }

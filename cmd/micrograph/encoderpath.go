@@ -56,7 +56,7 @@ func checkEncoderFile(flag, path string) error {
 		return nil
 	}
 	if st.IsDir() {
-		if _, err := os.Stat(runfolder.ConfigPath(path)); err == nil {
+		if runfolder.IsRun(path) {
 			return usageError{fmt.Errorf("%s %s is a pre-training run folder, not an exported encoder: export its encoder first (micrograph export --run %s --out enc.pt) and give enc.pt", flag, path, path)}
 		}
 		return usageError{fmt.Errorf("%s %s is a folder; want an exported encoder (.pt with its .json)", flag, path)}
@@ -83,10 +83,8 @@ func checkModelName(ref string) error {
 // (torch.save stores the meta strings uncompressed).
 func isCheckpoint(path string) bool {
 	dir := filepath.Dir(path)
-	if run := filepath.Dir(dir); dir == runfolder.CheckpointDir(run) {
-		if _, err := os.Stat(runfolder.ConfigPath(run)); err == nil {
-			return true
-		}
+	if run := filepath.Dir(dir); dir == runfolder.CheckpointDir(run) && runfolder.IsRun(run) {
+		return true
 	}
 	f, err := inputfile.Open(path)
 	if err != nil {

@@ -62,7 +62,7 @@ func runExplain(args []string) error {
 	if err := encoderError("--model", checkModelName(modelNameOf(*ref))); err != nil {
 		return err
 	}
-	inputs := encoderInputs(*ref)
+	inputs := append(encoderInputs(*ref), input{"--run", *run, false})
 	if *page != "" {
 		if err := checkOutput("--page", *page, append(inputs, input{"--data", s.data, true}, input{"--out", s.out, false})...); err != nil {
 			return err

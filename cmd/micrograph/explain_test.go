@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/infer"
 )
 
@@ -217,5 +219,62 @@ print(json.dumps({"shape": list(a.shape), "diff": float(np.max(np.abs(a[[0, 2, 3
 	html, _ := os.ReadFile(page)
 	if !strings.Contains(string(html), "commonest pieces in ogbg_molhiv (pre-training data)") {
 		t.Error("the page has no legend from the pre-training data")
+	}
+}
+
+// A shipped model exported with its motifs is the shipped model in a file:
+// its weights bit for bit, its description's name, provenance, data and
+// legend as shipped (export --model --motifs used to be run by no test),
+// and explain with the file says, row for row, what explain with the name
+// says.
+func TestShippedModelExportedWithItsMotifs(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "m.pt")
+	if code, _, errs := runCLI(t, "export", "--model", defaultModel, "--motifs", "--out", out); code != 0 {
+		t.Fatalf("export --model --motifs: %s", errs)
+	}
+	shipped := filepath.Join("..", "..", "model", "zoo", defaultModel)
+	var want, got model.MotifModelInfo
+	readJSON(t, shipped+".json", &want)
+	readJSON(t, model.MotifModelInfoPath(out), &got)
+	if want.Name != defaultModel || len(want.Legend) == 0 {
+		t.Fatalf("the shipped description: %+v", want)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the exported description differs from the shipped one:\n%+v\nwant\n%+v", got, want)
+	}
+	a, _, err := torch.Load(shipped+".pt", torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer torch.FreeNamed(a)
+	b, _, err := torch.Load(out, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer torch.FreeNamed(b)
+	if len(a) != len(b) {
+		t.Fatalf("%d tensors exported, %d shipped", len(b), len(a))
+	}
+	for i := range a {
+		x, y := torch.ToSlice[float32](a[i].Tensor.ToDType(torch.Float32)), torch.ToSlice[float32](b[i].Tensor.ToDType(torch.Float32))
+		if a[i].Name != b[i].Name || !slices.Equal(x, y) {
+			t.Errorf("tensor %d: exported %s differs from the shipped %s", i, b[i].Name, a[i].Name)
+		}
+	}
+	in := filepath.Join(dir, "in.csv")
+	if err := os.WriteFile(in, []byte(scoreInput), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	byName, byFile := filepath.Join(dir, "name.jsonl"), filepath.Join(dir, "file.jsonl")
+	for _, c := range [][]string{{defaultModel, byName}, {out, byFile}} {
+		if code, _, errs := runCLI(t, "explain", "--model", c[0], "--data", in, "--out", c[1], "--threads", "1"); code != 0 {
+			t.Fatalf("explain --model %s: %s", c[0], errs)
+		}
+	}
+	x, _ := os.ReadFile(byName)
+	y, _ := os.ReadFile(byFile)
+	if len(x) == 0 || string(x) != string(y) {
+		t.Errorf("explain with the exported file differs from explain with the name:\n%s\n%s", y, x)
 	}
 }

@@ -49,16 +49,23 @@ func runExport(args []string) error {
 		return usageError{fmt.Errorf("--name and --data describe a model made from a run: a shipped model has its own")}
 	}
 	if *shipped != "" {
+		if !model.IsModelName(*shipped) {
+			return usageError{fmt.Errorf("--model %s: export --model takes a shipped model's name (%s), not a file: a .pt from export is exported already, and a checkpoint goes with --checkpoint",
+				*shipped, strings.Join(model.ShippedModels(), ", "))}
+		}
 		if err := encoderError("--model", checkModelName(*shipped)); err != nil {
 			return err
 		}
 	}
-	inputs := []input{{"--checkpoint", *checkpoint, false}, {"--data", *legendData, true}}
+	inputs := []input{{"--run", *run, false}, {"--checkpoint", *checkpoint, false}, {"--data", *legendData, true}}
+	// The description is written beside the weights: refused now, not after them.
+	if err := checkOutput("--out "+*out+": its description", model.EncoderInfoPath(*out), inputs...); err != nil {
+		return err
+	}
 	if err := checkOutput("--out", *out, inputs...); err != nil {
 		return err
 	}
-	// The description is written beside the weights: refused now, not after them.
-	if err := checkOutput("--out "+*out+": its description", model.EncoderInfoPath(*out), inputs...); err != nil {
+	if err := rt.checkCache(inputs...); err != nil {
 		return err
 	}
 	env, err := rt.parse(fs, nil)

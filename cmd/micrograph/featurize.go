@@ -38,6 +38,9 @@ func runFeaturize(args []string) error {
 	if err := limits.Validate(); err != nil {
 		return flagError(fs, &limits, err)
 	}
+	if err := checkOutputFolder("--out", *out, input{"--csv", *csvPath, false}); err != nil {
+		return err
+	}
 	var labels []string
 	if fs.Changed("label-cols") {
 		r := csv.NewReader(strings.NewReader(*labelCols))

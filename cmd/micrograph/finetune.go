@@ -58,6 +58,9 @@ func runFinetune(args []string) error {
 		if _, err := os.Stat(cfg.Save); err == nil {
 			return usageError{fmt.Errorf("--save %s already exists", cfg.Save)}
 		}
+		if err := checkOutputFolder("--save", cfg.Save, append(encoderInputs(cfg.EncoderPath), input{"--data", cfg.Data, true}, input{"--out", ev.out, false})...); err != nil {
+			return err
+		}
 		if err := checkWritableFolder("--save", cfg.Save, filepath.Dir(filepath.Clean(cfg.Save))); err != nil {
 			return err
 		}
@@ -164,7 +167,11 @@ func (e *evaluationFlags) check(fs *pflag.FlagSet, c *evaluate.Common, cfg inter
 	if e.env, err = withJobs(fs, e.jobs, c.Runs(), e.env); err != nil {
 		return err
 	}
-	return checkOutput("--out", e.out, append(encoderInputs(c.EncoderPath), input{"--data", c.Data, true})...)
+	inputs := append(encoderInputs(c.EncoderPath), input{"--data", c.Data, true})
+	if err := checkOutput("--out", e.out, inputs...); err != nil {
+		return err
+	}
+	return e.rt.checkCache(inputs...)
 }
 
 // parseTaskTypes reads --task-types: NAME=TYPE pairs, comma-separated, CSV

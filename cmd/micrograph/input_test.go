@@ -174,7 +174,7 @@ func TestPretrainRunMisuse(t *testing.T) {
 	}
 	long := filepath.Join(dir, strings.Repeat(strings.Repeat("a", 200)+"/", 21))
 	checkCLI(t, []cliCase{
-		{"empty run", []string{"pretrain", "--data", cfg.Data, "--run", ""}, 2, `--run "": want a folder name`},
+		{"empty run", []string{"pretrain", "--data", cfg.Data, "--run", ""}, 2, "--run is empty: it names a file, folder or model"},
 		{"long run", []string{"pretrain", "--data", cfg.Data, "--run", long}, 2,
 			fmt.Sprintf("--run is %d bytes long, more than the 4031 a run folder's path may have", len(long))},
 		{"long name", []string{"pretrain", "--data", cfg.Data, "--run", filepath.Join(dir, strings.Repeat("b", 256))}, 2,

@@ -41,7 +41,7 @@ func launchRanks(command string, n int, args []string, grace time.Duration) erro
 	for r := range n {
 		c := exec.Command(exe, append([]string{command}, args...)...)
 		e := distributed.Env{Rank: r, WorldSize: n, LocalRank: r, MasterAddr: "127.0.0.1", MasterPort: port}
-		c.Env = append(os.Environ(), e.Vars()...)
+		c.Env = append(os.Environ(), append(e.Vars(), launchedEnv+"=1")...)
 		// Their own process group: a terminal's Ctrl-C reaches the ranks once,
 		// through the launcher, not twice (which would make them quit at once).
 		// A launcher that dies takes its ranks with it, as a stop.
@@ -137,6 +137,26 @@ func withoutFlag(args []string, name string) []string {
 		out = append(out, a)
 	}
 	return out
+}
+
+// launchedEnv marks the ranks launchRanks starts: the launcher said what
+// it started, so they do not say what they wait for.
+const launchedEnv = "MICROGRAPH_LAUNCHED_RANK"
+
+// sayJobWait tells at once, on stderr, what a process that its environment
+// made one rank of a job (torchrun's variables, or ones left in a shell)
+// will wait for, and how long: otherwise it would wait silently for the
+// whole timeout.
+func sayJobWait(job *distributed.Env, timeout time.Duration) {
+	if job == nil || os.Getenv(launchedEnv) != "" {
+		return
+	}
+	at := fmt.Sprintf("at %s:%d", job.MasterAddr, job.MasterPort)
+	if job.Rank == 0 {
+		at = fmt.Sprintf("serving the job's store on port %d", job.MasterPort)
+	}
+	logf("rank %d of %d, as the environment says (%s, %s, %s, %s): once the data is open, waiting up to %v for the other processes, %s; unset those variables to run alone, SIGINT or SIGTERM stops the wait",
+		job.Rank, job.WorldSize, distributed.EnvRank, distributed.EnvWorldSize, distributed.EnvMasterAddr, distributed.EnvMasterPort, timeout, at)
 }
 
 // distributedJob is the data-parallel job this process was started in by

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"net"
@@ -9,7 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/torch"
@@ -114,7 +117,8 @@ func TestPretrainRefusesAnIncompleteJobEnvironment(t *testing.T) {
 
 // A torchrun-style rank whose rendezvous cannot start fails in one line
 // naming the cause, status 1 (a fault of the job's surroundings, found only
-// on contact, not a mistake in the command line), and makes no run folder:
+// on contact, not a mistake in the command line), after the line saying
+// what it waits for, and makes no run folder:
 // a MASTER_ADDR that does not resolve, and on rank 0 a MASTER_PORT that
 // another process holds (issue #28: libtorch printed 12 and 4 glog lines
 // first). The ranks run as processes of their own, so that what libtorch
@@ -153,13 +157,122 @@ func TestPretrainJobRendezvousFailsInOneLine(t *testing.T) {
 			c.Stderr = &stderr
 			err := c.Run()
 			var exit *exec.ExitError
-			if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.HasPrefix(stderr.String(), "micrograph pretrain: "+tc.want) ||
-				strings.Count(stderr.String(), "\n") != 1 {
-				t.Errorf("%v, stderr %q; want status 1 and one line with %q", err, stderr.String(), tc.want)
+			lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 || len(lines) != 2 || !strings.HasPrefix(lines[0], fmt.Sprintf("micrograph: rank %d of 2", tc.env.Rank)) ||
+				!strings.HasPrefix(lines[1], "micrograph pretrain: "+tc.want) {
+				t.Errorf("%v, stderr %q; want status 1, the line on the wait and one line with %q", err, stderr.String(), tc.want)
 			}
 			if _, err := os.Stat(run); err == nil {
 				t.Errorf("the failed rank made %s", run)
 				os.RemoveAll(run)
+			}
+		})
+	}
+}
+
+// A job environment left in a shell (as after a torchrun session) makes
+// pretrain and bench say at once, before waiting, which rank of how many
+// they are, where they wait and for how long; SIGTERM or SIGINT during the
+// wait ends pretrain within seconds with status 0, one line saying so and
+// no run folder, and ends bench as a signal ends any command (128 + its
+// number). pretrain used to wait silently for the whole timeout, and to
+// answer SIGTERM with "finishing the step" and go on waiting.
+func TestStrayJobEnvironmentSpeaksAndStops(t *testing.T) {
+	if !torch.HasBackend(torch.Gloo) {
+		t.Skip("the shim was built without Gloo")
+	}
+	dir := t.TempDir()
+	synth := filepath.Join(dir, "synth")
+	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 40, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := free.Addr().(*net.TCPAddr).Port
+	free.Close() // nobody serves it: rank 1 waits for rank 0, rank 0 for rank 1
+	small := []string{"--data", synth, "--hidden", "8", "--layers", "1", "--motifs", "4", "--batch-size", "8", "--device", "cpu", "--threads", "1"}
+	for _, tc := range []struct {
+		name   string
+		rank   int
+		args   []string
+		signal os.Signal
+		code   int
+		last   string
+	}{
+		{"pretrain rank 1, SIGTERM", 1, []string{"pretrain", "--run", filepath.Join(dir, "run1"), "--max-steps", "1", "--timeout", "3m"}, syscall.SIGTERM, 0,
+			"micrograph: stopped while waiting for the other processes of the job: nothing was written; the same command starts again"},
+		{"pretrain rank 0, SIGINT", 0, []string{"pretrain", "--run", filepath.Join(dir, "run0"), "--max-steps", "1", "--timeout", "3m"}, syscall.SIGINT, 0,
+			"micrograph: stopped while waiting for the other processes of the job: nothing was written; the same command starts again"},
+		{"bench rank 1, SIGINT", 1, []string{"bench", "--steps", "1", "--warmup", "0"}, syscall.SIGINT, 130, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := distributed.Env{Rank: tc.rank, WorldSize: 2, MasterAddr: "127.0.0.1", MasterPort: port}
+			c := exec.Command(os.Args[0], append(tc.args, small...)...)
+			c.Env = append(append(os.Environ(), env.Vars()...), asMainEnv+"=1")
+			stderr, err := c.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			lines := make(chan string, 16)
+			go func() {
+				defer close(lines)
+				sc := bufio.NewScanner(stderr)
+				for sc.Scan() {
+					lines <- sc.Text()
+				}
+			}()
+			wait := fmt.Sprintf("micrograph: rank %d of 2, as the environment says (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): once the data is open, waiting up to ", tc.rank)
+			var seen []string
+			deadline := time.After(60 * time.Second)
+			for len(seen) == 0 || !strings.HasPrefix(seen[len(seen)-1], wait) {
+				select {
+				case l, ok := <-lines:
+					if !ok {
+						c.Wait()
+						t.Fatalf("ended before saying what it waits for: %q", seen)
+					}
+					seen = append(seen, l)
+				case <-deadline:
+					c.Process.Kill()
+					c.Wait()
+					t.Fatalf("said nothing of the wait within 60 s: %q", seen)
+				}
+			}
+			time.Sleep(time.Second) // into the wait
+			start := time.Now()
+			c.Process.Signal(tc.signal)
+			ended := make(chan error, 1)
+			go func() {
+				for l := range lines {
+					seen = append(seen, l)
+				}
+				ended <- c.Wait()
+			}()
+			select {
+			case err = <-ended:
+			case <-time.After(20 * time.Second):
+				c.Process.Kill()
+				<-ended
+				t.Fatalf("still waiting 20 s after the signal: %q", seen)
+			}
+			t.Logf("ended %.1fs after the signal: %v", time.Since(start).Seconds(), err)
+			code := 0
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				code = exit.ExitCode()
+			}
+			if code != tc.code || (tc.last != "" && seen[len(seen)-1] != tc.last) {
+				t.Errorf("status %d, stderr %q; want status %d ending with %q", code, seen, tc.code, tc.last)
+			}
+			if tc.args[0] == "pretrain" {
+				if _, err := os.Stat(tc.args[2]); err == nil {
+					t.Errorf("the stopped rank made %s", tc.args[2])
+				}
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
+	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/runpool"
@@ -178,10 +179,24 @@ func overview(w io.Writer) {
 	}
 }
 
-// oneLine shows an error on a single line.
+// oneLine shows an error on a single line, each word of it (a run of
+// bytes without spaces: a flag's value, a path) cut to its first 64 bytes
+// when longer than maxWord, as what a file holds is quoted.
 type oneLine struct{ error }
 
-func (e oneLine) Error() string { return strings.ReplaceAll(e.error.Error(), "\n", "; ") }
+// maxWord is the longest word an error shows whole: beyond any path Linux
+// opens (4095 bytes) a word names nothing, and long before it no one reads it.
+const maxWord = 256
+
+func (e oneLine) Error() string {
+	words := strings.Split(strings.ReplaceAll(e.error.Error(), "\n", "; "), " ")
+	for i, w := range words {
+		if len(w) > maxWord {
+			words[i] = inputfile.Shorten(w)
+		}
+	}
+	return strings.Join(words, " ")
+}
 func (e oneLine) Unwrap() error { return e.error }
 
 // usageError is a mistake on the command line rather than a failure of the work.
@@ -227,6 +242,11 @@ func parseFlags(fs *pflag.FlagSet, args []string, required ...string) error {
 	return nil
 }
 
+// namingFlags are the flags that name a file, a folder or a model, in
+// whichever command has them: given empty (an unset shell variable, say)
+// they name nothing, which is misuse, not a file called "".
+var namingFlags = []string{"data", "out", "run", "encoder", "model", "checkpoint", "csv", "page", "save", "random-from", "cache"}
+
 // parseArgs parses flags followed by arguments.
 func parseArgs(fs *pflag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
@@ -234,6 +254,11 @@ func parseArgs(fs *pflag.FlagSet, args []string) error {
 			return err
 		}
 		return usageError{err}
+	}
+	for _, name := range namingFlags {
+		if f := fs.Lookup(name); f != nil && fs.Changed(name) && f.Value.Type() == "string" && f.Value.String() == "" {
+			return usageError{fmt.Errorf("--%s is empty: it names a file, folder or model", name)}
+		}
 	}
 	return nil
 }

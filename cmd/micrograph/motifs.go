@@ -39,7 +39,11 @@ func runMotifs(args []string) error {
 	if err := opt.Validate(); err != nil {
 		return flagError(fs, &opt, err)
 	}
-	if err := checkOutput("--out", out); err != nil {
+	inputs := []input{{"--run", opt.Run, false}, {"--data", opt.Data, true}}
+	if err := checkOutput("--out", out, inputs...); err != nil {
+		return err
+	}
+	if err := rt.checkCache(inputs...); err != nil {
 		return err
 	}
 	env, err := rt.parse(fs, nil)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/micrograph/micrograph/internal/inputfile"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
 // input is a path a command reads, with the flag that named it; dataset
@@ -16,12 +17,19 @@ type input struct {
 	dataset    bool
 }
 
+// The outputs' rule, one check for every command that writes: no output
+// lands on a run folder's own files (config.json, log.jsonl, lock and
+// checkpoints/, which pretrain alone writes: beside them is fine), on any
+// input of the same command (the same file under any name), or inside an
+// input dataset folder. checkOutput applies it to a file, checkOutputFolder
+// to a folder the command writes files into.
+
 // checkOutput is the one check of every output file before any work: the
 // path flag names must not be a folder, a device, a FIFO or any other
-// non-regular file, must not be one of inputs (the same file under any name)
-// nor lie inside an input dataset folder (those are only read), and its
-// folder must exist and take new files. Each refusal is a usage error that
-// names the flag. Inputs with an empty path are skipped.
+// non-regular file, must be no run's own file, must not be one of inputs
+// nor lie inside an input dataset folder, and its folder must exist and
+// take new files. Each refusal is a usage error that names the flag. Inputs
+// with an empty path are skipped.
 func checkOutput(flag, path string, inputs ...input) error {
 	if st, err := os.Stat(path); err == nil {
 		switch {
@@ -30,6 +38,29 @@ func checkOutput(flag, path string, inputs ...input) error {
 		case !st.Mode().IsRegular():
 			return usageError{fmt.Errorf("%s %s is not a regular file (%s): want a file name", flag, path, inputfile.Kind(st.Mode()))}
 		}
+	}
+	if err := checkPlace(flag, path, inputs); err != nil {
+		return err
+	}
+	return checkWritableFolder(flag, path, filepath.Dir(path))
+}
+
+// checkOutputFolder is checkOutput for a folder that flag names and the
+// command writes files into (whether it may exist is the command's to say):
+// no run's own file or folder, no input, nothing inside an input dataset
+// folder. An empty path is skipped.
+func checkOutputFolder(flag, dir string, inputs ...input) error {
+	if dir == "" {
+		return nil
+	}
+	return checkPlace(flag, dir, inputs)
+}
+
+// checkPlace refuses an output path that is a run's own file (runOwning)
+// or one of inputs, or lies inside an input dataset folder.
+func checkPlace(flag, path string, inputs []input) error {
+	if run, what := runOwning(path); run != "" {
+		return usageError{fmt.Errorf("%s %s is %s of the pre-training run %s, which only pretrain writes: choose a place outside the run's config.json, log.jsonl, lock and checkpoints/", flag, path, what, run)}
 	}
 	for _, in := range inputs {
 		if in.path == "" {
@@ -42,19 +73,60 @@ func checkOutput(flag, path string, inputs ...input) error {
 			return usageError{fmt.Errorf("%s %s is inside the input folder %s %s, which is only read; choose another place", flag, path, in.flag, in.path)}
 		}
 	}
-	return checkWritableFolder(flag, path, filepath.Dir(path))
+	return nil
+}
+
+// runOwning is the run folder, if any, one of whose own files or folders
+// (runfolder.OwnFile) path is, with what it is to the run: every folder
+// above path that is a run's (runfolder.IsRun) is asked, symbolic links
+// resolved. ("", "") when none.
+func runOwning(path string) (run, what string) {
+	p := resolved(path)
+	for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
+		if runfolder.IsRun(dir) {
+			if rel, err := filepath.Rel(dir, p); err == nil {
+				if what := runfolder.OwnFile(rel); what != "" {
+					return dir, what
+				}
+			}
+		}
+		if dir == filepath.Dir(dir) {
+			return "", ""
+		}
+	}
+}
+
+// checkRunInputs refuses, for pretrain --run run, an input that is the
+// run folder itself or one of its own files: the run writes them.
+func checkRunInputs(run string, inputs ...input) error {
+	r := resolved(run)
+	for _, in := range inputs {
+		if in.path == "" {
+			continue
+		}
+		p := resolved(in.path)
+		if p == r {
+			return usageError{fmt.Errorf("%s %s is the run folder --run %s, which the run writes", in.flag, in.path, run)}
+		}
+		if rel, err := filepath.Rel(r, p); err == nil {
+			if what := runfolder.OwnFile(rel); what != "" {
+				return usageError{fmt.Errorf("%s %s is %s of the run --run %s, which the run writes", in.flag, in.path, what, run)}
+			}
+		}
+	}
+	return nil
 }
 
 // same tells whether a and b are the same file: the same one on disk when
 // both exist (hard links and symbolic links included), else the same
-// absolute path.
+// path once made absolute with the links of what exists resolved.
 func same(a, b string) bool {
 	sa, errA := os.Stat(a)
 	sb, errB := os.Stat(b)
 	if errA == nil && errB == nil {
 		return os.SameFile(sa, sb)
 	}
-	return absolute(a) == absolute(b)
+	return resolved(a) == resolved(b)
 }
 
 // within tells whether path lies inside the folder dir (after resolving
@@ -75,11 +147,16 @@ func absolute(path string) string {
 	return filepath.Clean(path)
 }
 
-// resolved is path absolute with its symbolic links resolved, where it exists.
+// resolved is path absolute with the symbolic links of its longest
+// existing part resolved: the file itself when it exists, else the folders
+// above it that do.
 func resolved(path string) string {
 	a := absolute(path)
 	if r, err := filepath.EvalSymlinks(a); err == nil {
 		return r
+	}
+	if dir := filepath.Dir(a); dir != a {
+		return filepath.Join(resolved(dir), filepath.Base(a))
 	}
 	return a
 }

@@ -24,7 +24,7 @@ func runPlot(args []string) error {
 	if !strings.HasSuffix(*out, ".svg") {
 		return usageError{fmt.Errorf("--out %s: want an .svg file", *out)}
 	}
-	if err := checkOutput("--out", *out); err != nil {
+	if err := checkOutput("--out", *out, input{"--run", *run, false}, input{"--run", runfolder.LogPath(*run), false}); err != nil {
 		return err
 	}
 	records, err := runfolder.ReadLog(*run)

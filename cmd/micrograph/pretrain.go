@@ -155,6 +155,9 @@ func runPretrain(args []string) error {
 		}
 		return flagError(fs, &cfg, err)
 	}
+	if err := checkRunPlace(run, cfg.Data, &rt); err != nil {
+		return err
+	}
 	job, err := distributedJob()
 	if err != nil {
 		return err
@@ -175,6 +178,10 @@ func runPretrain(args []string) error {
 	case jf.nproc > 1 && job != nil:
 		return usageError{fmt.Errorf("--nproc %d under a launcher that set WORLD_SIZE=%d: give one or the other", jf.nproc, job.WorldSize)}
 	case jf.nproc > 1:
+		if err := pretrain.CheckSplit(cfg, jf.nproc); err != nil && resume {
+			// The run's settings are fixed; the flag just given splits them.
+			return usageError{fmt.Errorf("--nproc %d: %w (the run's settings, in %s)", jf.nproc, err, runfolder.ConfigPath(run))}
+		}
 		if err := pretrain.CheckLaunch(run, cfg, resume, jf.nproc); err != nil {
 			return blame(err)
 		}
@@ -235,6 +242,7 @@ func runPretrain(args []string) error {
 		}
 	}()
 
+	sayJobWait(job, jf.timeout)
 	res, err := pretrain.Run(run, cfg, env, pretrain.Options{Resume: resume, Job: job, Timeout: jf.timeout,
 		Opened: func() { opened.Store(true) }})
 	var nonFinite *pretrain.NonFiniteLossError
@@ -248,12 +256,12 @@ func runPretrain(args []string) error {
 	if err != nil {
 		return blame(err)
 	}
+	if res.Stopped && res.Checkpoint == "" {
+		logf("stopped while %s: nothing was written; the same command starts again", res.While)
+		return nil
+	}
 	if job != nil && job.Rank > 0 {
 		return nil // rank 0 reports for the run
-	}
-	if res.Stopped && res.Checkpoint == "" {
-		logf("stopped while featurising %s into the cache: nothing was written; the same command starts again", cfg.Data)
-		return nil
 	}
 	if res.Stopped {
 		logf("stopped at step %d; checkpoint %s; continue with: micrograph pretrain --run %s --resume", res.Steps, res.Checkpoint, run)
@@ -261,6 +269,24 @@ func runPretrain(args []string) error {
 		printf("pre-trained %d steps: checkpoint %s, log %s", res.Steps, res.Checkpoint, runfolder.LogPath(run))
 	}
 	return nil
+}
+
+// checkRunPlace refuses a --run that is another run's own file or folder,
+// the data, or inside the data's folder; data that is the run folder or
+// one of its own files; and a --cache refused as an output folder or lying
+// at the run folder or its own files (a new run's folder must be empty).
+func checkRunPlace(run, data string, rt *runtimeFlags) error {
+	in := input{"--data", data, true}
+	if err := checkOutputFolder("--run", run, in); err != nil {
+		return err
+	}
+	if err := checkRunInputs(run, in); err != nil {
+		return err
+	}
+	if err := rt.checkCache(in); err != nil {
+		return err
+	}
+	return checkRunInputs(run, input{"--cache", rt.cache, false})
 }
 
 // Bounds on --run, in bytes: Linux's on a name (NAME_MAX), and its on a
@@ -275,9 +301,6 @@ const (
 // cannot make, before anything is made: MkdirAll would leave the folders it
 // managed before the name that fails.
 func checkRunFlag(run string) error {
-	if run == "" {
-		return usageError{errors.New(`--run "": want a folder name`)}
-	}
 	if len(run) > maxPath {
 		return usageError{fmt.Errorf("--run is %d bytes long, more than the %d a run folder's path may have", len(run), maxPath)}
 	}

@@ -74,6 +74,13 @@ func (r *runtimeFlags) parse(fs *pflag.FlagSet, job *distributed.Env) (runenv.En
 	return env, nil
 }
 
+// checkCache refuses a --cache that an output folder may not be
+// (checkOutputFolder): the cache is written into. inputs are the
+// command's inputs.
+func (r *runtimeFlags) checkCache(inputs ...input) error {
+	return checkOutputFolder("--cache", r.cache, inputs...)
+}
+
 // seedFlag registers --seed: a saved setting, not a runtime one.
 func seedFlag(fs *pflag.FlagSet, seed *uint64) {
 	fs.Uint64Var(seed, "seed", *seed, "seed of initialisation, shuffling and sampling")

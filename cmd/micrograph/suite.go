@@ -90,6 +90,9 @@ func runSuite(args []string) error {
 	if env, err = withJobs(fs, jobs, cfg.Runs(), env); err != nil {
 		return err
 	}
+	if err := checkSuiteOutputs(out, &cfg, &rt); err != nil {
+		return err
+	}
 	res, runErr := suite.Run(cfg, env, suite.Options{RunFiles: filepath.Join(out, "runs")})
 	if res == nil {
 		return flagError(fs, &cfg, runErr)
@@ -129,6 +132,36 @@ func checkResultFolder(flag, dir string) error {
 		return checkWritableFolder(flag, dir, dir)
 	}
 	return checkWritableFolder(flag, dir, filepath.Dir(dir))
+}
+
+// suiteOutputs are the files suite writes into its --out folder: the table
+// and the results, or their partial forms after a failure, and the runs
+// kept as they finish.
+var suiteOutputs = []string{"suite.md", "suite.json", "suite-partial.md", "suite-partial.json", "runs"}
+
+// checkSuiteOutputs refuses an --out folder or --cache at which suite would
+// write over one of its inputs (the encoders, the benchmarks, the earlier
+// suite of --random-from) or a run's own files.
+func checkSuiteOutputs(out string, cfg *suite.Config, rt *runtimeFlags) error {
+	var inputs []input
+	for _, e := range cfg.EncoderPaths {
+		inputs = append(inputs, encoderInputs(e)...)
+	}
+	for _, d := range cfg.Datasets {
+		inputs = append(inputs, input{"--datasets", d, true})
+	}
+	if cfg.RandomFrom != "" {
+		inputs = append(inputs, input{"--random-from", suite.ResultFile(cfg.RandomFrom), false})
+	}
+	if err := checkOutputFolder("--out", out, inputs...); err != nil {
+		return err
+	}
+	for _, name := range suiteOutputs {
+		if err := checkPlace("--out "+out+": its "+name, filepath.Join(out, name), inputs); err != nil {
+			return err
+		}
+	}
+	return rt.checkCache(inputs...)
 }
 
 // expandDatasets lets --datasets take several paths in a row, as a shell

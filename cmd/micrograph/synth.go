@@ -23,6 +23,9 @@ func runSynth(args []string) error {
 	if *molecules < 1 {
 		return usageError{fmt.Errorf("--molecules %d: want at least 1", *molecules)}
 	}
+	if err := checkOutputFolder("--out", *out); err != nil {
+		return err
+	}
 	start := time.Now()
 	rep, err := data.WriteSynthetic(*out, data.SynthOptions{Molecules: *molecules, Seed: *seed})
 	if err != nil {

@@ -275,8 +275,9 @@ func TestLoaderBoundedBuffers(t *testing.T) {
 // A data-parallel job's loaders (one shard each) together collate exactly
 // the batches of one loader, each shard a consecutive part of the batch cut
 // by atoms (atomCuts); with two shards the cut leaves the smallest
-// difference of atoms of any cut, found here by trying them all; a batch
-// size the shards do not divide is refused.
+// difference of atoms of any cut, found here by trying them all; an
+// incomplete last batch is cut the same way, each shard keeping a molecule;
+// a batch size the shards do not divide is refused.
 func TestLoaderShardsSplitTheGlobalBatch(t *testing.T) {
 	d := synthDataset(t)
 	base := LoaderConfig{Dataset: d, Indices: d.Split.Train, BatchSize: 96, Shuffle: true, Seed: 3, DropLast: true, Epochs: 2}
@@ -339,6 +340,28 @@ func TestLoaderShardsSplitTheGlobalBatch(t *testing.T) {
 	}
 	if uneven == 0 {
 		t.Error("every part has as many molecules as the others: the split did not look at atoms")
+	}
+	// Without DropLast, the incomplete last batch (100 molecules in batches
+	// of 12: 4 left) is cut by atoms too, every shard keeping a molecule.
+	tail := LoaderConfig{Dataset: d, Indices: d.Split.Train[:100], BatchSize: 12, Shuffle: true, Seed: 5, Epochs: 1}
+	whole = drain(t, newLoader(t, tail), -1)
+	if len(whole) != 9 || len(whole[8].graphs) != 4 {
+		t.Fatalf("one loader: %d batches, the last of %d molecules; want 9 and 4", len(whole), len(whole[len(whole)-1].graphs))
+	}
+	for _, shards := range []int{2, 3} {
+		var joined []int32
+		for k := range shards {
+			cfg := tail
+			cfg.Shard, cfg.Shards = k, shards
+			parts := drain(t, newLoader(t, cfg), -1)
+			if len(parts) != 9 || len(parts[8].graphs) == 0 {
+				t.Fatalf("shard %d of %d: %d batches, the last of %d molecules; want 9 and some", k, shards, len(parts), len(parts[len(parts)-1].graphs))
+			}
+			joined = append(joined, parts[8].graphs...)
+		}
+		if !slices.Equal(joined, whole[8].graphs) {
+			t.Errorf("%d shards: the last batch together %v, one loader %v", shards, joined, whole[8].graphs)
+		}
 	}
 	bad := base
 	bad.Shard, bad.Shards = 0, 5

@@ -64,6 +64,12 @@ func (b *BatchNorm1d) ForwardAcross(x *torch.Tensor, g *torch.ProcessGroup) *tor
 		b.NumBatchesTracked.AddScalarInPlace(1)
 		return g.BatchNorm(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar, b.Momentum, b.Eps)
 	}
+	return b.forwardAcrossComposed(x, g)
+}
+
+// forwardAcrossComposed is ForwardAcross from tensor ops, where the fused
+// kernel does not take x (a GPU, a CPU without AVX2).
+func (b *BatchNorm1d) forwardAcrossComposed(x *torch.Tensor, g *torch.ProcessGroup) *torch.Tensor {
 	sum := g.AllReduceSumGrad
 	c := x.Size(1)
 	rows := torch.Full([]int64{1}, float64(x.Size(0)), x.Options())

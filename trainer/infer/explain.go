@@ -71,9 +71,6 @@ type ExplainReport struct {
 // legendCapacity is the counters kept per motif for its commonest fragments.
 const legendCapacity = 256
 
-// legendFragments is how many fragments per motif the usage lists.
-const legendFragments = 5
-
 // Explain writes to out one explanation per input row, in input order:
 // .jsonl (JSON Lines, one Explanation per line) or .csv (row, smiles,
 // atom_motifs, pieces, fragments, p_0 … p_{K−1}, error). The model runs where
@@ -174,7 +171,7 @@ func explainStream(m *model.MotifModel, opt ExplainOptions, env runenv.Env, sink
 	rep.Written = rep.Rows
 	for i := range k {
 		u := model.MotifUsage{Motif: i, Atoms: atoms[i]}
-		for _, f := range counters[i].Top(legendFragments) {
+		for _, f := range counters[i].Top(model.LegendFragments) {
 			u.Fragments = append(u.Fragments, model.FragmentCount{SMILES: f.Item, Count: f.Count})
 		}
 		rep.Usage = append(rep.Usage, u)

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -235,6 +236,119 @@ func TestExplainKeepsRowOrderAcrossChunks(t *testing.T) {
 			if p, _ := strconv.ParseFloat(r[5+k], 64); math.Abs(p-want.Profile[k]) > 1e-5 {
 				t.Errorf("row %d: p_%d %v, want %v", i, k, p, want.Profile[k])
 			}
+		}
+	}
+}
+
+// piecesByBFS is pieces' definition computed another way: a breadth-first
+// walk from each atom not yet reached, along the bonds between atoms of its
+// motif, the pieces ordered by their first atom.
+func piecesByBFS(motifs []int, bonds []int32) [][]int {
+	adj := make([][]int, len(motifs))
+	for b := 0; b+1 < len(bonds); b += 2 {
+		u, v := int(bonds[b]), int(bonds[b+1])
+		adj[u], adj[v] = append(adj[u], v), append(adj[v], u)
+	}
+	seen := make([]bool, len(motifs))
+	var out [][]int
+	for a := range motifs {
+		if seen[a] {
+			continue
+		}
+		piece, queue := []int{}, []int{a}
+		seen[a] = true
+		for len(queue) > 0 {
+			u := queue[0]
+			queue = queue[1:]
+			piece = append(piece, u)
+			for _, v := range adj[u] {
+				if !seen[v] && motifs[v] == motifs[a] {
+					seen[v] = true
+					queue = append(queue, v)
+				}
+			}
+		}
+		slices.Sort(piece)
+		out = append(out, append([]int{motifs[a]}, piece...))
+	}
+	return out
+}
+
+// Pieces are the connected atoms of one motif however the bonds are listed:
+// branches and rings, whose bonds reach an atom already in a piece (a
+// chain's never do), join pieces that a walk of each bond's ends alone
+// would split. Hand-computed cases, then 300 random molecule-like graphs
+// (trees with ring closures, bonds in random order, either direction)
+// against a breadth-first walk.
+func TestPiecesOfBranchesAndRings(t *testing.T) {
+	both := func(pairs ...int32) []int32 {
+		var out []int32
+		for i := 0; i+1 < len(pairs); i += 2 {
+			out = append(out, pairs[i], pairs[i+1], pairs[i+1], pairs[i])
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		motifs []int
+		bonds  []int32
+		want   [][]int // motif, then atoms
+	}{
+		// Atom 2 is bonded to 1, then to 0: one piece, not {0,2} and {1}.
+		{"branch point listed last", []int{0, 0, 0}, both(1, 2, 0, 2), [][]int{{0, 0, 1, 2}}},
+		// Cyclohexane with atom 2 in another motif: the ring closure 5–0
+		// joins {0,1} and {3,4,5}.
+		{"ring broken once", []int{1, 1, 0, 1, 1, 1}, both(0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 0), [][]int{{1, 0, 1, 3, 4, 5}, {0, 2}}},
+		// Isobutane's centre (atom 1) in another motif: three pieces of one atom.
+		{"branched, centre apart", []int{2, 1, 2, 2}, both(0, 1, 1, 2, 1, 3), [][]int{{2, 0}, {1, 1}, {2, 2}, {2, 3}}},
+		// Naphthalene-like fused rings (0–5 and 4–9, sharing 4–5), the
+		// shared bond's atoms in motif 0 and the rest in motif 1: the two
+		// rings' motif-1 arcs stay apart, the shared atoms one piece.
+		{"fused rings", []int{1, 1, 1, 1, 0, 0, 1, 1, 1, 1}, both(0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 0, 4, 6, 6, 7, 7, 8, 8, 9, 9, 5),
+			[][]int{{1, 0, 1, 2, 3}, {0, 4, 5}, {1, 6, 7, 8, 9}}},
+	} {
+		var got [][]int
+		for _, p := range pieces(tc.motifs, tc.bonds) {
+			got = append(got, append([]int{p.Motif}, p.Atoms...))
+		}
+		if !slices.EqualFunc(got, tc.want, slices.Equal[[]int]) {
+			t.Errorf("%s: pieces %v, want %v", tc.name, got, tc.want)
+		}
+		if bfs := piecesByBFS(tc.motifs, tc.bonds); !slices.EqualFunc(bfs, tc.want, slices.Equal[[]int]) {
+			t.Fatalf("%s: the reference walk gives %v", tc.name, bfs)
+		}
+	}
+	r := rand.New(rand.NewPCG(40, 1))
+	for i := range 300 {
+		n := 2 + r.IntN(25)
+		motifs := make([]int, n)
+		var pairs [][2]int32
+		for a := range n {
+			motifs[a] = r.IntN(3)
+			if a > 0 {
+				pairs = append(pairs, [2]int32{int32(r.IntN(a)), int32(a)})
+			}
+		}
+		for range r.IntN(4) { // ring closures
+			u, v := r.IntN(n), r.IntN(n)
+			if u != v {
+				pairs = append(pairs, [2]int32{int32(u), int32(v)})
+			}
+		}
+		r.Shuffle(len(pairs), func(i, j int) { pairs[i], pairs[j] = pairs[j], pairs[i] })
+		var bonds []int32
+		for _, p := range pairs {
+			if r.IntN(2) == 0 {
+				p[0], p[1] = p[1], p[0]
+			}
+			bonds = append(bonds, p[0], p[1], p[1], p[0])
+		}
+		var got [][]int
+		for _, p := range pieces(motifs, bonds) {
+			got = append(got, append([]int{p.Motif}, p.Atoms...))
+		}
+		if want := piecesByBFS(motifs, bonds); !slices.EqualFunc(got, want, slices.Equal[[]int]) {
+			t.Fatalf("graph %d (motifs %v, bonds %v): pieces %v, want %v", i, motifs, bonds, got, want)
 		}
 	}
 }

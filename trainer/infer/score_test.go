@@ -2,10 +2,12 @@ package infer
 
 import (
 	"encoding/binary"
+	"encoding/csv"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -116,7 +118,9 @@ func TestEmbedKeepsRowOrderAcrossChunks(t *testing.T) {
 }
 
 // A dataset folder is scored molecule by molecule in its order, and a CSV
-// file that names the same molecules gives the same rows.
+// file that names the same molecules gives the same rows: the same values
+// in a .npy, the same row numbers, SMILES and values in a .csv, chunk after
+// chunk.
 func TestEmbedFolderMatchesCSV(t *testing.T) {
 	arch, state, _ := tinyEncoder(t)
 	dir := t.TempDir()
@@ -148,6 +152,46 @@ func TestEmbedFolderMatchesCSV(t *testing.T) {
 			t.Fatalf("value %d: folder %v, CSV %v", i, x[i], y[i])
 		}
 	}
+	// As .csv, past the first chunk too: the same rows, SMILES and values.
+	a, b = filepath.Join(dir, "a.csv"), filepath.Join(dir, "b.csv")
+	if _, err := Embed(arch, state, Options{Data: folder, Chunk: 16}, runenv.Env{Device: torch.CPU, Workers: 2, Dataset: data.OpenOptions{CacheDir: dir}}, a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Embed(arch, state, Options{Data: csv, Chunk: 7}, runenv.Default(), b); err != nil {
+		t.Fatal(err)
+	}
+	fromFolder, fromCSV := readCSVFile(t, a), readCSVFile(t, b)
+	if len(fromFolder) != 41 || len(fromCSV) != 41 || !slices.Equal(fromFolder[0], fromCSV[0]) {
+		t.Fatalf("%d and %d lines, headers %q and %q", len(fromFolder), len(fromCSV), fromFolder[0], fromCSV[0])
+	}
+	for i := 1; i <= 40; i++ {
+		f, c := fromFolder[i], fromCSV[i]
+		if f[0] != strconv.Itoa(i-1) || c[0] != f[0] || f[1] != d.SMILES[i-1] || c[1] != f[1] {
+			t.Fatalf("line %d: folder %q %q, CSV %q %q; want row %d, %q", i, f[0], f[1], c[0], c[1], i-1, d.SMILES[i-1])
+		}
+		for j := 2; j < len(f); j++ {
+			u, _ := strconv.ParseFloat(f[j], 64)
+			v, _ := strconv.ParseFloat(c[j], 64)
+			if math.Abs(u-v) > 1e-5 {
+				t.Fatalf("line %d, column %d: folder %v, CSV %v", i, j, u, v)
+			}
+		}
+	}
+}
+
+// readCSVFile is every record of a CSV file.
+func readCSVFile(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	records, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return records
 }
 
 // A .npy output cannot leave rows out: it has no row column.

@@ -76,7 +76,7 @@ func CheckBenchLaunch(cfg BenchConfig, processes int) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	return checkSplit(cfg.Pretrain, processes)
+	return CheckSplit(cfg.Pretrain, processes)
 }
 
 // Validate reports the first setting that cannot work, naming its field.
@@ -102,7 +102,7 @@ func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err 
 	}
 	defer se.close()
 	dev := se.dev
-	jb, err := joinJob(pc, opt, dev)
+	jb, err := joinJob(pc, opt, dev, env.Stop)
 	if err != nil {
 		return nil, err
 	}

@@ -119,15 +119,15 @@ func CheckLaunch(run string, cfg runfolder.Config, resume bool, processes int) e
 	if err := check(run, cfg, resume); err != nil {
 		return err
 	}
-	return checkSplit(cfg, processes)
+	return CheckSplit(cfg, processes)
 }
 
-// checkSplit refuses an objective that cannot train split across
+// CheckSplit refuses an objective that cannot train split across
 // processes, and a batch that is not a multiple of the given number of
 // processes, as the default's choice of processes has it (each takes a
 // consecutive part of every batch with about as many atoms as the others:
 // docs/method.md §3.3).
-func checkSplit(cfg runfolder.Config, processes int) error {
+func CheckSplit(cfg runfolder.Config, processes int) error {
 	if _, ok := cfg.Model.NewObjective().(model.DataParallel); !ok {
 		return fmt.Errorf("the %s objective trains in one process only (the data-parallel form of docs/method.md §3.3 needs losses that are means over the batch's nodes, subgraphs or molecules)", cfg.Model.Objective())
 	}
@@ -137,22 +137,49 @@ func checkSplit(cfg runfolder.Config, processes int) error {
 	return nil
 }
 
+// ErrStoppedJoining is a run's error when its Stop was closed while it
+// waited for the other processes of its job: nothing was written.
+var ErrStoppedJoining = errors.New("stopped while waiting for the other processes of the job")
+
 // joinJob starts the process group of opt.Job on dev (alone without one)
 // and refuses an objective that cannot train split, or a batch that the
-// processes cannot split evenly.
-func joinJob(cfg runfolder.Config, opt Options, dev torch.Device) (processes, error) {
+// processes cannot split evenly. Closing stop ends the wait for the other
+// processes with ErrStoppedJoining: the rendezvous, a blocking call into
+// c10d bounded by the timeout, is left to end by itself (or with the
+// process), its group then closed.
+func joinJob(cfg runfolder.Config, opt Options, dev torch.Device, stop <-chan struct{}) (processes, error) {
 	if opt.Job == nil || opt.Job.WorldSize <= 1 {
 		return alone{}, nil
 	}
 	w := opt.Job.WorldSize
-	if err := checkSplit(cfg, w); err != nil {
+	if err := CheckSplit(cfg, w); err != nil {
 		return nil, err
 	}
 	timeout := opt.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	g, err := distributed.Join(*opt.Job, dev, timeout)
+	type joined struct {
+		g   *torch.ProcessGroup
+		err error
+	}
+	done := make(chan joined, 1)
+	go func() {
+		g, err := distributed.Join(*opt.Job, dev, timeout)
+		done <- joined{g, err}
+	}()
+	var j joined
+	select {
+	case j = <-done:
+	case <-stop:
+		go func() {
+			if j := <-done; j.g != nil {
+				j.g.Close()
+			}
+		}()
+		return nil, ErrStoppedJoining
+	}
+	g, err := j.g, j.err
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -357,4 +358,97 @@ func TestDataParallelResumeIsExact(t *testing.T) {
 			t.Errorf("step %d: resumed %v (%d subgraphs), uninterrupted %v (%d)", w.Step, g.Loss, g.Subgraphs, w.Loss, w.Subgraphs)
 		}
 	}
+}
+
+// The two settings of a split batch act apart, each on its own part of the
+// method (no test ran one without the other): in the first step of two
+// processes, --sync-batch-norm alone gives the one-process run's node_mot,
+// mot_sub and reg (batch norm over the global batch) but another contra
+// (each rank's own negatives); --global-negatives alone gives the parts of
+// a run with neither setting (batch norm per rank) but another contra.
+func TestDataParallelSettingsActApart(t *testing.T) {
+	ranksOnTheCPU(t)
+	base := equivalenceConfig(t)
+	base.Epochs, base.MaxSteps = 1, 1
+	dir := t.TempDir()
+	first := func(run string) runfolder.LogRecord {
+		t.Helper()
+		records, err := runfolder.ReadLog(run)
+		if err != nil || len(records) != 1 {
+			t.Fatalf("%s: %d records, %v", run, len(records), err)
+		}
+		return records[0]
+	}
+	finish(t, filepath.Join(dir, "one"), base, false)
+	one := first(filepath.Join(dir, "one"))
+	steps := map[string]runfolder.LogRecord{}
+	for _, tc := range []struct {
+		name            string
+		sync, negatives bool
+	}{{"neither", false, false}, {"sync", true, false}, {"negatives", false, true}} {
+		cfg := base
+		cfg.SyncBatchNorm, cfg.GlobalNegatives = tc.sync, tc.negatives
+		run := filepath.Join(dir, tc.name)
+		finishRanks(t, run, cfg, false, 2)
+		steps[tc.name] = first(run)
+	}
+	part := func(r runfolder.LogRecord, name string) float64 { return float64(r.Part(name)) }
+	for _, name := range []string{"node_mot", "mot_sub", "reg", "contra"} {
+		t.Logf("%s: one process %.8g; two: neither %.8g, sync %.8g, negatives %.8g", name, part(one, name), part(steps["neither"], name), part(steps["sync"], name), part(steps["negatives"], name))
+	}
+	for _, name := range []string{"node_mot", "mot_sub", "reg"} {
+		if d := relDiff(part(steps["sync"], name), part(one, name)); d > 5e-5 {
+			t.Errorf("--sync-batch-norm alone: %s %v, one process %v: batch norm is not over the global batch", name, part(steps["sync"], name), part(one, name))
+		}
+		if d := relDiff(part(steps["negatives"], name), part(steps["neither"], name)); d > 1e-9 {
+			t.Errorf("--global-negatives alone: %s %v, neither setting %v: it changed more than the negatives", name, part(steps["negatives"], name), part(steps["neither"], name))
+		}
+	}
+	if relDiff(part(steps["neither"], "node_mot"), part(one, "node_mot")) < 1e-6 && relDiff(part(steps["neither"], "mot_sub"), part(one, "mot_sub")) < 1e-6 {
+		t.Fatal("batch norm per rank gives the one-process losses: the test cannot tell the settings apart")
+	}
+	if d := relDiff(part(steps["sync"], "contra"), part(one, "contra")); d < 1e-4 {
+		t.Errorf("--sync-batch-norm alone: contra %v, one process %v: its negatives are the global batch's", part(steps["sync"], "contra"), part(one, "contra"))
+	}
+	if d := relDiff(part(steps["negatives"], "contra"), part(steps["neither"], "contra")); d < 1e-4 {
+		t.Errorf("--global-negatives alone: contra %v, neither setting %v: its negatives are its rank's", part(steps["negatives"], "contra"), part(steps["neither"], "contra"))
+	}
+}
+
+// A stop asked of one rank alone (SIGTERM to rank 1, none to rank 0)
+// travels with that step's losses: every rank stops after the same step,
+// rank 0 writes the checkpoint of that step, both exit 0, and the run
+// resumes with two processes to its end, logging the uninterrupted run's
+// losses.
+func TestStopOfOneRankStopsTheJob(t *testing.T) {
+	ranksOnTheCPU(t)
+	cfg := smallConfig(t)
+	cfg.SyncBatchNorm, cfg.GlobalNegatives = true, true
+	cfg.Epochs, cfg.CheckpointEvery = 40, 1000 // only the stop writes one before the end
+	cfg.MaxSteps = 300
+	dir := t.TempDir()
+	run := filepath.Join(dir, "stopped")
+	cmds := startRanks(t, run, cfg, false, 2)
+	waitForSteps(t, run, 3, cmds[0])
+	cmds[1].Process.Signal(syscall.SIGTERM)
+	for r, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("rank %d of a stopped job: %v", r, err)
+		}
+	}
+	records, err := runfolder.ReadLog(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := records[len(records)-1].Step
+	if step := lastStep(t, run); step != last || last >= int64(cfg.MaxSteps) {
+		t.Fatalf("the job stopped at step %d of %d with its checkpoint at step %d", last, cfg.MaxSteps, step)
+	}
+	cfg.MaxSteps = int(last) + 3
+	finishRanks(t, run, cfg, true, 2)
+	whole := filepath.Join(dir, "whole")
+	finishRanks(t, whole, cfg, false, 2)
+	got, _ := runfolder.ReadLog(run)
+	want, _ := runfolder.ReadLog(whole)
+	sameLosses(t, "stopped and resumed", got, want)
 }

@@ -24,9 +24,9 @@ import (
 type Options struct {
 	// Resume continues RUNDIR from its newest readable checkpoint.
 	Resume bool
-	// Opened, if set, is called once the data is open (a CSV featurised),
-	// before anything is written: from then on a Stop ends the run with a
-	// checkpoint.
+	// Opened, if set, is called once the data is open (a CSV featurised)
+	// and the other processes of a job joined, before anything is written:
+	// from then on a Stop ends the run with a checkpoint.
 	Opened func()
 	// Job, with WorldSize > 1, makes this process one rank of a
 	// data-parallel run (usually distributed.FromEnv's torchrun
@@ -43,7 +43,11 @@ type Result struct {
 	Steps      int64  // optimiser steps done in all
 	Checkpoint string // the last checkpoint written; empty when stopped before anything was written
 	Stopped    bool   // ended early by Stop
-	Filter     data.FilterStats
+	// While says, when Stop ended the run before anything was written,
+	// what it was doing: featurising the data into the cache, or waiting
+	// for the other processes of the job.
+	While  string
+	Filter data.FilterStats
 }
 
 // Run runs MICRO-Graph pre-training (docs/method.md §3) in folder run:
@@ -69,8 +73,11 @@ func check(run string, cfg runfolder.Config, resume bool) error {
 // runPretraining is Run after runenv's prologue.
 func runPretraining(run string, cfg runfolder.Config, env runenv.Env, opt Options) (res *Result, err error) {
 	t, err := newPretrainer(run, cfg, env, opt)
-	if errors.Is(err, data.ErrStopped) {
-		return &Result{Stopped: true}, nil // while featurising: nothing written
+	switch {
+	case errors.Is(err, data.ErrStopped):
+		return &Result{Stopped: true, While: "featurising " + cfg.Data + " into the cache"}, nil // nothing written
+	case errors.Is(err, ErrStoppedJoining):
+		return &Result{Stopped: true, While: "waiting for the other processes of the job"}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -115,7 +122,8 @@ type pretrainer struct {
 // folder and builds (or restores) the model, optimiser, loader, log and
 // progress display. Everything that can be refused is checked before the
 // run folder is touched; env.Stop closed while a CSV is featurised into
-// the cache ends it at once with data.ErrStopped, nothing written.
+// the cache ends it at once with data.ErrStopped, and while the other
+// processes are awaited with ErrStoppedJoining, nothing written.
 func newPretrainer(run string, cfg runfolder.Config, env runenv.Env, opt Options) (_ *pretrainer, err error) {
 	if !opt.Resume {
 		// The run records where its data is from anywhere: a resume from
@@ -135,17 +143,17 @@ func newPretrainer(run string, cfg runfolder.Config, env runenv.Env, opt Options
 		}
 	}()
 	defer torch.Recover(&err)
-	if opt.Opened != nil {
-		opt.Opened()
-	}
 	cfg.DataKey = se.set.Key
-	procs, err := joinJob(cfg, opt, se.dev)
+	procs, err := joinJob(cfg, opt, se.dev, env.Stop)
 	if err != nil {
 		return nil, err
 	}
 	t.procs, se.procs = procs, procs
 	if err := procs.sameConfig(cfg); err != nil {
 		return nil, err
+	}
+	if opt.Opened != nil {
+		opt.Opened()
 	}
 	// Rank 0 alone writes the run folder; the others read its checkpoint.
 	if procs.Rank() == 0 {

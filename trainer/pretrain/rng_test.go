@@ -323,16 +323,17 @@ func TestRestoreToleratesForeignAndMissingGenerators(t *testing.T) {
 // position).
 var randomSources = map[string]string{
 	// Go packages of math/rand or crypto/rand, by file.
-	"data/feed/loader.go":            "each epoch's shuffle is a function of --seed and the epoch; the checkpoint's data position replays it",
-	"data/split.go":                  "dataset splits, made once from a seed; not in a pre-training step",
-	"data/synth.go":                  "the synthetic dataset, made once from a seed; not in a pre-training step",
-	"trainer/evaluate/labels.go":     "linear evaluation's label subsets, drawn from the run's seed; not in a pre-training step",
-	"trainer/diagnose/diagnose.go":   "the diagnosis's molecule sample, drawn once from --seed; not in a pre-training step",
-	"trainer/evaluate/downstream.go": "cross-validation folds, made once from a seed; not in a pre-training step",
-	"model/released.go":              "the released objective's host draws: a PCG seeded each step by two torch.Rand draws on the CPU generator (rng.cpu)",
-	"model/sampler.go":               "host samplers draw only from the *rand.Rand they are given (SampleInput.RNG: model/released.go's)",
-	"ops/sample/sample.go":           "walks and balls, drawn only from the *rand.Rand they are given (model/released.go's)",
-	"ops/sample/spectral.go":         "k-means starts, drawn only from the *rand.Rand they are given (model/released.go's)",
+	"data/feed/loader.go":             "each epoch's shuffle is a function of --seed and the epoch; the checkpoint's data position replays it",
+	"data/split.go":                   "dataset splits, made once from a seed; not in a pre-training step",
+	"data/synth.go":                   "the synthetic dataset, made once from a seed; not in a pre-training step",
+	"trainer/evaluate/labels.go":      "linear evaluation's label subsets, drawn from the run's seed; not in a pre-training step",
+	"trainer/diagnose/diagnose.go":    "the diagnosis's molecule sample, drawn once from --seed; not in a pre-training step",
+	"trainer/evaluate/downstream.go":  "cross-validation folds, made once from a seed; not in a pre-training step",
+	"trainer/evaluate/linearprobe.go": "fine-tuning's linear-probe warm start holds out a tenth drawn from the run's seed; not in a pre-training step",
+	"model/released.go":               "the released objective's host draws: a PCG seeded each step by two torch.Rand draws on the CPU generator (rng.cpu)",
+	"model/sampler.go":                "host samplers draw only from the *rand.Rand they are given (SampleInput.RNG: model/released.go's)",
+	"ops/sample/sample.go":            "walks and balls, drawn only from the *rand.Rand they are given (model/released.go's)",
+	"ops/sample/spectral.go":          "k-means starts, drawn only from the *rand.Rand they are given (model/released.go's)",
 
 	// libtorch random ops and generator calls in the shims, by file and call.
 	"torch/shim/kernels/dropout.cpp: defaultGenerator(": "the CPU dropout kernel's seed, drawn from the CPU generator (rng.cpu)",
@@ -428,4 +429,60 @@ func processRNG(t *testing.T) []torch.Named {
 		}
 	})
 	return states
+}
+
+// rankOf is the processes of rank r of a job, for what depends on the rank
+// alone (seeding).
+type rankOf struct {
+	alone
+	r int
+}
+
+func (p rankOf) Rank() int { return p.r }
+
+// Each rank of a data-parallel run draws the stream docs/method.md §3.3
+// names, not merely one that differs from the others': rank 0's generator
+// is where a one-process run's is once its model is built (it draws what
+// one process draws), and rank r's is a fresh generator seeded --seed +
+// r·0x9E3779B97F4A7C15, whatever the model's initialisation drew before.
+func TestRanksDrawTheirDocumentedStreams(t *testing.T) {
+	cfg := smallStepConfig(torch.CPU)
+	cfg.Model.Encoder.Dropout = 0.3
+	state := func(procs processes) []uint8 {
+		se := &session{cfg: cfg, dev: torch.CPU, procs: procs}
+		m, adam, err := se.newModel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Free()
+		defer adam.Free()
+		for _, n := range processRNG(t) {
+			if n.Name == "cpu" {
+				return torch.ToSlice[uint8](n.Tensor)
+			}
+		}
+		t.Fatal("no CPU generator")
+		return nil
+	}
+	fresh := func(seed uint64) []uint8 {
+		torch.ManualSeed(seed)
+		for _, n := range processRNG(t) {
+			if n.Name == "cpu" {
+				return torch.ToSlice[uint8](n.Tensor)
+			}
+		}
+		return nil
+	}
+	one := state(alone{})
+	if got := state(rankOf{r: 0}); !slices.Equal(got, one) {
+		t.Error("rank 0's generator is not where one process's is once the model is built")
+	}
+	if slices.Equal(one, fresh(cfg.Seed)) {
+		t.Fatal("building the model drew nothing: the test cannot tell rank 0 from a reseeded generator")
+	}
+	for r := 1; r <= 2; r++ {
+		if got := state(rankOf{r: r}); !slices.Equal(got, fresh(cfg.Seed+uint64(r)*0x9E3779B97F4A7C15)) {
+			t.Errorf("rank %d's generator is not a fresh one seeded --seed + %d·0x9E3779B97F4A7C15", r, r)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/micrograph/micrograph/data/rdkit"
+	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/infer"
 )
@@ -75,6 +76,7 @@ type explainPiece struct {
 
 func (p ExplanationPage) htmlPage() explainHTML {
 	h := explainHTML{ExplanationPage: p}
+	h.LegendData = inputfile.Shorten(p.LegendData)
 	var total int64
 	for _, u := range p.Usage {
 		total += u.Atoms
@@ -85,7 +87,7 @@ func (p ExplanationPage) htmlPage() explainHTML {
 			m.Share = fmt.Sprintf("%.1f%%", 100*float64(u.Atoms)/float64(total))
 		}
 		if i < len(p.Legend) && p.Legend[i].Motif == u.Motif {
-			m.Training = p.Legend[i].Fragments
+			m.Training = fromFile(p.Legend[i].Fragments)
 		}
 		h.Motifs = append(h.Motifs, m)
 	}
@@ -112,6 +114,18 @@ func (p ExplanationPage) htmlPage() explainHTML {
 		h.Figures = append(h.Figures, f)
 	}
 	return h
+}
+
+// fromFile is what the page draws of a legend's fragments read from a
+// file (a motif model's description, which anyone may write): as many as
+// the program's own legends list, each SMILES quoted as briefly as any
+// file's content in a message.
+func fromFile(fragments []model.FragmentCount) []model.FragmentCount {
+	out := make([]model.FragmentCount, 0, min(len(fragments), model.LegendFragments))
+	for _, f := range fragments[:min(len(fragments), model.LegendFragments)] {
+		out = append(out, model.FragmentCount{SMILES: inputfile.Shorten(f.SMILES), Count: f.Count})
+	}
+	return out
 }
 
 // motifPalette is Kelly's sequence of colours of maximum contrast, without
