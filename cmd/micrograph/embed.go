@@ -16,7 +16,8 @@ import (
 // scoreFlags are the flags embed, predict and explain share: the input, the
 // output and how the model runs.
 type scoreFlags struct {
-	data, out, smilesCol    string
+	data, out               string
+	columns                 data.Columns
 	precision               model.Precision
 	skipInvalid             bool // embed and predict only
 	batchSize, rdkitWorkers int
@@ -27,7 +28,7 @@ type scoreFlags struct {
 func (s *scoreFlags) register(fs *pflag.FlagSet, outHelp string) {
 	fs.StringVar(&s.data, "data", "", "CSV file of SMILES (gzip-compressed or not), read as a stream, or an OGB dataset folder")
 	fs.StringVar(&s.out, "out", "", outHelp+"; written atomically (no partial file)")
-	fs.StringVar(&s.smilesCol, "smiles-col", "", `SMILES column of the CSV (case ignored; default: "smiles", else "mol")`)
+	columnFlags(fs, &s.columns)
 	fs.IntVar(&s.batchSize, "batch-size", 256, "molecules per forward pass (the outputs may differ with it in the last float32 bits: docs/pytorch.md)")
 	fs.IntVar(&s.rdkitWorkers, "rdkit-workers", 0, "goroutines featurising CSV rows with RDKit (0: one per core)")
 	s.precision = model.FP32
@@ -70,6 +71,9 @@ func (s *scoreFlags) options(fs *pflag.FlagSet, checkOut func() error, inputs ..
 	case s.rdkitWorkers < 0:
 		return infer.Options{}, runenv.Env{}, usageError{fmt.Errorf("--rdkit-workers %d must not be negative", s.rdkitWorkers)}
 	}
+	if err := s.columns.Validate(); err != nil {
+		return infer.Options{}, runenv.Env{}, flagError(fs, s, err)
+	}
 	env, err := s.rt.parse(fs, nil)
 	if err != nil {
 		return infer.Options{}, runenv.Env{}, err
@@ -81,7 +85,7 @@ func (s *scoreFlags) options(fs *pflag.FlagSet, checkOut func() error, inputs ..
 		return infer.Options{}, runenv.Env{}, err
 	}
 	return infer.Options{
-		Data: s.data, SmilesCol: s.smilesCol, SkipInvalid: s.skipInvalid, Rejected: s.rejected,
+		Data: s.data, Columns: s.columns, SkipInvalid: s.skipInvalid, Rejected: s.rejected,
 		BatchSize: s.batchSize, RDKitWorkers: s.rdkitWorkers, Precision: s.precision,
 	}, env, nil
 }

@@ -270,7 +270,7 @@ func TestFinetuneSavePredictRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	esolCSV := filepath.Join(testenv.SharedData(t, "moleculenet"), "esol.csv")
 	esol := filepath.Join(dir, "esol")
-	if code, out, errs := runCLI(t, "featurize", "--csv", esolCSV, "--label-cols", "measured log solubility in mols per litre", "--out", esol); code != 0 {
+	if code, out, errs := runCLI(t, "featurize", "--csv", esolCSV, "--target-columns", "measured log solubility in mols per litre", "--out", esol); code != 0 {
 		t.Fatalf("featurize: %s %s", out, errs)
 	}
 	for _, tc := range []struct {
@@ -436,7 +436,7 @@ func TestScoreCommandsMisuse(t *testing.T) {
 		{emb("--out", npy, "extra"), 2, `unexpected argument "extra"`},
 		{[]string{"embed", "--encoder", filepath.Join(tmp, "none.pt"), "--data", in, "--out", npy}, 1, "none.json"},
 		{[]string{"embed", "--encoder", encoder, "--data", filepath.Join(tmp, "none.csv"), "--out", csvOut}, 1, "data " + filepath.Join(tmp, "none.csv") + ": no such file or directory"},
-		{[]string{"embed", "--encoder", encoder, "--data", noSMILES, "--out", csvOut}, 1, `no-smiles.csv:1: no SMILES column "smiles"`},
+		{[]string{"embed", "--encoder", encoder, "--data", noSMILES, "--out", csvOut}, 1, `no-smiles.csv:1: no SMILES column: no column is named "smiles" or "mol" or has "smiles" in its name; the columns are ["name" "structure"] (--smiles-columns NAME names it)`},
 		{[]string{"predict", "--model", tmp, "--data", in, "--out", csvOut}, 1, "model " + tmp + ": open " + filepath.Join(tmp, "model.json")},
 	}
 	for _, tc := range tests {
@@ -463,7 +463,7 @@ func TestLinearEvalRegression(t *testing.T) {
 	dir := t.TempDir()
 	esol := filepath.Join(dir, "esol")
 	if code, out, errs := runCLI(t, "featurize", "--csv", filepath.Join(testenv.SharedData(t, "moleculenet"), "esol.csv"),
-		"--label-cols", "measured log solubility in mols per litre", "--out", esol); code != 0 {
+		"--target-columns", "measured log solubility in mols per litre", "--out", esol); code != 0 {
 		t.Fatalf("featurize: %s %s", out, errs)
 	}
 	result := filepath.Join(dir, "lin.json")

@@ -36,6 +36,7 @@ func runSuite(args []string) error {
 			"commands apply; --seeds to both evaluations.")
 	fs.StringSliceVar(&cfg.EncoderPaths, "encoder", nil, "pre-trained encoders, comma-separated, one per pre-training run: shipped models' names ("+defaultModel+")\nor .pt files from micrograph export with their .json")
 	fs.StringSliceVar(&cfg.Datasets, "datasets", nil, "benchmark datasets: paths after the flag, comma-separated, or the flag repeated")
+	columnFlags(fs, &ft.Columns)
 	fs.StringVar(&out, "out", "", "folder for suite.md and suite.json, written once everything is done")
 	fs.StringVar(&cfg.RandomFrom, "random-from", "", "an earlier suite's --out folder (or suite.json) whose runs without pre-training are\n"+
 		"taken instead of made again; its datasets (paths and content), settings, seeds and architecture must be these")
@@ -65,7 +66,7 @@ func runSuite(args []string) error {
 		cfg.Protocols = append(cfg.Protocols, evaluate.Protocol(p))
 	}
 	lin.Seeds = ft.Seeds
-	lin.Precision, lin.Seed = ft.Precision, ft.Seed
+	lin.Precision, lin.Seed, lin.Columns = ft.Precision, ft.Seed, ft.Columns
 	env, err := rt.parse(fs, nil)
 	if err != nil {
 		return err

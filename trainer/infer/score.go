@@ -21,8 +21,11 @@ import (
 type Options struct {
 	// Data is a CSV file of SMILES (gzip-compressed or not), read as a
 	// stream, or an OGB dataset folder, whose molecules are scored in order.
-	Data      string
-	SmilesCol string // a CSV's SMILES column; empty tries "smiles", then "mol"
+	Data string
+	// Columns say which column of a CSV holds the SMILES (data.Columns);
+	// the others are not read, but those it names must exist. A dataset
+	// folder takes none.
+	Columns data.Columns
 	// SkipInvalid leaves rows RDKit rejects out of a per-molecule output,
 	// whose "row" column then says which input row each line is; otherwise
 	// they are written as NaN rows, so that output row i is input row i. A
