@@ -174,12 +174,16 @@ func runEmbed(args []string) error {
 
 func runPredict(args []string) error {
 	fs := newFlags("predict", "--model DIR --data CSV|DIR --out preds.csv [flags]",
-		"Predicts every molecule's properties with a model saved by finetune --save: one column per\n"+
-			"task, the probability of class 1 for a classification task and the value in the label's\n"+
-			"units for a regression task, in input row order (.csv: row, smiles, then the tasks; .npy:\n"+
-			"float64 N×T). Rows RDKit rejects are listed on stderr by line and written as NaN rows, or\n"+
-			"left out with --skip-invalid.")
-	dir := fs.String("model", "", "folder written by finetune --save (model.pt, model.json)")
+		"Predicts every molecule's properties with a model saved by finetune --save, or with the\n"+
+			"members of an ensemble folder (DIR/"+infer.EnsembleInfo+" listing saved-model folders), in input row\n"+
+			"order. Per task, named after it, the mean over the members of the probability of class 1\n"+
+			"(classification) or of the value in the label's units (regression); then per task, named\n"+
+			"after it with \""+infer.StdSuffix+"\", the members' standard deviation of the same (population: divided\n"+
+			"by the number of members; 0 for one model); then \""+infer.MembersColumn+"\", the number of members.\n"+
+			".csv: row, smiles, then those columns; .npy: float64 N×(2T+1) in the same order. Rows RDKit\n"+
+			"rejects are listed on stderr by line and written as NaN rows, or left out with --skip-invalid.")
+	dir := fs.String("model", "", "folder written by finetune --save: one model (model.pt, model.json) or an ensemble\n"+
+		"("+infer.EnsembleInfo+" and a folder per member)")
 	var s scoreFlags
 	s.registerMatrix(fs)
 	if err := parseFlags(fs, args, "model", "data", "out"); err != nil {
@@ -189,10 +193,14 @@ func runPredict(args []string) error {
 	if err != nil {
 		return err
 	}
-	m, rep, err := infer.Predict(*dir, opt, env, s.out)
+	e, rep, err := infer.Predict(*dir, opt, env, s.out)
 	if err != nil {
 		return flagError(fs, &s, err)
 	}
-	s.report(fmt.Sprintf("predicted %d tasks for", len(m.Tasks)), "rows", s.invalidRows(), rep)
+	members := "one model"
+	if n := len(e.Members); n > 1 || e.Manifest != nil {
+		members = fmt.Sprintf("an ensemble of %d", n)
+	}
+	s.report(fmt.Sprintf("predicted %d tasks (%s) for", len(e.Tasks()), members), "rows", s.invalidRows(), rep)
 	return nil
 }

@@ -188,7 +188,7 @@ func predictColumn(t *testing.T, path string, task int) map[int]float64 {
 // snippet's load_model, what predict writes (to 1e-5): class-1
 // probabilities for the synthetic dataset's classification tasks, and, with
 // the same tasks declared regression (--task-types), values in the labels'
-// units.
+// units; alone, a model's deviations are 0 and its member count 1.
 func TestPredictMatchesReadmeSnippet(t *testing.T) {
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
@@ -223,11 +223,21 @@ func TestPredictMatchesReadmeSnippet(t *testing.T) {
 				t.Fatalf("predict: status %d\n%s\n%s", code, out, errs)
 			}
 			recs := readCSV(t, preds)
-			if want := append([]string{"row", "smiles"}, data.SyntheticTasks...); !slices.Equal(recs[0], want) || len(recs) != 5 {
+			want := append([]string{"row", "smiles"}, data.SyntheticTasks...)
+			for _, task := range data.SyntheticTasks {
+				want = append(want, task+"_std")
+			}
+			if want = append(want, "members"); !slices.Equal(recs[0], want) || len(recs) != 5 {
 				t.Fatalf("%s: header %q, %d records; want %q and 5", preds, recs[0], len(recs), want)
 			}
-			if !slices.Equal(recs[2][2:], slices.Repeat([]string{"NaN"}, len(data.SyntheticTasks))) {
+			nt := len(data.SyntheticTasks)
+			if !slices.Equal(recs[2][2:], slices.Repeat([]string{"NaN"}, 2*nt+1)) {
 				t.Errorf("the invalid row is %q, want NaN", recs[2])
+			}
+			for _, row := range []int{0, 2, 3} {
+				if rec := recs[row+1]; !slices.Equal(rec[2+nt:], append(slices.Repeat([]string{"0"}, nt), "1")) {
+					t.Errorf("row %d of one model: deviations and members %q, want 0s and 1", row, rec[2+nt:])
+				}
 			}
 			const harness = `
 import sys
