@@ -117,7 +117,8 @@ const rowRules = 2
 // featurized is the folder holding csv featurised with opt's columns,
 // made if missing, and csv's ContentKey. The header is read every time, so
 // that a column the selection names is checked and the choice of the
-// SMILES column is said even when the folder is found in the cache.
+// SMILES column is said (once the file is read) even when the folder is
+// found in the cache.
 func featurized(csv string, opt OpenOptions, cache string) (dir, key string, err error) {
 	limits := opt.Limits
 	if limits == (Limits{}) {
@@ -135,9 +136,11 @@ func featurized(csv string, opt OpenOptions, cache string) (dir, key string, err
 	if err != nil {
 		return "", "", err
 	}
-	if sel.note != "" && opt.Report != nil {
-		fmt.Fprintf(opt.Report, "micrograph: %s\n", sel.note)
-	}
+	defer func() {
+		if err == nil && sel.note != "" && opt.Report != nil {
+			fmt.Fprintf(opt.Report, "micrograph: %s\n", sel.note)
+		}
+	}()
 	sum, err := FileSHA256(csv)
 	if err != nil {
 		return "", "", err
