@@ -33,7 +33,7 @@ func runSuite(args []string) error {
 			"the mean Δ over benchmarks with its 95 % interval. Prints the table in the paper's layout,\n"+
 			"next to the paper's figures, and writes it to DIR/suite.md and every result to DIR/suite.json\n"+
 			"(DIR is made if missing; its parent must exist). The settings of the finetune and linear-eval\n"+
-			"commands apply; --seeds to both evaluations.")
+			"commands apply; --seeds to both evaluations, the column flags to every CSV benchmark.")
 	fs.StringSliceVar(&cfg.EncoderPaths, "encoder", nil, "pre-trained encoders, comma-separated, one per pre-training run: shipped models' names ("+defaultModel+")\nor .pt files from micrograph export with their .json")
 	fs.StringSliceVar(&cfg.Datasets, "datasets", nil, "benchmark datasets: paths after the flag, comma-separated, or the flag repeated")
 	columnFlags(fs, &ft.Columns)
