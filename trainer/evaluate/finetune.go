@@ -120,8 +120,8 @@ type FinetuneResult struct {
 
 // The metrics an evaluation selects and reports on.
 const (
-	MetricROCAUC = "roc_auc" // classification tasks: higher is better
-	MetricRMSE   = "rmse"    // regression tasks, in the labels' units: lower is better
+	MetricROCAUC = infer.MetricROCAUC // classification tasks: higher is better
+	MetricRMSE   = infer.MetricRMSE   // regression tasks, in the labels' units: lower is better
 )
 
 // SavedRun identifies the run a saved model comes from and its figures.

@@ -23,11 +23,11 @@ const (
 	EnsembleVersion = 1
 )
 
-// Metrics an ensemble's members were selected on, as EnsembleManifest
-// names them.
+// The metrics models are selected on, as ensemble.json and evaluate's
+// results name them (evaluate, above this package, takes these).
 const (
-	MetricROCAUC = "roc_auc"
-	MetricRMSE   = "rmse"
+	MetricROCAUC = "roc_auc" // classification tasks: higher is better
+	MetricRMSE   = "rmse"    // regression tasks, in the labels' units: lower is better
 )
 
 // EnsembleMember is one member of an ensemble folder: its saved-model
@@ -58,7 +58,6 @@ type Ensemble struct {
 	Dir      string
 	Manifest *EnsembleManifest // nil for a saved-model folder
 	Members  []*SavedModel     // in the manifest's order
-	Names    []string          // each member's name in messages: its folder, "" alone
 	models   []*model.Classifier
 }
 
@@ -75,7 +74,7 @@ func LoadEnsemble(dir string, dev torch.Device) (_ *Ensemble, err error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Ensemble{Dir: dir, Members: []*SavedModel{m}, Names: []string{""}, models: []*model.Classifier{clf}}, nil
+		return &Ensemble{Dir: dir, Members: []*SavedModel{m}, models: []*model.Classifier{clf}}, nil
 	}
 	var man EnsembleManifest
 	if err := inputfile.ReadJSON(infoPath, &man); err != nil {
@@ -95,7 +94,7 @@ func LoadEnsemble(dir string, dev torch.Device) (_ *Ensemble, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("ensemble %s, member %s: %w", dir, mem.Dir, err)
 		}
-		e.Members, e.Names, e.models = append(e.Members, m), append(e.Names, mem.Dir), append(e.models, clf)
+		e.Members, e.models = append(e.Members, m), append(e.models, clf)
 		if err := agree(man.Members[0].Dir, e.Members[0], m); err != nil {
 			return nil, fmt.Errorf("ensemble %s: member %s %w", dir, mem.Dir, err)
 		}
