@@ -283,13 +283,24 @@ func TestSuiteOnBace(t *testing.T) {
 		t.Error(err)
 	}
 
-	// A benchmark that fails half-way keeps what finished before it.
+	// A CSV benchmark whose columns cannot be read is refused before any
+	// evaluation runs.
 	broken := filepath.Join(t.TempDir(), "BBBP.csv")
-	if err := os.WriteFile(broken, []byte("no smiles column here\n1\n"), 0o644); err != nil {
+	if err := os.WriteFile(broken, []byte("name,value\nethanol,1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg.Datasets, cfg.Protocols = []string{bace, broken}, []evaluate.Protocol{evaluate.ProtocolScaffold}
 	cfg.EncoderPaths = cfg.EncoderPaths[:1]
+	res, err = suite.Run(cfg, cpuEnv(t))
+	if err == nil || !strings.Contains(err.Error(), "BBBP.csv:1: no SMILES column") || res != nil {
+		t.Fatalf("a benchmark without a SMILES column: %v, %+v", err, res)
+	}
+
+	// A benchmark that fails half-way (no labels to evaluate on) keeps what
+	// finished before it.
+	if err := os.WriteFile(broken, []byte("smiles,p_np\nCCO,\nc1ccccc1O,\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	res, err = suite.Run(cfg, cpuEnv(t))
 	if err == nil || !strings.Contains(err.Error(), "BBBP.csv") {
 		t.Fatalf("a broken benchmark: %v", err)
