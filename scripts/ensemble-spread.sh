@@ -12,7 +12,9 @@
 # mean probability and the 0/1 label) and the share misclassified at 0.5;
 # on ESOL the RMSE and MAE of the mean, in log mol/L. A fifth is
 # floor(n/5) test molecules (bace 30 of 152, ESOL 22 of 113); ties in the
-# deviation are broken by row.
+# deviation are broken by row. The last column is the rank correlation
+# (Spearman's ρ) of the deviation with the absolute error over all test
+# molecules.
 #
 # Runs that exist already (OUT/NAME/seed-S) are kept, so an interrupted
 # check continues; two run at a time, each on one thread under nice.
@@ -94,8 +96,13 @@ def column(path):
     with gzip.open(path, "rt") as f:
         return [line.strip() for line in f]
 
-print("| set, test molecules | error | least uncertain fifth | most uncertain fifth | all test | spread (std) least / most fifth |")
-print("|---|---|--:|--:|--:|--:|")
+def ranks(x):
+    r = np.empty(len(x))
+    r[np.argsort(x, kind="stable")] = np.arange(len(x))
+    return r
+
+print("| set, test molecules | error | least uncertain fifth | most uncertain fifth | all test | spread (std) least / most fifth | Spearman ρ(spread, abs. error) |")
+print("|---|---|--:|--:|--:|--:|--:|")
 for name, folder in folders.items():
     test = [int(i) for i in column(f"{folder}/split/scaffold/test.csv.gz")]
     labels = np.array([float(v) if v else np.nan for v in column(f"{folder}/raw/graph-label.csv.gz")])
@@ -115,8 +122,9 @@ for name, folder in folders.items():
     else:
         errors = {"RMSE": lambda idx: float(np.sqrt(np.mean((mean[idx] - labels[idx]) ** 2))),
                   "MAE": lambda idx: float(np.mean(np.abs(mean[idx] - labels[idx])))}
+    rho = np.corrcoef(ranks(std[test]), ranks(np.abs(mean[test] - labels[test])))[0, 1]
     for what, f in errors.items():
         print(f"| {name}, {len(test)} (fifths of {k}; {'/'.join(sorted(members))} members) | {what} | "
               f"{f(parts['least']):.3f} | {f(parts['most']):.3f} | {f(parts['all']):.3f} | "
-              f"{np.mean(std[parts['least']]):.3f} / {np.mean(std[parts['most']]):.3f} |")
+              f"{np.mean(std[parts['least']]):.3f} / {np.mean(std[parts['most']]):.3f} | {rho:.2f} |")
 EOF
