@@ -19,8 +19,9 @@ func writeInput(t *testing.T, content string) string {
 
 // ReadTable names what is wrong with a file, with its line: a column named
 // twice (it used to read the second SMILES column as labels: "not a
-// number"), a ragged row, a missing SMILES column (ErrNoSMILESColumn, so
-// that callers may try another name, and only then).
+// number"), a ragged row, no SMILES column by the default rule
+// (ErrNoSMILESColumn, so that a caller may say how to name one, and only
+// then).
 func TestReadTableErrors(t *testing.T) {
 	tests := []struct {
 		name, content, want string
@@ -30,10 +31,10 @@ func TestReadTableErrors(t *testing.T) {
 		{"smiles in two cases", "SMILES,label,smiles\nCCO,1,CCO\n", `in.csv:1: the header names column "smiles" twice (columns 1 and 3)`, false},
 		{"duplicated label", "smiles,y,y\nCCO,1,0\n", `in.csv:1: the header names column "y" twice (columns 2 and 3)`, false},
 		{"ragged", "smiles,label\nCCO,1\nCCN,0,1\n", "in.csv:3: wrong number of fields", false},
-		{"no smiles", "mol,label\nCCO,1\n", `in.csv:1: no SMILES column "smiles" among ["mol" "label"]`, true},
+		{"no smiles", "name,label\nCCO,1\n", `in.csv:1: no SMILES column: no column is named "smiles" or "mol" or has "smiles" in its name; the columns are ["name" "label"]`, true},
 	}
 	for _, tc := range tests {
-		_, err := ReadTable(writeInput(t, tc.content), "smiles", nil)
+		_, err := ReadTable(writeInput(t, tc.content), Columns{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || errors.Is(err, ErrNoSMILESColumn) != tc.noSMILES {
 			t.Errorf("%s: %v, want %q (ErrNoSMILESColumn: %v)", tc.name, err, tc.want, tc.noSMILES)
 		}

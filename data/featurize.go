@@ -2,8 +2,6 @@ package data
 
 import (
 	"bufio"
-	"bytes"
-	"compress/gzip"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -11,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +28,9 @@ type Table struct {
 	Labels     []float32 // rows×len(Tasks) row-major, NaN where missing
 	MolIDs     []string  // the source's mol_id column, or nil to number rows from 0
 	AtomGroups [][]int32 // synthetic data: the planted group of each atom in SMILES order; else nil
+	// Note, when not empty, is a line saying how the SMILES column was
+	// chosen (by the default rule, from its name), for the user to see.
+	Note string
 }
 
 // RejectFile is the report of rows that could not be featurised, written
@@ -41,87 +41,50 @@ const RejectFile = "rejected.csv"
 // mapping, never taken as a label.
 const idColumn = "mol_id"
 
-// ReadTable reads a CSV file with a header row, gzip-compressed or not.
-// smilesCol names the SMILES column (matched ignoring case); labelCols the
-// label columns, all columns but the SMILES and mol_id ones when nil. Labels
-// must be numbers; an empty field is a missing label.
-func ReadTable(path, smilesCol string, labelCols []string) (*Table, error) {
-	f, err := inputfile.Open(path)
+// ReadTable reads a CSV file with a header row, gzip-compressed or not,
+// taking its SMILES and label columns as cols says. Labels must be numbers;
+// an empty field is a missing label. A label column that cols did not name
+// (the default: every column but the SMILES one) holding text is an error
+// wrapping ErrNotANumber, so that a caller may say how to name the columns.
+func ReadTable(path string, cols Columns) (*Table, error) {
+	f, err := openCSV(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<16)
-	var in io.Reader = br
-	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
-		gz, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		in = gz
-	}
-	cr := newCSVReader(path, in)
-	header, err := cr.header()
+	defer f.close()
+	sel, err := cols.selectColumns(path, f.header, true)
 	if err != nil {
 		return nil, err
 	}
-	// A column named twice would be read as the other's labels.
-	for i, h := range header {
-		for j, other := range header[:i] {
-			if h == other || strings.EqualFold(h, smilesCol) && strings.EqualFold(other, smilesCol) {
-				return nil, fmt.Errorf("%s:1: the header names column %s twice (columns %d and %d)", path, inputfile.Quote(h), j+1, i+1)
-			}
-		}
+	t := &Table{Source: path, Note: sel.note}
+	for _, c := range sel.labels {
+		t.Tasks = append(t.Tasks, f.header[c])
 	}
-	smi := slices.IndexFunc(header, func(h string) bool { return strings.EqualFold(h, smilesCol) })
-	if smi < 0 {
-		return nil, fmt.Errorf("%s:1: %w %s among %s", path, ErrNoSMILESColumn, inputfile.Quote(smilesCol), columnList(header))
-	}
-	id := slices.Index(header, idColumn)
-	var cols []int
-	if labelCols == nil {
-		for c := range header {
-			if c != smi && c != id {
-				cols = append(cols, c)
-			}
-		}
-	} else {
-		for i, name := range labelCols {
-			if slices.Contains(labelCols[:i], name) {
-				return nil, fmt.Errorf("%s: label column %q asked for twice", path, name)
-			}
-			c := slices.Index(header, name)
-			if c < 0 {
-				return nil, fmt.Errorf("%s:1: no label column %q among %s", path, name, columnList(header))
-			}
-			cols = append(cols, c)
-		}
-	}
-	t := &Table{Source: path}
-	for _, c := range cols {
-		t.Tasks = append(t.Tasks, header[c])
-	}
-	if id >= 0 {
+	if sel.id >= 0 {
 		t.MolIDs = []string{}
 	}
 	for {
-		rec, err := cr.read()
+		rec, err := f.read()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return nil, err
 		}
-		line, _ := cr.FieldPos(0)
-		t.SMILES = append(t.SMILES, rec[smi])
+		line, _ := f.FieldPos(0)
+		t.SMILES = append(t.SMILES, rec[sel.smiles])
 		t.Lines = append(t.Lines, line)
-		if id >= 0 {
-			t.MolIDs = append(t.MolIDs, rec[id])
+		if sel.id >= 0 {
+			t.MolIDs = append(t.MolIDs, rec[sel.id])
 		}
-		for _, c := range cols {
+		for _, c := range sel.labels {
 			v, err := parseLabel([]byte(strings.TrimSpace(rec[c])))
 			if err != nil {
-				return nil, fmt.Errorf("%s:%d: column %s: %s %v", path, line, inputfile.Quote(header[c]), inputfile.Quote(rec[c]), err)
+				where := fmt.Sprintf("%s:%d: column %s: %s", path, line, inputfile.Quote(f.header[c]), inputfile.Quote(rec[c]))
+				if cols.Targets != nil {
+					return nil, fmt.Errorf("%s %v", where, err) // a column the user named a target
+				}
+				return nil, fmt.Errorf("%s %w", where, err)
 			}
 			t.Labels = append(t.Labels, v)
 		}
@@ -130,25 +93,6 @@ func ReadTable(path, smilesCol string, labelCols []string) (*Table, error) {
 		return nil, fmt.Errorf("%s:2: no molecules: the file has only a header", path)
 	}
 	return t, nil
-}
-
-// ErrNoSMILESColumn is ReadTable's error for a header without the SMILES
-// column asked for, so that a caller may try another name.
-var ErrNoSMILESColumn = errors.New("no SMILES column")
-
-// columnList quotes the first few column names of a header for a message;
-// toxcast's has 618.
-func columnList(header []string) string {
-	const show = 8
-	names := make([]string, min(len(header), show))
-	for i := range names {
-		names[i] = inputfile.Quote(header[i])
-	}
-	list := "[" + strings.Join(names, " ") + "]"
-	if len(header) > show {
-		list += fmt.Sprintf(" and %d more", len(header)-show)
-	}
-	return list
 }
 
 // FeaturizeOptions control Featurize.

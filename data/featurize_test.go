@@ -65,7 +65,7 @@ func TestFeaturizeReproducesOGB(t *testing.T) {
 		"split/scaffold/train.csv.gz", "split/scaffold/valid.csv.gz", "split/scaffold/test.csv.gz"}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			table, err := ReadTable(filepath.Join(testenv.SharedData(t, ""), tc.csv), tc.smilesCol, nil)
+			table, err := ReadTable(filepath.Join(testenv.SharedData(t, ""), tc.csv), Columns{SMILES: tc.smilesCol})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +104,7 @@ func TestFeaturizeMoleculeNet(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
-			table, err := ReadTable(filepath.Join(testenv.SharedData(t, "moleculenet"), tc.file), tc.smilesCol, nil)
+			table, err := ReadTable(filepath.Join(testenv.SharedData(t, "moleculenet"), tc.file), Columns{SMILES: tc.smilesCol})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -158,7 +158,7 @@ func TestFeaturizeRejectsInvalidSmiles(t *testing.T) {
 		"\"acetic, acid\",CC(=O)O,\n"+
 		"pentavalent,C(C)(C)(C)(C)C,1\n"+
 		"benzene,c1ccccc1,0\n")
-	table, err := ReadTable(csvPath, "smiles", []string{"y"})
+	table, err := ReadTable(csvPath, Columns{SMILES: "smiles", Targets: []string{"y"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,8 +216,8 @@ func TestFeaturizeBadInput(t *testing.T) {
 	}{
 		{"wrong column count", "a.csv", "smiles,y\nCCO,1\nCCN,0,1\n", nil, "a.csv:3: wrong number of fields"},
 		{"non-numeric label", "a.csv", "smiles,y\nCCO,1\nCCN,active\n", nil, `a.csv:3: column "y": "active" is not a number`},
-		{"no SMILES column", "a.csv", "mol,y\nCCO,1\n", nil, `a.csv:1: no SMILES column "smiles"`},
-		{"unknown label column", "a.csv", "smiles,y\nCCO,1\n", []string{"z"}, `a.csv:1: no label column "z"`},
+		{"no SMILES column", "a.csv", "mol,y\nCCO,1\n", nil, `smiles_column "smiles" is not a column of `},
+		{"unknown label column", "a.csv", "smiles,y\nCCO,1\n", []string{"z"}, `target_columns "z" is not a column of `},
 		{"empty file", "a.csv", "", nil, "a.csv:1: empty file"},
 		{"header only", "a.csv", "smiles,y\n", nil, "a.csv:2: no molecules"},
 		{"unterminated quote", "a.csv", "smiles,y\nCCO,1\n\"CCN,0\n", nil, "a.csv:3: extraneous or missing \" in quoted-field"},
@@ -227,7 +227,7 @@ func TestFeaturizeBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := writeCSV(t, dir, tc.file, tc.content)
-			table, err := ReadTable(path, "smiles", tc.labels)
+			table, err := ReadTable(path, Columns{SMILES: "smiles", Targets: tc.labels})
 			if err == nil {
 				_, err = Featurize(table, filepath.Join(dir, "out"), FeaturizeOptions{})
 			}
@@ -256,7 +256,7 @@ func TestFeaturizeBadInput(t *testing.T) {
 			if err := os.WriteFile(path, gz[:len(gz)/2], 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := ReadTable(path, "smiles", nil)
+			_, err := ReadTable(path, Columns{SMILES: "smiles"})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "gzip data truncated") {
 				t.Errorf("error %v, want %q", err, tc.want)
 			}
@@ -266,7 +266,7 @@ func TestFeaturizeBadInput(t *testing.T) {
 
 	t.Run("existing output folder", func(t *testing.T) {
 		dir := t.TempDir()
-		table, err := ReadTable(writeCSV(t, dir, "a.csv", "smiles\nCCO\n"), "smiles", nil)
+		table, err := ReadTable(writeCSV(t, dir, "a.csv", "smiles\nCCO\n"), Columns{SMILES: "smiles"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -38,7 +38,7 @@ func FuzzReadTable(f *testing.F) {
 			t.Fatal(err)
 		}
 		streamed := readStreamed(path)
-		table, err := ReadTable(path, "smiles", nil)
+		table, err := ReadTable(path, Columns{SMILES: "smiles"})
 		if err != nil {
 			return
 		}
@@ -64,7 +64,7 @@ func FuzzReadTable(f *testing.F) {
 // readStreamed is every SMILES the stream reader (OpenSMILES, as corpora
 // and embed read) finds in path, nil on an error; it must not panic.
 func readStreamed(path string) []string {
-	r, err := OpenSMILES(path, "smiles")
+	r, err := OpenSMILES(path, Columns{SMILES: "smiles"})
 	if err != nil {
 		return nil
 	}

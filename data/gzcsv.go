@@ -168,6 +168,9 @@ func nonzero(b []byte) bool {
 	return bytes.ContainsAny(b, digits)
 }
 
+// ErrNotANumber is the error of a label field holding text.
+var ErrNotANumber = errors.New("is not a number")
+
 // parseLabel parses a label field: empty (or NaN) is a missing label. Its
 // error is the reason the field is no label, worded to follow the quoted
 // field ("is not a number").
@@ -188,7 +191,7 @@ func parseLabel(b []byte) (float32, error) {
 		// label (1e-400 used to be).
 		return 0, errors.New("is a number too close to 0 for float32 labels (below 1.4e-45 in magnitude, it would be stored as 0)")
 	case err != nil:
-		return 0, errors.New("is not a number")
+		return 0, ErrNotANumber
 	}
 	return float32(v), nil
 }

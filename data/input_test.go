@@ -90,8 +90,7 @@ func TestCSVLineLimit(t *testing.T) {
 
 // ReadTable reads a header after a UTF-8 byte order mark (Excel's), names
 // CR-only line endings instead of finding "only a header", says that a label
-// beyond float32 is a number too large rather than "not a number", and
-// refuses a label column asked for twice.
+// beyond float32 is a number too large rather than "not a number".
 func TestReadTableInput(t *testing.T) {
 	tests := []struct {
 		name, content string
@@ -107,7 +106,6 @@ func TestReadTableInput(t *testing.T) {
 		{"1e308", "smiles,y\nCCO,1e308\n", nil, `in.csv:2: column "y": "1e308" is a number beyond the range of float32 labels (±3.4e38)`},
 		{"infinity", "smiles,y\nCCO,inf\n", nil, `in.csv:2: column "y": "inf" is not a finite number`},
 		{"word", "smiles,y\nCCO,yes\n", nil, `in.csv:2: column "y": "yes" is not a number`},
-		{"label asked twice", "smiles,y\nCCO,1\n", []string{"y", "y"}, `in.csv: label column "y" asked for twice`},
 		// Stored as 0 once (as float64, or as float32), a label that is not 0.
 		{"below float64", "smiles,y\nCCO,1e-400\n", nil, `in.csv:2: column "y": "1e-400" is a number too close to 0 for float32 labels (below 1.4e-45 in magnitude, it would be stored as 0)`},
 		{"below float32", "smiles,y\nCCO,1\nCCN,-1e-50\n", nil, `in.csv:3: column "y": "-1e-50" is a number too close to 0 for float32 labels (below 1.4e-45 in magnitude, it would be stored as 0)`},
@@ -117,7 +115,7 @@ func TestReadTableInput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		path := writeInput(t, tc.content)
-		table, err := ReadTable(path, "smiles", tc.labels)
+		table, err := ReadTable(path, Columns{SMILES: "smiles", Targets: tc.labels})
 		if tc.want != "" {
 			if err == nil || err.Error() != filepath.Join(filepath.Dir(path), tc.want) {
 				t.Errorf("%s: %v, want %q", tc.name, err, tc.want)

@@ -1,7 +1,6 @@
 package data
 
 import (
-	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -30,14 +29,18 @@ type OpenOptions struct {
 	// dataset folders (datasets/), which are only read; empty means
 	// DefaultCacheDir().
 	CacheDir string
-	// SmilesCol names a CSV's SMILES column; empty tries "smiles", then "mol"
-	// (MoleculeNet's bace).
-	SmilesCol string
+	// Columns say which columns of a CSV hold the SMILES and the labels
+	// (the default rule when zero); a dataset folder takes none. They are
+	// what a result is computed on, so the caller takes them from its
+	// saved configuration.
+	Columns Columns
 	// Limits bound the CSV rows given to RDKit (DefaultLimits where
 	// zero); rows beyond them are rejected.
 	Limits Limits
 	// Report receives one line saying how many rows a featurisation
-	// rejected and where they are listed; nil is silent.
+	// rejected and where they are listed, and one saying which column the
+	// SMILES were read from when the default rule found it by its name;
+	// nil is silent.
 	Report io.Writer `json:"-"`
 	// Stop, when closed, ends a CSV's featurisation before its next
 	// molecule: Open returns ErrStopped and the cache is left without the
@@ -79,7 +82,11 @@ func OpenWithKey(path string, opt OpenOptions) (*Dataset, string, error) {
 		return nil, "", err
 	}
 	dir, key := path, ""
-	if !st.IsDir() {
+	if st.IsDir() {
+		if err := opt.Columns.CheckFolder(path); err != nil {
+			return nil, "", err
+		}
+	} else {
 		if dir, key, err = featurized(path, opt, filepath.Join(cache, "featurized")); err != nil {
 			return nil, "", err
 		}
@@ -107,8 +114,11 @@ func OpenWithKey(path string, opt OpenOptions) (*Dataset, string, error) {
 // rules is featurised again rather than read from the cache as it was.
 const rowRules = 2
 
-// featurized is the folder holding csv featurised, made if missing, and
-// csv's ContentKey.
+// featurized is the folder holding csv featurised with opt's columns,
+// made if missing, and csv's ContentKey. The header is read every time, so
+// that a column the selection names is checked and the choice of the
+// SMILES column is said (once the file is read) even when the folder is
+// found in the cache.
 func featurized(csv string, opt OpenOptions, cache string) (dir, key string, err error) {
 	limits := opt.Limits
 	if limits == (Limits{}) {
@@ -117,13 +127,27 @@ func featurized(csv string, opt OpenOptions, cache string) (dir, key string, err
 	if err := limits.Validate(); err != nil {
 		return "", "", err
 	}
+	f, err := openCSV(csv)
+	if err != nil {
+		return "", "", err
+	}
+	sel, err := opt.Columns.selectColumns(csv, f.header, true)
+	f.close()
+	if err != nil {
+		return "", "", err
+	}
+	defer func() {
+		if err == nil && sel.note != "" && opt.Report != nil {
+			fmt.Fprintf(opt.Report, "micrograph: %s\n", sel.note)
+		}
+	}()
 	sum, err := FileSHA256(csv)
 	if err != nil {
 		return "", "", err
 	}
 	key = "csv:" + sum
 	name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(csv), ".gz"), ".csv")
-	folder := fmt.Sprintf("%s-%s-%s-rules%d", name, opt.SmilesCol, sum[:16], rowRules)
+	folder := fmt.Sprintf("%s-%s-%s-rules%d", name, opt.Columns.key(), sum[:16], rowRules)
 	if limits != DefaultLimits() {
 		folder += fmt.Sprintf("-atoms%d-bytes%d", limits.MaxAtoms, limits.MaxSMILESBytes) // other rows rejected
 	}
@@ -131,21 +155,7 @@ func featurized(csv string, opt OpenOptions, cache string) (dir, key string, err
 	if _, err := os.Stat(dir); err == nil {
 		return dir, key, nil
 	}
-	cols := []string{opt.SmilesCol}
-	if opt.SmilesCol == "" {
-		cols = []string{"smiles", "mol"}
-	}
-	var table *Table
-	var noColumn error // about the first name tried
-	for _, col := range cols {
-		if table, err = ReadTable(csv, col, nil); !errors.Is(err, ErrNoSMILESColumn) {
-			break // read, or an error about the file itself
-		}
-		noColumn = cmp.Or(noColumn, err)
-	}
-	if errors.Is(err, ErrNoSMILESColumn) {
-		return "", "", noColumn
-	}
+	table, err := ReadTable(csv, opt.Columns)
 	if err != nil {
 		return "", "", err
 	}

@@ -1,17 +1,11 @@
 package data
 
 import (
-	"bufio"
-	"bytes"
-	"compress/gzip"
 	"fmt"
 	"io"
-	"os"
-	"slices"
 	"strings"
 
 	"github.com/micrograph/micrograph/data/rdkit"
-	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
 // Row is one molecule of a SMILES file read as a stream.
@@ -28,60 +22,30 @@ type Row struct {
 type SMILESReader struct {
 	Source string // the file, for messages
 	Column string // the SMILES column's name as the header spells it
-	file   *os.File
-	csv    *csvReader
+	// Note, when not empty, is a line saying how the SMILES column was
+	// chosen (by the default rule, from its name), for the user to see.
+	Note   string
+	csv    *csvFile
 	smiles int // the column's index
 	rows   int // rows read so far
 }
 
-// OpenSMILES opens path and reads its header. smilesCol names the SMILES
-// column (case ignored); empty tries "smiles", then "mol" (MoleculeNet's
-// bace), as the training commands do.
-func OpenSMILES(path, smilesCol string) (*SMILESReader, error) {
-	f, err := inputfile.Open(path)
+// OpenSMILES opens path and reads its header, finding the SMILES column as
+// cols says (Columns); the columns it names must exist, though only the
+// SMILES are read.
+func OpenSMILES(path string, cols Columns) (*SMILESReader, error) {
+	f, err := openCSV(path)
 	if err != nil {
 		return nil, err
 	}
-	br := bufio.NewReaderSize(f, 1<<16)
-	var in io.Reader = br
-	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
-		gz, err := gzip.NewReader(br)
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		in = gz
-	}
-	r := &SMILESReader{Source: path, file: f, csv: newCSVReader(path, in)}
-	header, err := r.csv.header()
+	sel, err := cols.selectColumns(path, f.header, false)
 	if err != nil {
-		f.Close()
+		f.close()
 		return nil, err
 	}
-	names := []string{smilesCol}
-	if smilesCol == "" {
-		names = []string{"smiles", "mol"}
-	}
-	r.smiles = -1
-	for _, name := range names {
-		if r.smiles = slices.IndexFunc(header, func(h string) bool { return strings.EqualFold(h, name) }); r.smiles >= 0 {
-			break
-		}
-	}
-	if r.smiles < 0 {
-		f.Close()
-		return nil, fmt.Errorf("%s:1: %w %s among %s", path, ErrNoSMILESColumn, inputfile.Quote(names[0]), columnList(header))
-	}
-	for i, h := range header {
-		if i != r.smiles && strings.EqualFold(h, header[r.smiles]) {
-			f.Close()
-			return nil, fmt.Errorf("%s:1: the header names column %s twice (columns %d and %d)", path, inputfile.Quote(h), r.smiles+1, i+1)
-		}
-	}
-	r.Column = header[r.smiles]
 	// Rows are read as they come; a ragged row is still an error.
-	r.csv.ReuseRecord = true
-	return r, nil
+	f.ReuseRecord = true
+	return &SMILESReader{Source: path, Column: f.header[sel.smiles], Note: sel.note, csv: f, smiles: sel.smiles}, nil
 }
 
 // Read returns up to max next rows; after the last it returns io.EOF (with
@@ -110,7 +74,7 @@ func (r *SMILESReader) Read(max int) ([]Row, error) {
 }
 
 // Close closes the file.
-func (r *SMILESReader) Close() error { return r.file.Close() }
+func (r *SMILESReader) Close() error { return r.csv.close() }
 
 // FeaturizeRows turns the rows' SMILES into an in-memory dataset, without a
 // split or labels, holding the rows RDKit accepts in their order, as

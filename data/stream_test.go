@@ -27,7 +27,7 @@ func TestStreamMatchesFeaturize(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := writeCSV(t, dir, name, streamInput)
-			r, err := OpenSMILES(path, "")
+			r, err := OpenSMILES(path, Columns{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +63,7 @@ func TestStreamMatchesFeaturize(t *testing.T) {
 				rejected[1].Row != 3 || rejected[1].Line != 6 || !strings.Contains(rejected[1].Reason, "Explicit valence") {
 				t.Fatalf("kept %v, rejected %+v", kept, rejected)
 			}
-			table, err := ReadTable(path, "smiles", []string{"y"})
+			table, err := ReadTable(path, Columns{SMILES: "smiles", Targets: []string{"y"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,15 +103,15 @@ func TestOpenSMILESErrors(t *testing.T) {
 	tests := []struct{ name, content, col, want string }{
 		{"empty", "", "", "in.csv:1: empty file"},
 		{"header only", "smiles\n", "", "in.csv:2: no molecules"},
-		{"no column", "a,b\nCCO,1\n", "", `in.csv:1: no SMILES column "smiles" among ["a" "b"]`},
-		{"named column missing", "smiles\nCCO\n", "structure", `in.csv:1: no SMILES column "structure"`},
+		{"no column", "a,b\nCCO,1\n", "", `in.csv:1: no SMILES column: no column is named "smiles" or "mol" or has "smiles" in its name; the columns are ["a" "b"]`},
+		{"named column missing", "smiles\nCCO\n", "structure", `smiles_column "structure" is not a column of `},
 		{"twice", "smiles,Smiles\nCCO,CCN\n", "", `in.csv:1: the header names column "Smiles" twice (columns 1 and 2)`},
 		{"ragged", "smiles\nCCO\nCCN,1\n", "", "in.csv:3: wrong number of fields"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeCSV(t, t.TempDir(), "in.csv", tc.content)
-			r, err := OpenSMILES(path, tc.col)
+			r, err := OpenSMILES(path, Columns{SMILES: tc.col})
 			if err == nil {
 				defer r.Close()
 				for err == nil {
@@ -124,7 +124,7 @@ func TestOpenSMILESErrors(t *testing.T) {
 		})
 	}
 	// bace's column is "mol".
-	r, err := OpenSMILES(writeCSV(t, t.TempDir(), "bace.csv", "mol,y\nCCO,1\n"), "")
+	r, err := OpenSMILES(writeCSV(t, t.TempDir(), "bace.csv", "mol,y\nCCO,1\n"), Columns{})
 	if err != nil || r.Column != "mol" {
 		t.Fatalf("%v, column %v", err, r)
 	}

@@ -93,7 +93,7 @@ func TestFeaturizeRegressionMoleculeNet(t *testing.T) {
 		t.Run(tc.file, func(t *testing.T) {
 			src := filepath.Join(testenv.SharedData(t, "moleculenet"), tc.file)
 			want := csvColumn(t, src, tc.label)
-			table, err := ReadTable(src, "smiles", []string{tc.label})
+			table, err := ReadTable(src, Columns{SMILES: "smiles", Targets: []string{tc.label}})
 			if err != nil {
 				t.Fatal(err)
 			}

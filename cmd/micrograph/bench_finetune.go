@@ -37,6 +37,7 @@ func runBenchFinetune(args []string) error {
 			"sizes (batch 32, dropout 0.5, the paper's encoder); the peer is ../shared/bench/ref_micrograph.py\n"+
 			"--finetune --batch 32 --dropout 0.5. Evaluations are not timed.")
 	fs.StringVar(&ft.Data, "data", "", "labelled OGB dataset folder, or CSV file of SMILES and labels")
+	columnFlags(fs, &ft.Columns)
 	fs.StringVar(&ft.EncoderPath, "encoder", "", encoderHelp+"; none: random initialisation")
 	fs.IntVar(&ft.BatchSize, "batch-size", ft.BatchSize, "molecules per training batch")
 	fs.IntVar(&cfg.Warmup, "warmup", cfg.Warmup, "untimed steps first")

@@ -18,7 +18,8 @@ import (
 // scoreFlags are the flags embed, predict and explain share: the input, the
 // output and how the model runs.
 type scoreFlags struct {
-	data, out, smilesCol    string
+	data, out               string
+	columns                 data.Columns
 	precision               model.Precision
 	skipInvalid             bool // embed and predict only
 	batchSize, rdkitWorkers int
@@ -29,7 +30,7 @@ type scoreFlags struct {
 func (s *scoreFlags) register(fs *pflag.FlagSet, outHelp string) {
 	fs.StringVar(&s.data, "data", "", "CSV file of SMILES (gzip-compressed or not), read as a stream, or an OGB dataset folder")
 	fs.StringVar(&s.out, "out", "", outHelp+"; written atomically (no partial file)")
-	fs.StringVar(&s.smilesCol, "smiles-col", "", `SMILES column of the CSV (case ignored; default: "smiles", else "mol")`)
+	columnFlags(fs, &s.columns)
 	fs.IntVar(&s.batchSize, "batch-size", 256, "molecules per forward pass (the outputs may differ with it in the last float32 bits: docs/pytorch.md)")
 	fs.IntVar(&s.rdkitWorkers, "rdkit-workers", 0, "goroutines featurising CSV rows with RDKit (0: one per core)")
 	s.precision = model.FP32
@@ -72,6 +73,9 @@ func (s *scoreFlags) options(fs *pflag.FlagSet, checkOut func() error, inputs ..
 	case s.rdkitWorkers < 0:
 		return infer.Options{}, runenv.Env{}, usageError{fmt.Errorf("--rdkit-workers %d must not be negative", s.rdkitWorkers)}
 	}
+	if err := s.columns.Validate(); err != nil {
+		return infer.Options{}, runenv.Env{}, flagError(fs, s, err)
+	}
 	env, err := s.rt.parse(fs, nil)
 	if err != nil {
 		return infer.Options{}, runenv.Env{}, err
@@ -87,7 +91,7 @@ func (s *scoreFlags) options(fs *pflag.FlagSet, checkOut func() error, inputs ..
 		return infer.Options{}, runenv.Env{}, err
 	}
 	return infer.Options{
-		Data: s.data, SmilesCol: s.smilesCol, SkipInvalid: s.skipInvalid, Rejected: s.rejected,
+		Data: s.data, Columns: s.columns, SkipInvalid: s.skipInvalid, Rejected: s.rejected,
 		BatchSize: s.batchSize, RDKitWorkers: s.rdkitWorkers, Precision: s.precision,
 	}, env, nil
 }
@@ -176,12 +180,16 @@ func runEmbed(args []string) error {
 
 func runPredict(args []string) error {
 	fs := newFlags("predict", "--model DIR --data CSV|DIR --out preds.csv [flags]",
-		"Predicts every molecule's properties with a model saved by finetune --save: one column per\n"+
-			"task, the probability of class 1 for a classification task and the value in the label's\n"+
-			"units for a regression task, in input row order (.csv: row, smiles, then the tasks; .npy:\n"+
-			"float64 N×T). Rows RDKit rejects are listed on stderr by line and written as NaN rows, or\n"+
-			"left out with --skip-invalid.")
-	dir := fs.String("model", "", "folder written by finetune --save (model.pt, model.json)")
+		"Predicts every molecule's properties with a model saved by finetune --save, or with the\n"+
+			"members of an ensemble folder (DIR/"+infer.EnsembleFile+" listing saved-model folders), in input row\n"+
+			"order. Per task, named after it, the mean over the members of the probability of class 1\n"+
+			"(classification) or of the value in the label's units (regression); then per task, named\n"+
+			"after it with \""+infer.StdSuffix+"\", the members' standard deviation of the same (population: divided\n"+
+			"by the number of members; 0 for one model); then \""+infer.MembersColumn+"\", the number of members.\n"+
+			".csv: row, smiles, then those columns; .npy: float64 N×(2T+1) in the same order. Rows RDKit\n"+
+			"rejects are listed on stderr by line and written as NaN rows, or left out with --skip-invalid.")
+	dir := fs.String("model", "", "folder written by finetune --save: one model (model.pt, model.json) or an ensemble\n"+
+		"("+infer.EnsembleFile+" and a folder per member)")
 	var s scoreFlags
 	s.registerMatrix(fs)
 	if err := parseFlags(fs, args, "model", "data", "out"); err != nil {
@@ -194,11 +202,15 @@ func runPredict(args []string) error {
 	if err != nil {
 		return err
 	}
-	m, rep, err := infer.Predict(*dir, opt, env, s.out)
+	e, rep, err := infer.Predict(*dir, opt, env, s.out)
 	if err != nil {
 		return flagError(fs, &s, err)
 	}
-	s.report(fmt.Sprintf("predicted %d tasks for", len(m.Tasks)), "rows", s.invalidRows(), rep)
+	members := "one model"
+	if n := len(e.Members); n > 1 || e.Manifest != nil {
+		members = fmt.Sprintf("an ensemble of %d", n)
+	}
+	s.report(fmt.Sprintf("predicted %d tasks (%s) for", len(e.Tasks()), members), "rows", s.invalidRows(), rep)
 	return nil
 }
 

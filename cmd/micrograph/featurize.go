@@ -1,12 +1,8 @@
 package main
 
 import (
-	"encoding/csv"
 	"fmt"
-	"io"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/micrograph/micrograph/data"
@@ -24,8 +20,8 @@ func runFeaturize(args []string) error {
 			"and continues. Give DIR to pretrain --data: the shards stay on disk, memory-mapped.")
 	csvPath := fs.String("csv", "", "input CSV file with a header row")
 	out := fs.String("out", "", "output folder; must not exist; appears only when complete")
-	smilesCol := fs.String("smiles-col", "smiles", "SMILES column (case ignored)")
-	labelCols := fs.String("label-cols", "", "label columns, comma-separated, CSV quoting for names with commas\n(default: all but the SMILES and mol_id columns)")
+	var cols data.Columns
+	columnFlags(fs, &cols)
 	split := fs.String("split", "scaffold", "split to write: scaffold (OGB's Bemis-Murcko split), random (80/10/10) or none")
 	seed := fs.Uint64("seed", 0, "seed of a random split")
 	workers := fs.Int("rdkit-workers", 0, "goroutines featurising rows with RDKit (default: one per CPU)")
@@ -41,19 +37,8 @@ func runFeaturize(args []string) error {
 	if err := checkOutputFolder("--out", *out, input{"--csv", *csvPath, false}); err != nil {
 		return err
 	}
-	var labels []string
-	if fs.Changed("label-cols") {
-		r := csv.NewReader(strings.NewReader(*labelCols))
-		rec, err := r.Read()
-		if err != nil && err != io.EOF {
-			return usageError{fmt.Errorf("--label-cols: %v", err)}
-		}
-		labels = append([]string{}, rec...)
-		for i, name := range labels {
-			if slices.Contains(labels[:i], name) {
-				return usageError{fmt.Errorf("--label-cols names column %q twice: a task is one column", name)}
-			}
-		}
+	if err := cols.Validate(); err != nil {
+		return flagError(fs, &cols, err)
 	}
 	switch *split {
 	case "scaffold", "random", "none":
@@ -64,7 +49,7 @@ func runFeaturize(args []string) error {
 		return usageError{fmt.Errorf("--rdkit-workers %d: want 0 (one per CPU) or more", *workers)}
 	}
 	if fs.Changed("shard-rows") {
-		for _, name := range []string{"label-cols", "split", "seed"} {
+		for _, name := range []string{"target-columns", "ignore-columns", "split", "seed"} {
 			if fs.Changed(name) {
 				return usageError{fmt.Errorf("--%s: a corpus (--shard-rows) has no labels and no split", name)}
 			}
@@ -72,12 +57,15 @@ func runFeaturize(args []string) error {
 		if *shardRows < 1 {
 			return usageError{fmt.Errorf("--shard-rows %d: want at least 1", *shardRows)}
 		}
-		return featurizeCorpus(*csvPath, *out, corpus.Options{SMILESColumn: *smilesCol, ShardRows: *shardRows, Workers: *workers, Limits: limits})
+		return flagError(fs, &cols, featurizeCorpus(*csvPath, *out, corpus.Options{SMILESColumn: cols.SMILES, ShardRows: *shardRows, Workers: *workers, Limits: limits}))
 	}
 	start := time.Now()
-	table, err := data.ReadTable(*csvPath, *smilesCol, labels)
+	table, err := data.ReadTable(*csvPath, cols)
 	if err != nil {
-		return err
+		return flagError(fs, &cols, err)
+	}
+	if table.Note != "" {
+		fmt.Fprintf(notes, "micrograph: %s\n", table.Note)
 	}
 	rep, err := data.Featurize(table, *out, data.FeaturizeOptions{Split: *split, Seed: *seed, Workers: *workers, Limits: limits})
 	if err != nil {
@@ -117,6 +105,9 @@ func featurizeCorpus(src, out string, opt corpus.Options) error {
 	rep, err := corpus.Featurize(src, out, opt)
 	if err != nil {
 		return err
+	}
+	if rep.Note != "" {
+		fmt.Fprintf(notes, "micrograph: %s\n", rep.Note)
 	}
 	if rep.Damaged != "" {
 		fmt.Fprintf(stdout, "%s: featurised again from that shard on\n", rep.Damaged)

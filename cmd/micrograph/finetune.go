@@ -122,6 +122,7 @@ type evaluationFlags struct {
 // chooses (epoch or λ).
 func (e *evaluationFlags) register(fs *pflag.FlagSet, c *evaluate.Common, none, seedsAlso, selected string) {
 	fs.StringVar(&c.Data, "data", "", "OGB dataset folder, or CSV file of SMILES and labels (featurised once and cached; scaffold split)")
+	columnFlags(fs, &c.Columns)
 	fs.StringVar(&c.EncoderPath, "encoder", "", encoderHelp+"; none: "+none)
 	fs.StringVar(&e.out, "out", "", "result file (JSON), written atomically once every run is done; its folder must exist")
 	fs.IntVar(&c.Seeds, "seeds", c.Seeds, "runs per split, seeded --seed, --seed+1, …"+seedsAlso)

@@ -67,3 +67,15 @@ func limitFlags(fs *pflag.FlagSet, l *data.Limits) {
 	fs.IntVar(&l.MaxAtoms, "max-atoms", l.MaxAtoms, "reject a CSV row whose SMILES has more atoms (RDKit's time grows steeply with size)")
 	fs.IntVar(&l.MaxSMILESBytes, "max-smiles-bytes", l.MaxSMILESBytes, "reject a CSV row whose SMILES is longer, in bytes")
 }
+
+// columnFlags registers the choice of a CSV's columns (data.Columns) into
+// c, the same in every command that reads a CSV.
+func columnFlags(fs *pflag.FlagSet, c *data.Columns) {
+	fs.StringVar(&c.SMILES, "smiles-columns", c.SMILES, "a CSV's SMILES column, one name, case ignored (default: \"smiles\", else the\n"+
+		"first whose name contains \"smiles\", said in a line, else \"mol\")")
+	fs.StringSliceVar(&c.Targets, "target-columns", c.Targets, "a CSV's label columns (tasks), comma-separated, a name with a comma or space\n"+
+		"quoted as CSV quotes it ('\"a, b\",c'); no other column is read (default: every column\n"+
+		"but the SMILES one, mol_id and --ignore-columns)")
+	fs.StringSliceVar(&c.Ignore, "ignore-columns", c.Ignore, "a CSV's columns that are neither SMILES nor labels (names, notes, descriptors),\n"+
+		"written as --target-columns; every other column is a label")
+}

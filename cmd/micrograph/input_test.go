@@ -85,14 +85,14 @@ func TestSplitlessDataset(t *testing.T) {
 	}
 }
 
-// featurize --label-cols naming a column twice is refused: it used to make
-// two tasks of one column.
-func TestFeaturizeLabelColsTwice(t *testing.T) {
+// featurize --target-columns naming a column twice is refused: it used to
+// make two tasks of one column.
+func TestFeaturizeTargetColumnsTwice(t *testing.T) {
 	dir := t.TempDir()
 	csv := writeMolecules(t, dir, 4)
 	out := filepath.Join(dir, "out")
 	checkCLI(t, []cliCase{
-		{"twice", []string{"featurize", "--csv", csv, "--out", out, "--label-cols", "p,p"}, 2, `--label-cols names column "p" twice: a task is one column`},
+		{"twice", []string{"featurize", "--csv", csv, "--out", out, "--target-columns", "p,p"}, 2, `--target-columns "p" is named twice`},
 	})
 	if _, err := os.Stat(out); err == nil {
 		t.Errorf("%s written by a refused command", out)

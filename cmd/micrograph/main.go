@@ -129,7 +129,7 @@ func run(args []string, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "micrograph %s: %v (see micrograph %s --help)\n", c.name, err, c.name)
 			return 2
 		default:
-			fmt.Fprintf(stderr, "micrograph %s: %v\n", c.name, err)
+			fmt.Fprintf(stderr, "micrograph %s: %v%s\n", c.name, err, hintsFor(err))
 			return 1
 		}
 	}

@@ -81,7 +81,7 @@ func TestFeaturizeCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out")
-	code, stdoutText, errs := runCLI(t, "featurize", "--csv", in, "--out", out, "--label-cols", `"active, really"`, "--split", "none")
+	code, stdoutText, errs := runCLI(t, "featurize", "--csv", in, "--out", out, "--target-columns", `"active, really"`, "--split", "none")
 	if code != 0 {
 		t.Fatalf("status %d: %s", code, errs)
 	}

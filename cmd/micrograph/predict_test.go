@@ -190,7 +190,7 @@ func predictColumn(t *testing.T, path string, task int) map[int]float64 {
 // snippet's load_model, what predict writes (to 1e-5): class-1
 // probabilities for the synthetic dataset's classification tasks, and, with
 // the same tasks declared regression (--task-types), values in the labels'
-// units.
+// units; alone, a model's deviations are 0 and its member count 1.
 func TestPredictMatchesReadmeSnippet(t *testing.T) {
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
@@ -226,11 +226,21 @@ func TestPredictMatchesReadmeSnippet(t *testing.T) {
 				t.Fatalf("predict: status %d\n%s\n%s", code, out, errs)
 			}
 			recs := readCSV(t, preds)
-			if want := append([]string{"row", "smiles"}, data.SyntheticTasks...); !slices.Equal(recs[0], want) || len(recs) != 5 {
+			want := append([]string{"row", "smiles"}, data.SyntheticTasks...)
+			for _, task := range data.SyntheticTasks {
+				want = append(want, task+"_std")
+			}
+			if want = append(want, "members"); !slices.Equal(recs[0], want) || len(recs) != 5 {
 				t.Fatalf("%s: header %q, %d records; want %q and 5", preds, recs[0], len(recs), want)
 			}
-			if !slices.Equal(recs[2][2:], slices.Repeat([]string{"NaN"}, len(data.SyntheticTasks))) {
+			nt := len(data.SyntheticTasks)
+			if !slices.Equal(recs[2][2:], slices.Repeat([]string{"NaN"}, 2*nt+1)) {
 				t.Errorf("the invalid row is %q, want NaN", recs[2])
+			}
+			for _, row := range []int{0, 2, 3} {
+				if rec := recs[row+1]; !slices.Equal(rec[2+nt:], append(slices.Repeat([]string{"0"}, nt), "1")) {
+					t.Errorf("row %d of one model: deviations and members %q, want 0s and 1", row, rec[2+nt:])
+				}
 			}
 			const harness = `
 import sys
@@ -275,7 +285,7 @@ func TestFinetuneSavePredictRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	esolCSV := filepath.Join(testenv.SharedData(t, "moleculenet"), "esol.csv")
 	esol := filepath.Join(dir, "esol")
-	if code, out, errs := runCLI(t, "featurize", "--csv", esolCSV, "--label-cols", "measured log solubility in mols per litre", "--out", esol); code != 0 {
+	if code, out, errs := runCLI(t, "featurize", "--csv", esolCSV, "--target-columns", "measured log solubility in mols per litre", "--out", esol); code != 0 {
 		t.Fatalf("featurize: %s %s", out, errs)
 	}
 	for _, tc := range []struct {
@@ -299,9 +309,9 @@ func TestFinetuneSavePredictRoundTrip(t *testing.T) {
 				t.Fatalf("%s: %v (saved %v)", result, err, res.Saved)
 			}
 			// Every seed's model, the best valid run's first.
-			var e infer.Ensemble
+			var e infer.EnsembleManifest
 			readJSON(t, filepath.Join(saved, infer.EnsembleFile), &e)
-			if !reflect.DeepEqual(e, res.Saved.Ensemble) || e.Format != "micrograph-ensemble" || e.Version != 1 || e.Selection != "every seed" ||
+			if !reflect.DeepEqual(e, res.Saved.EnsembleManifest) || e.Format != "micrograph-ensemble" || e.Version != 1 || e.Selection != "every seed" ||
 				e.Metric != res.Metric || len(e.Members) != 2 {
 				t.Fatalf("ensemble.json %+v, the result's %+v", e, res.Saved)
 			}
@@ -384,7 +394,7 @@ func TestFinetuneSavePredictRoundTrip(t *testing.T) {
 // ensemble finetune --save wrote into dir.
 func bestMember(t *testing.T, dir string) string {
 	t.Helper()
-	var e infer.Ensemble
+	var e infer.EnsembleManifest
 	readJSON(t, filepath.Join(dir, infer.EnsembleFile), &e)
 	if len(e.Members) == 0 {
 		t.Fatalf("%s: no member", dir)
@@ -461,7 +471,7 @@ func TestScoreCommandsMisuse(t *testing.T) {
 		{emb("--out", npy, "extra"), 2, `unexpected argument "extra"`},
 		{[]string{"embed", "--encoder", filepath.Join(tmp, "none.pt"), "--data", in, "--out", npy}, 1, "none.json"},
 		{[]string{"embed", "--encoder", encoder, "--data", filepath.Join(tmp, "none.csv"), "--out", csvOut}, 1, "data " + filepath.Join(tmp, "none.csv") + ": no such file or directory"},
-		{[]string{"embed", "--encoder", encoder, "--data", noSMILES, "--out", csvOut}, 1, `no-smiles.csv:1: no SMILES column "smiles"`},
+		{[]string{"embed", "--encoder", encoder, "--data", noSMILES, "--out", csvOut}, 1, `no-smiles.csv:1: no SMILES column: no column is named "smiles" or "mol" or has "smiles" in its name; the columns are ["name" "structure"] (--smiles-columns NAME names it)`},
 		{[]string{"predict", "--model", tmp, "--data", in, "--out", csvOut}, 1, "model " + tmp + ": open " + filepath.Join(tmp, "model.json")},
 	}
 	for _, tc := range tests {
@@ -488,7 +498,7 @@ func TestLinearEvalRegression(t *testing.T) {
 	dir := t.TempDir()
 	esol := filepath.Join(dir, "esol")
 	if code, out, errs := runCLI(t, "featurize", "--csv", filepath.Join(testenv.SharedData(t, "moleculenet"), "esol.csv"),
-		"--label-cols", "measured log solubility in mols per litre", "--out", esol); code != 0 {
+		"--target-columns", "measured log solubility in mols per litre", "--out", esol); code != 0 {
 		t.Fatalf("featurize: %s %s", out, errs)
 	}
 	result := filepath.Join(dir, "lin.json")

@@ -40,6 +40,7 @@ func pretrainFlags(cfg *runfolder.Config, run *string, resume *bool, objective *
 			"objective, and a run saved without those two settings, use one process and every core as\n"+
 			"threads. --threads T alone is one process of T threads, as is --nproc 1.")
 	fs.StringVar(&cfg.Data, "data", cfg.Data, "OGB dataset folder, CSV file of SMILES (featurised once and cached), or corpus folder\n(micrograph featurize --shard-rows; its shards stay on disk, memory-mapped)")
+	columnFlags(fs, &cfg.Columns)
 	fs.StringVar(run, "run", "", "run folder")
 	fs.BoolVar(resume, "resume", false, "continue the run in --run")
 	fs.StringVar(objective, "objective", cfg.Model.Objective(), "paper (docs/method.md §3) or released, the formulation of the authors' released code (§12),\n"+

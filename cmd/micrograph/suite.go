@@ -33,7 +33,7 @@ func runSuite(args []string) error {
 			"the mean Δ over benchmarks with its 95 % interval. Prints the table in the paper's layout,\n"+
 			"next to the paper's figures, and writes it to DIR/suite.md and every result to DIR/suite.json\n"+
 			"(DIR is made if missing; its parent must exist). The settings of the finetune and linear-eval\n"+
-			"commands apply; --seeds to both evaluations.\n"+
+			"commands apply; --seeds to both evaluations, the column flags to every CSV benchmark.\n"+
 			"The runs of every evaluation (seeds, folds, encoders, both sides) are made side by side, one\n"+
 			"per core by default (--jobs), each giving what it gives alone with the same --threads, and each\n"+
 			"is kept in DIR/runs as it finishes: the same command started again, after a stop or with more\n"+
@@ -42,6 +42,7 @@ func runSuite(args []string) error {
 			"settings, seed and split; remove DIR/runs to make them all again).")
 	fs.StringSliceVar(&cfg.EncoderPaths, "encoder", nil, "pre-trained encoders, comma-separated, one per pre-training run: shipped models' names ("+defaultModel+")\nor .pt files from micrograph export with their .json")
 	fs.StringSliceVar(&cfg.Datasets, "datasets", nil, "benchmark datasets: paths after the flag, comma-separated, or the flag repeated")
+	columnFlags(fs, &ft.Columns)
 	fs.StringVar(&out, "out", "", "folder for suite.md and suite.json, written once everything is done, and runs/, a file per\n"+
 		"finished run, written as each finishes")
 	fs.StringVar(&cfg.RandomFrom, "random-from", "", "an earlier suite's --out folder (or suite.json) whose runs without pre-training are\n"+
@@ -76,7 +77,7 @@ func runSuite(args []string) error {
 		cfg.Protocols = append(cfg.Protocols, evaluate.Protocol(p))
 	}
 	lin.Seeds = ft.Seeds
-	lin.Precision, lin.Seed = ft.Precision, ft.Seed
+	lin.Precision, lin.Seed, lin.Columns = ft.Precision, ft.Seed, ft.Columns
 	env, err := rt.parse(fs, nil)
 	if err != nil {
 		return err

@@ -29,22 +29,29 @@ func flagError(fs *pflag.FlagSet, cfg any, err error) error {
 	if name == "" {
 		return err
 	}
-	reason := fe.Reason
-	for _, h := range hints {
-		if errors.Is(err, h.err) {
-			reason += " (" + h.command + ")"
-		}
-	}
-	return usageError{fmt.Errorf("--%s %s %s", name, field.Format(fe.Value), reason)}
+	return usageError{fmt.Errorf("--%s %s %s%s", name, field.Format(fe.Value), fe.Reason, hintsFor(err))}
 }
 
-// hints are the command lines that do what a library's error advises,
-// which only this package can write.
+// hints are the command lines and flags that do what a library's error
+// advises, which only this package can write.
 var hints = []struct {
 	err     error
 	command string
 }{
 	{data.ErrNoSplit, "micrograph featurize --split scaffold"},
+	{data.ErrNoSMILESColumn, "--smiles-columns NAME names it"},
+	{data.ErrNotANumber, "--target-columns A,B names the label columns, or --ignore-columns those that are not"},
+}
+
+// hintsFor is the hints for err, each in parentheses after a space, or "".
+func hintsFor(err error) string {
+	var s string
+	for _, h := range hints {
+		if errors.Is(err, h.err) {
+			s += " (" + h.command + ")"
+		}
+	}
+	return s
 }
 
 // savedError is flagError for a command whose settings come from a saved
@@ -89,7 +96,7 @@ func flagFor(fs *pflag.FlagSet, cfg any, path string) string {
 }
 
 // flagNames are the fields whose flag is not their JSON name with dashes.
-var flagNames = map[string]string{"encoder_path": "encoder", "encoder_paths": "encoder"}
+var flagNames = map[string]string{"encoder_path": "encoder", "encoder_paths": "encoder", "smiles_column": "smiles-columns"}
 
 // fieldAddr is the address of the field reached from v (a pointer to a
 // struct) through the JSON names of path; fields of embedded structs count

@@ -344,6 +344,9 @@ type PretrainSet struct {
 // else through Open, filtered molecule by molecule.
 func OpenPretrainSet(path string, opt data.OpenOptions, eta int) (*PretrainSet, error) {
 	if data.IsCorpus(path) {
+		if err := opt.Columns.CheckFolder(path); err != nil {
+			return nil, err
+		}
 		c, err := Open(path)
 		if err != nil {
 			return nil, err

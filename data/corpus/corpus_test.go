@@ -351,7 +351,7 @@ func TestCorpusRefusals(t *testing.T) {
 		{"other limits", src, out, Options{ShardRows: 50, Limits: data.Limits{MaxAtoms: 30}}, "choose a new folder"},
 		{"not a corpus", src, busy, Options{ShardRows: 50}, "holds no corpus"},
 		{"negative shard size", src, filepath.Join(dir, "new"), Options{ShardRows: -1}, "shard size -1 rows"},
-		{"no such column", src, filepath.Join(dir, "new"), Options{SMILESColumn: "formula"}, `no SMILES column "formula"`},
+		{"no such column", src, filepath.Join(dir, "new"), Options{SMILESColumn: "formula"}, `smiles_column "formula" is not a column of `},
 	}
 	for _, tc := range tests {
 		if _, err := Featurize(tc.src, tc.out, tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -24,7 +24,7 @@ import (
 
 // Options control Featurize.
 type Options struct {
-	SMILESColumn string      // empty tries "smiles", then "mol"
+	SMILESColumn string      // matched ignoring case; empty: data.Columns' default rule
 	ShardRows    int         // input rows per shard; 0 means DefaultShardRows
 	Workers      int         // goroutines running RDKit; 0 means GOMAXPROCS
 	Limits       data.Limits // rows beyond them are rejected before RDKit; zero fields take data.DefaultLimits'
@@ -51,6 +51,9 @@ type Report struct {
 	// CRC-32C not the manifest's) and why, empty when none was: it and every
 	// shard after it were featurised again.
 	Damaged string
+	// Note, when not empty, says how the SMILES column was chosen (by the
+	// default rule, from its name; data.SMILESReader's Note).
+	Note string
 }
 
 // Totals sums the shards: input rows, molecules, atoms, bonds, rejected rows
@@ -96,7 +99,7 @@ func Featurize(src, out string, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	reader, err := data.OpenSMILES(src, opt.SMILESColumn)
+	reader, err := data.OpenSMILES(src, data.Columns{SMILES: opt.SMILESColumn})
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +112,7 @@ func Featurize(src, out string, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Manifest: m, Resumed: len(m.Shards), Damaged: damaged}
+	rep := &Report{Manifest: m, Resumed: len(m.Shards), Damaged: damaged, Note: reader.Note}
 	if m.Complete {
 		return rep, nil
 	}

@@ -293,8 +293,11 @@ func downstreamSetup(dataPath string, opt data.OpenOptions, override map[string]
 // Common are the settings every evaluation shares: which encoder is measured
 // on which data, with how many seeds under which split protocol, and where.
 type Common struct {
-	Data        string `json:"data"`                   // OGB dataset folder or CSV of SMILES and labels
-	EncoderPath string `json:"encoder_path,omitempty"` // exported encoder (.pt); empty: random initialisation
+	Data string `json:"data"` // OGB dataset folder or CSV of SMILES and labels
+	// Columns say which columns of a CSV Data are the SMILES and the
+	// labels; the default rule when zero (and for a dataset folder).
+	Columns     data.Columns `json:"columns,omitzero"`
+	EncoderPath string       `json:"encoder_path,omitempty"` // exported encoder (.pt); empty: random initialisation
 	// Encoder is the architecture used without EncoderPath; with it the
 	// file's architecture is used. Results record the one used.
 	Encoder model.EncoderConfig `json:"encoder"`
@@ -336,6 +339,9 @@ func (c Common) validate() error {
 	case c.Seeds < 1:
 		return field.Errorf("seeds", c.Seeds, "must be positive")
 	}
+	if err := c.Columns.Validate(); err != nil {
+		return field.Within("columns", err)
+	}
 	if err := c.Protocol.Validate(); err != nil {
 		return err
 	}
@@ -372,7 +378,9 @@ func (c Common) open(env runenv.Env) (_ *session, err error) {
 			s.close()
 		}
 	}()
-	if s.ds, s.types, err = downstreamSetup(c.Data, env.OpenOptions(), c.TaskTypes); err != nil {
+	opt := env.OpenOptions()
+	opt.Columns = c.Columns
+	if s.ds, s.types, err = downstreamSetup(c.Data, opt, c.TaskTypes); err != nil {
 		return nil, err
 	}
 	s.regression = s.types[0] == data.Regression

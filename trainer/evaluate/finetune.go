@@ -140,8 +140,8 @@ type FinetuneResult struct {
 
 // The metrics an evaluation selects and reports on.
 const (
-	MetricROCAUC = "roc_auc" // classification tasks: higher is better
-	MetricRMSE   = "rmse"    // regression tasks, in the labels' units: lower is better
+	MetricROCAUC = infer.MetricROCAUC // classification tasks: higher is better
+	MetricRMSE   = infer.MetricRMSE   // regression tasks, in the labels' units: lower is better
 )
 
 // SelectedEpoch is the epoch a seed's folds report under cross-validation.
@@ -380,7 +380,7 @@ func saveMember(dir string, cfg *FinetuneConfig, se *session, run *FinetuneRun) 
 // ensemble.json says.
 type SavedEnsemble struct {
 	Dir string `json:"dir"`
-	infer.Ensemble
+	infer.EnsembleManifest
 }
 
 // keepMembers keeps, of the members res's runs wrote into tmp (the save
@@ -396,7 +396,7 @@ func keepMembers(res *FinetuneResult, tmp string) error {
 	sort.SliceStable(order, func(a, b int) bool {
 		return better(regression, float64(res.Runs[order[a]].BestValid), float64(res.Runs[order[b]].BestValid))
 	})
-	e := infer.Ensemble{Format: infer.EnsembleFormat, Version: infer.EnsembleVersion, Selection: "every seed", Metric: res.Metric}
+	e := infer.EnsembleManifest{Format: infer.EnsembleFormat, Version: infer.EnsembleVersion, Selection: "every seed", Metric: res.Metric}
 	keep := len(order)
 	if k := res.Config.SaveTop; k > 0 {
 		keep, e.Selection = min(k, keep), fmt.Sprintf("the %d best by valid", k)
@@ -415,7 +415,7 @@ func keepMembers(res *FinetuneResult, tmp string) error {
 	if err := infer.WriteEnsemble(tmp, e); err != nil {
 		return err
 	}
-	res.Saved = &SavedEnsemble{Dir: res.Config.Save, Ensemble: e}
+	res.Saved = &SavedEnsemble{Dir: res.Config.Save, EnsembleManifest: e}
 	return nil
 }
 

@@ -119,10 +119,10 @@ func TestFinetuneSaveKeepsAnEnsemble(t *testing.T) {
 		e.Metric != evaluate.MetricROCAUC || len(e.Members) != 3 {
 		t.Fatalf("saved %+v", e)
 	}
-	var onDisk infer.Ensemble
+	var onDisk infer.EnsembleManifest
 	if b, err := os.ReadFile(filepath.Join(every.Save, infer.EnsembleFile)); err != nil || json.Unmarshal(b, &onDisk) != nil ||
-		testenv.Untimed(t, onDisk) != testenv.Untimed(t, e.Ensemble) {
-		t.Errorf("ensemble.json (%v): %s, the result's %+v", err, b, e.Ensemble)
+		testenv.Untimed(t, onDisk) != testenv.Untimed(t, e.EnsembleManifest) {
+		t.Errorf("ensemble.json (%v): %s, the result's %+v", err, b, e.EnsembleManifest)
 	}
 	var seeds []uint64
 	for i, m := range e.Members {

@@ -7,7 +7,6 @@ package infer
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -167,19 +166,4 @@ func (m *SavedModel) check() error {
 		}
 	}
 	return nil
-}
-
-// outputs maps a model's raw outputs (n×T row-major) in place to what
-// predict reports: probabilities for classification, label units for
-// regression.
-func (m *SavedModel) outputs(raw []float32) {
-	nt := len(m.Tasks)
-	for i, z := range raw {
-		t := m.Tasks[i%nt]
-		if t.Type == data.Regression {
-			raw[i] = float32(float64(z)*t.Std + t.Mean)
-		} else {
-			raw[i] = float32(1 / (1 + math.Exp(-float64(z))))
-		}
-	}
 }

@@ -21,8 +21,11 @@ import (
 type Options struct {
 	// Data is a CSV file of SMILES (gzip-compressed or not), read as a
 	// stream, or an OGB dataset folder, whose molecules are scored in order.
-	Data      string
-	SmilesCol string // a CSV's SMILES column; empty tries "smiles", then "mol"
+	Data string
+	// Columns say which column of a CSV holds the SMILES (data.Columns);
+	// the others are not read, but those it names must exist. A dataset
+	// folder takes none.
+	Columns data.Columns
 	// SkipInvalid leaves rows RDKit rejects out of a per-molecule output,
 	// whose "row" column then says which input row each line is; otherwise
 	// they are written as NaN rows, so that output row i is input row i. A
@@ -77,9 +80,10 @@ const (
 func Embed(arch model.EncoderConfig, state []torch.Named, opt Options, env runenv.Env, out string) (*Report, error) {
 	return runenv.Run(env, opt.checkPrecision(env), func() (*Report, error) {
 		return withEncoder(arch, state, opt, env, func(enc *model.DeeperGCN) (*Report, error) {
-			return writeMolecules(opt, env, out, matrixfile.Columns{Values: embeddingNames(arch.Hidden)}, func(g *graph.Graph) *torch.Tensor {
+			m := Model{Level: PerMolecule, Width: arch.Hidden, Forward: func(g *graph.Graph) *torch.Tensor {
 				return ops.GraphPool(enc.Forward(g, false), g, ops.MeanPool)
-			}, nil)
+			}}
+			return writeMolecules(opt, env, out, matrixfile.Columns{Values: embeddingNames(arch.Hidden)}, m, nil)
 		})
 	})
 }
@@ -137,46 +141,56 @@ func withEncoder(arch model.EncoderConfig, state []torch.Named, opt Options, env
 }
 
 // Predict writes to out (.csv or .npy) the predictions of the saved model
-// in dir for every input row: one column per task, named after it, the
-// probability of class 1 for a classification task and the value in the
-// label's units for a regression task, in double precision (so that
-// probabilities keep the order of the logits they come from). The model
-// runs where env says.
-func Predict(dir string, opt Options, env runenv.Env, out string) (*SavedModel, *Report, error) {
-	var m *SavedModel
+// or ensemble in dir (LoadEnsemble) for every input row: per task, named
+// after it, the mean over the members of the probability of class 1 for a
+// classification task or of the value in the label's units for a
+// regression task; then per task, named after it with StdSuffix, the
+// members' population standard deviation of the same; then MembersColumn,
+// the number of members. A single saved model is an ensemble of one, whose
+// deviations are 0. Values are double precision (so that probabilities keep
+// the order of the logits they come from). The models run where env says.
+func Predict(dir string, opt Options, env runenv.Env, out string) (*Ensemble, *Report, error) {
+	var e *Ensemble
 	rep, err := runenv.Run(env, opt.checkPrecision(env), func() (rep *Report, err error) {
-		m, rep, err = predict(dir, opt, env, out)
+		e, rep, err = predict(dir, opt, env, out)
 		return rep, err
 	})
-	return m, rep, err
+	return e, rep, err
 }
 
 // predict is Predict after runenv's prologue.
-func predict(dir string, opt Options, env runenv.Env, out string) (_ *SavedModel, _ *Report, err error) {
-	m, clf, err := LoadModel(dir, env.Device)
+func predict(dir string, opt Options, env runenv.Env, out string) (_ *Ensemble, _ *Report, err error) {
+	e, err := LoadEnsemble(dir, env.Device)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer clf.Free()
-	if err := opt.Precision.Apply(clf.Store); err != nil {
+	defer e.Free()
+	for _, clf := range e.models {
+		if err := opt.Precision.Apply(clf.Store); err != nil {
+			return nil, nil, err
+		}
+	}
+	names, err := e.columns()
+	if err != nil {
 		return nil, nil, err
 	}
-	names := make([]string, len(m.Tasks))
-	for i, t := range m.Tasks {
-		names[i] = t.Name
-	}
-	rep, err := writeMolecules(opt, env, out, matrixfile.Columns{Values: names, Float64: true}, func(g *graph.Graph) *torch.Tensor {
-		return clf.Forward(g, false)
-	}, m.outputs)
-	return m, rep, err
+	m := Model{Level: PerMolecule, Width: len(e.models) * len(e.Tasks()), Forward: func(g *graph.Graph) *torch.Tensor {
+		outs := make([]*torch.Tensor, len(e.models))
+		for i, clf := range e.models {
+			outs[i] = clf.Forward(g, false)
+		}
+		return torch.Cat(outs, 1)
+	}}
+	rep, err := writeMolecules(opt, env, out, matrixfile.Columns{Values: names, Float64: true}, m, e.summarise)
+	return e, rep, err
 }
 
-// writeMolecules streams the input through forward (B molecules → B×k
+// writeMolecules streams the input through m (B molecules → B×m.Width
 // outputs) into out, one row per input row in order with the keys row and
-// smiles, a rejected row NaN or, with opt.SkipInvalid, left out; finish,
-// when not nil, maps each molecule's k outputs in place before they are
-// written.
-func writeMolecules(opt Options, env runenv.Env, out string, cols matrixfile.Columns, forward func(*graph.Graph) *torch.Tensor, finish func([]float32)) (*Report, error) {
+// smiles, a rejected row NaN or, with opt.SkipInvalid, left out; summarise,
+// when not nil, turns a molecule's outputs into the row's values (else
+// they are the values).
+func writeMolecules(opt Options, env runenv.Env, out string, cols matrixfile.Columns, m Model, summarise func([]float32, []float64)) (*Report, error) {
 	format, err := matrixfile.Format(out)
 	if err != nil {
 		return nil, err
@@ -185,26 +199,25 @@ func writeMolecules(opt Options, env runenv.Env, out string, cols matrixfile.Col
 		return nil, fmt.Errorf("%s: a .npy file has no row column to say which rows were skipped; write .csv, or keep invalid rows as NaN rows", out)
 	}
 	cols.Keys = []string{"row", "smiles"}
-	k := len(cols.Values)
 	var rep *Report
 	written := 0
 	err = matrixfile.Write(out, cols, func(add matrixfile.AddFunc) error {
-		row := matrixfile.Row{Keys: make([]string, 2), Values: make([]float64, k)}
+		row := matrixfile.Row{Keys: make([]string, 2), Values: make([]float64, len(cols.Values))}
 		var err error
-		rep, err = Stream(opt, env, Model{Forward: forward, Level: PerMolecule, Width: k}, func(m *Molecule) error {
-			if m.Rejected != nil && opt.SkipInvalid {
+		rep, err = Stream(opt, env, m, func(mol *Molecule) error {
+			if mol.Rejected != nil && opt.SkipInvalid {
 				return nil
 			}
-			row.Keys[0], row.Keys[1] = strconv.Itoa(m.Row), m.SMILES
-			if m.Rejected != nil {
+			row.Keys[0], row.Keys[1] = strconv.Itoa(mol.Row), mol.SMILES
+			switch {
+			case mol.Rejected != nil:
 				for j := range row.Values {
 					row.Values[j] = math.NaN()
 				}
-			} else {
-				if finish != nil {
-					finish(m.Out)
-				}
-				for j, v := range m.Out {
+			case summarise != nil:
+				summarise(mol.Out, row.Values)
+			default:
+				for j, v := range mol.Out {
 					row.Values[j] = float64(v)
 				}
 			}

@@ -229,11 +229,17 @@ func openSource(opt Options, env runenv.Env) (*source, error) {
 		return nil, fmt.Errorf("data %s is a pre-training corpus, which keeps no SMILES to score by: give the CSV it was made from", opt.Data)
 	}
 	if st.IsDir() {
+		if err := opt.Columns.CheckFolder(opt.Data); err != nil {
+			return nil, err
+		}
 		return folderSource(opt, env)
 	}
-	r, err := data.OpenSMILES(opt.Data, opt.SmilesCol)
+	r, err := data.OpenSMILES(opt.Data, opt.Columns)
 	if err != nil {
 		return nil, err
+	}
+	if r.Note != "" && env.Dataset.Report != nil {
+		fmt.Fprintf(env.Dataset.Report, "micrograph: %s\n", r.Note)
 	}
 	return &source{
 		close: func() { r.Close() },

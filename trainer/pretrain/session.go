@@ -37,7 +37,9 @@ func openSession(cfg runfolder.Config, env runenv.Env) (*session, error) {
 	if err := cfg.Precision.Check(dev); err != nil {
 		return nil, err
 	}
-	set, err := corpus.OpenPretrainSet(cfg.Data, env.OpenOptions(), cfg.Model.Eta)
+	opt := env.OpenOptions()
+	opt.Columns = cfg.Columns
+	set, err := corpus.OpenPretrainSet(cfg.Data, opt, cfg.Model.Eta)
 	if err != nil {
 		return nil, err
 	}

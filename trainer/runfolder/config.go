@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/internal/inputfile"
@@ -21,6 +22,10 @@ import (
 // every checkpoint. Defaults are docs/method.md §1's.
 type Config struct {
 	Data string `json:"data"` // OGB folder, CSV of SMILES, or corpus folder; Run makes it absolute
+	// Columns say which columns of a CSV Data hold the SMILES and the
+	// labels (data.Columns; the labels are kept with the featurised
+	// molecules, not trained on); the default rule when zero.
+	Columns data.Columns `json:"columns,omitzero"`
 	// DataKey is Data's content when the run began (data.ContentKey), set
 	// by Run: a resume on other data is refused. Empty: none recorded, and
 	// none checked.
@@ -86,6 +91,9 @@ func ReleasedConfig() Config {
 func (c Config) Validate() error {
 	if err := c.Model.Validate(); err != nil {
 		return field.Within("model", err)
+	}
+	if err := c.Columns.Validate(); err != nil {
+		return field.Within("columns", err)
 	}
 	if err := field.First(field.Finite("lr", c.LR), field.Finite("clip_grad_norm", c.ClipGradNorm), field.Finite("weight_decay", c.WeightDecay),
 		c.Precision.Validate()); err != nil {

@@ -94,6 +94,23 @@ func runSuite(cfg Config, env runenv.Env, opts Options) (*Result, error) {
 			}
 		}
 	}
+	// The columns asked for are checked, and each CSV featurised into the
+	// cache, before any evaluation: a misnamed column or a text label is
+	// refused now rather than after hours of the other benchmarks.
+	for _, name := range cfg.Evaluations {
+		k, _ := kindOf(name)
+		opt := env.OpenOptions()
+		opt.Columns = k.of(cfg).Settings().Columns
+		for _, path := range cfg.Datasets {
+			if st, err := os.Stat(path); err == nil && st.IsDir() {
+				if err := opt.Columns.CheckFolder(path); err != nil {
+					return nil, err
+				}
+			} else if _, err := data.Open(path, opt); err != nil {
+				return nil, err
+			}
+		}
+	}
 	reused, randomFinetune, err := randomRuns(cfg, arch, keys)
 	if err != nil {
 		return nil, err

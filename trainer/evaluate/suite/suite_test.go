@@ -283,11 +283,11 @@ func TestSuiteOnBace(t *testing.T) {
 		t.Error(err)
 	}
 
-	// A benchmark that cannot be read is found as the suite plans its
-	// evaluations, before any run (TestSuiteKeepsTheEntriesFinishedBeforeAFailure
+	// A CSV benchmark whose columns cannot be read is found as the suite
+	// plans its evaluations, before any run (TestSuiteKeepsTheEntriesFinishedBeforeAFailure
 	// fails a run).
 	broken := filepath.Join(t.TempDir(), "BBBP.csv")
-	if err := os.WriteFile(broken, []byte("no smiles column here\n1\n"), 0o644); err != nil {
+	if err := os.WriteFile(broken, []byte("name,value\nethanol,1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg.Datasets, cfg.Protocols = []string{bace, broken}, []evaluate.Protocol{evaluate.ProtocolScaffold}
@@ -296,8 +296,8 @@ func TestSuiteOnBace(t *testing.T) {
 	env := cpuEnv(t)
 	env.Progress = &progress
 	res, err = suite.Run(cfg, env, suite.Options{})
-	if err == nil || !strings.Contains(err.Error(), "BBBP.csv") {
-		t.Fatalf("a broken benchmark: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "BBBP.csv:1: no SMILES column") {
+		t.Fatalf("a benchmark without a SMILES column: %v", err)
 	}
 	if res != nil || progress.Len() > 0 {
 		t.Fatalf("runs were made before the broken benchmark was found: %+v\n%s", res, progress.String())
