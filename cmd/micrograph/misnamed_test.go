@@ -56,7 +56,7 @@ func TestMisnamedModelsAndFlags(t *testing.T) {
 		{"predict --model a shipped model", []string{"predict", "--model", defaultModel, "--data", csv, "--out", filepath.Join(dir, "p.csv")}, 2,
 			"--model " + defaultModel + " is a shipped pre-trained encoder, which predicts nothing until fine-tuned on labels: micrograph finetune --encoder " + defaultModel + " --data LABELLED.csv --out result.json --save DIR, then predict --model DIR"},
 		{"--resume --nproc 3", []string{"pretrain", "--run", run, "--resume", "--nproc", "3", "--epochs", "2"}, 2,
-			"--nproc 3: batch_size 8 is not a multiple of the 3 processes: each takes an equal part of every batch (the run's settings, in " + filepath.Join(run, "config.json") + ")"},
+			"--nproc 3: batch_size 8 is not a multiple of the 3 processes (the run's settings, in " + filepath.Join(run, "config.json") + ")"},
 	})
 	// A long path is cut too, wherever the message names it.
 	code, _, errs := runCLI(t, "embed", "--encoder", "x/"+long+".pt", "--data", csv, "--out", out)
