@@ -42,13 +42,17 @@ func NewMotifModel(cfg Config, dev torch.Device) (*MotifModel, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	reader, err := AsMotifReader(cfg.NewObjective())
+	if err != nil {
+		return nil, err
+	}
 	s := nn.NewStore(dev, torch.Float32)
 	root := s.Root()
 	d := int64(cfg.Encoder.Hidden)
 	m := &MotifModel{Config: cfg, Store: s}
 	m.Encoder = NewDeeperGCN(root.Sub("encoder"), cfg.Encoder)
 	m.Motifs = root.Param("motif_embeddings", torch.Empty([]int64{int64(cfg.Motifs), d}, root.Options()))
-	m.Head = cfg.NewObjective().AssignmentHead(root)
+	m.Head = reader.AssignmentHead(root)
 	return m, nil
 }
 

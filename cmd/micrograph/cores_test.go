@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
@@ -18,7 +19,10 @@ func TestDefaultCPUSplit(t *testing.T) {
 	withBatch := func(b int) runfolder.Config { c := paper; c.BatchSize = b; return c }
 	perRank := paper
 	perRank.GlobalNegatives = false
-	released := runfolder.ReleasedConfig()
+	released, err := runfolder.DefaultConfigOf(model.ObjectiveReleased)
+	if err != nil {
+		t.Fatal(err)
+	}
 	released.SyncBatchNorm, released.GlobalNegatives = true, true
 	const gib = 1 << 30
 	for _, tc := range []struct {

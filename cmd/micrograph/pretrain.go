@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/data"
-	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/micrograph/micrograph/trainer/runenv"
 	"github.com/micrograph/micrograph/trainer/runfolder"
@@ -42,8 +41,7 @@ func pretrainFlags(cfg *runfolder.Config, run *string, resume *bool, objective *
 	fs.StringVar(&cfg.Data, "data", cfg.Data, "OGB dataset folder, CSV file of SMILES (featurised once and cached), or corpus folder\n(micrograph featurize --shard-rows; its shards stay on disk, memory-mapped)")
 	fs.StringVar(run, "run", "", "run folder")
 	fs.BoolVar(resume, "resume", false, "continue the run in --run")
-	fs.StringVar(objective, "objective", cfg.Model.Objective(), "paper (docs/method.md §3) or released, the formulation of the authors' released code (§12),\n"+
-		"whose defaults differ: --sampler spectral, --batch-size 256, AdamW with --weight-decay 0.01, --clip-grad-norm 0.5")
+	fs.StringVar(objective, "objective", cfg.Model.Objective(), objectiveHelp())
 	objectiveFlags(fs, &cfg.Model)
 	fs.IntVar(&cfg.BatchSize, "batch-size", cfg.BatchSize, "molecules per batch")
 	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "Adam learning rate")
@@ -116,25 +114,20 @@ func runPretrain(args []string) error {
 	}
 	asked := objective
 	var saved runfolder.Config
-	switch {
-	case resume:
+	var err error
+	if resume {
 		// The run's own settings, overridden by the flags given.
-		var err error
 		if saved, err = runfolder.ReadConfig(run); err != nil {
 			return err
 		}
 		cfg = saved
-	case objective == model.ObjectiveReleased:
-		cfg = runfolder.ReleasedConfig()
-	case objective != model.ObjectivePaper:
-		return usageError{fmt.Errorf("--objective %q must be paper or released", objective)}
+	} else if cfg, err = runfolder.DefaultConfigOf(objective); err != nil {
+		return flagError(fs, &cfg, err)
 	}
-	if resume || objective == model.ObjectiveReleased {
-		// The flags given, over the run's or the objective's defaults.
-		fs = pretrainFlags(&cfg, &run, &resume, &objective, &rt, &jf)
-		if err := fs.Parse(args); err != nil {
-			return usageError{err}
-		}
+	// The flags given, over the run's or the objective's defaults.
+	fs = pretrainFlags(&cfg, &run, &resume, &objective, &rt, &jf)
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
 	}
 	if resume && fs.Changed("objective") && asked != cfg.Model.Objective() {
 		return usageError{fmt.Errorf("--objective %s: the run in %s trains the %s objective", asked, run, cfg.Model.Objective())}

@@ -349,7 +349,10 @@ func TestRunFolderChecks(t *testing.T) {
 func TestReleasedResumeAfterKillMatchesUninterruptedRun(t *testing.T) {
 	for _, sampler := range []string{model.SamplerSpectral, model.SamplerKHop} {
 		t.Run(sampler, func(t *testing.T) {
-			cfg := runfolder.ReleasedConfig()
+			cfg, err := runfolder.DefaultConfigOf(model.ObjectiveReleased)
+			if err != nil {
+				t.Fatal(err)
+			}
 			small := smallConfig(t)
 			cfg.Data, cfg.Seed = small.Data, small.Seed
 			cfg.Model.Encoder.Hidden, cfg.Model.Encoder.Layers, cfg.Model.Motifs, cfg.Model.Sampler = 32, 2, 8, sampler

@@ -539,7 +539,10 @@ func readCaption(t *testing.T, s string, fig *htmlFigureSeen) {
 func TestMotifReportReleased(t *testing.T) {
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "cache")
-	cfg := runfolder.ReleasedConfig()
+	cfg, err := runfolder.DefaultConfigOf(model.ObjectiveReleased)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg.Data = filepath.Join(dir, "synth")
 	if _, err := data.WriteSynthetic(cfg.Data, data.SynthOptions{Molecules: 200, Seed: 1}); err != nil {
 		t.Fatal(err)
