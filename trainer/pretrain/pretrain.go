@@ -36,6 +36,10 @@ type Options struct {
 	// run, so that a rank that dies or hangs ends the others; 0 means
 	// DefaultTimeout.
 	Timeout time.Duration
+	// Sinks receive the logged steps after log.jsonl and the progress
+	// display do (on rank 0; other ranks write none). They stay the
+	// caller's, to close after Run returns.
+	Sinks []Sink
 }
 
 // Result summarises a finished or stopped run.
@@ -97,8 +101,11 @@ type pretrainer struct {
 	// clipGroups are the model's gradient-clipping groups, listed once.
 	clipGroups [][]*torch.Tensor
 	loader     *feed.Loader
-	log        *runfolder.Log // rank 0's; nil elsewhere
-	bar        *progress
+	// sinks receive the logged steps on rank 0 (none elsewhere): log.jsonl
+	// and the progress display, which the run closes, then Options.Sinks.
+	sinks []Sink
+	own   int       // how many of sinks are the run's own
+	bar   *progress // the progress display, which also shows the run's messages
 
 	steps          int64    // optimiser steps done
 	total          int64    // steps the run ends at
@@ -172,15 +179,17 @@ func newPretrainer(run string, cfg runfolder.Config, env runenv.Env, opt Options
 	if cfg.MaxSteps > 0 {
 		t.total = min(t.total, int64(cfg.MaxSteps))
 	}
-	progressTo := env.Terminal()
-	if procs.Rank() == 0 {
-		if t.log, err = runfolder.OpenLog(run, t.steps); err != nil {
-			return nil, err
-		}
-	} else {
-		progressTo = nil // rank 0 speaks for the run
+	if procs.Rank() > 0 {
+		t.bar = newProgress(nil, t.steps, t.total, perEpoch) // rank 0 speaks for the run
+		return t, nil
 	}
-	t.bar = newProgress(progressTo, t.steps, t.total, perEpoch)
+	log, err := runfolder.OpenLog(run, t.steps)
+	if err != nil {
+		return nil, err
+	}
+	t.bar = newProgress(env.Terminal(), t.steps, t.total, perEpoch)
+	t.sinks = append([]Sink{log, t.bar}, opt.Sinks...)
+	t.own = 2
 	return t, nil
 }
 
@@ -209,13 +218,11 @@ func (t *pretrainer) buildModel() (err error) {
 // Close releases everything the run holds, given the run's error err, and
 // returns the run's error: err (a failed collective explained), or the
 // first failure to close the log. Given an error, it also removes a new
-// run's folder that holds no checkpoint yet (runfolder.Prepare).
+// run's folder that holds no checkpoint yet (runfolder.Prepare). Sinks of
+// Options are left to their maker.
 func (t *pretrainer) Close(err error) error {
-	if t.bar != nil {
-		t.bar.finish()
-	}
-	if t.log != nil {
-		if cerr := t.log.Close(); err == nil && cerr != nil {
+	for i := t.own - 1; i >= 0; i-- {
+		if cerr := t.sinks[i].Close(); err == nil && cerr != nil {
 			err = cerr
 		}
 	}
