@@ -23,7 +23,7 @@ func TestSynthesizeTableDeterministic(t *testing.T) {
 }
 
 // A synthetic dataset's molecules are the first of its seed's sequence,
-// whatever its size and noise: what internal/cmd/synth-recording relies on to record
+// whatever its size and noise: what cmd/synth-recording relies on to record
 // every small synthetic dataset of a seed at once.
 func TestSynthesizeTablePrefixOfItsSeed(t *testing.T) {
 	long := SynthesizeTable(SynthOptions{Molecules: 300, Seed: 7})

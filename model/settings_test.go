@@ -10,10 +10,10 @@ import (
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/graph"
-	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/model/internal/reference"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/testdevice"
 )
 
 // The checks of this file run on the built-in synthetic molecules

@@ -54,7 +54,7 @@ var (
 func main() {
 	idleThreadsSleep()
 	// Every command runs tensors: their freed memory is kept for the next
-	// batch instead of being returned to the kernel (30 % of embed's time).
+	// batch instead of being returned to the kernel and faulted in again.
 	torch.TuneAllocator()
 	os.Exit(run(os.Args[1:], os.Stderr))
 }
@@ -62,8 +62,8 @@ func main() {
 // idleWorkers are the settings under which the two pools of worker threads
 // a CPU step uses, libtorch's OpenMP pool and OpenBLAS's own, sleep when idle
 // instead of spinning: spinning, each pool holds the cores the other's next
-// operation needs (a paper-sized step on two threads, 1.2× instead of 1.4×
-// the one-thread speed). Both libraries read them when they are loaded.
+// operation needs (docs/speed.md). Both libraries read them when they are
+// loaded.
 var idleWorkers = []string{"OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_THREAD_TIMEOUT=4"}
 
 // idleThreadsSleep restarts the program with idleWorkers in its environment
@@ -132,7 +132,7 @@ func run(args []string, stderr io.Writer) int {
 }
 
 // runReporting runs c with stdout kept by a reportWriter: a report that
-// could not be written (a full disk) fails the command, which used to end
+// could not be written (a full disk) fails the command rather than ending
 // with status 0 and nothing written.
 func runReporting(c command, args []string) error {
 	out := &reportWriter{w: stdout}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/field"
+	"github.com/micrograph/micrograph/trainer/evaluate/suite"
 	"github.com/spf13/pflag"
 )
 
@@ -45,6 +46,7 @@ var hints = []struct {
 	command string
 }{
 	{data.ErrNoSplit, "micrograph featurize --split scaffold"},
+	{suite.ErrRandomRunsStale, "leave --random-from out"},
 }
 
 // savedError is flagError for a command whose settings come from a saved

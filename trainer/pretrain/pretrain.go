@@ -264,7 +264,7 @@ func (t *pretrainer) banner() {
 	}
 	bar.printf("micrograph: resuming %s at step %d (%s)", ck.Path, ck.Step, ck.Position)
 	if n := torch.NumThreads(); ck.Threads > 0 && ck.Threads != n && !t.dev.IsCUDA() {
-		bar.printf("micrograph: %s was written with %d thread(s), this run has %d: its losses and weights will follow an uninterrupted run's only to the last bits (--threads %d resumes bit-identically; docs/run-folder.md)",
+		bar.printf("micrograph: %s was written with %d thread(s), this run has %d: its losses and weights will follow an uninterrupted run's only to the last bits (with %d thread(s) it resumes bit-identically; docs/run-folder.md)",
 			ck.Path, ck.Threads, n, ck.Threads)
 	}
 	if ck.World != t.procs.Size() {

@@ -6,7 +6,7 @@
 // of its seed's sequence, whatever its noise, so every dataset of at most
 // that size with such a seed is covered.
 //
-//	go run ./internal/cmd/synth-recording -out FILE [-seeds 16] [-molecules 2000]
+//	go run ./cmd/synth-recording -out FILE [-seeds 16] [-molecules 2000]
 package main
 
 import (
