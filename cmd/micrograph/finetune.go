@@ -30,12 +30,15 @@ func runFinetune(args []string) error {
 			"is the encoder's. Writes every epoch's figures, per task, to --out (JSON).\n"+
 			"Regression tasks (labels other than 0 and 1; see --task-types) train on the MSE of labels\n"+
 			"standardised with the train part's mean and std, and RMSE (lower is better) selects and is\n"+
-			"reported, with MAE. --save DIR keeps the selected model for micrograph predict.")
+			"reported, with MAE. --save DIR keeps the selected model for micrograph predict.\n"+
+			"The recipe flags (--encoder-lr, --linear-probe-start, --freeze-epochs, --weight-decay,\n"+
+			"--warmup-epochs, --average-with-start, --patience) are the field's ways of keeping pre-trained\n"+
+			"features through fine-tuning (docs/method.md §7.3); their defaults are the paper's recipe.")
 	var ev evaluationFlags
 	ev.register(fs, &cfg.Common, "random initialisation", "", "epoch")
 	fs.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "epochs per run")
 	fs.IntVar(&cfg.BatchSize, "batch-size", cfg.BatchSize, "molecules per training batch")
-	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "Adam learning rate")
+	recipeFlags(fs, &cfg.Recipe)
 	fs.StringVar(&cfg.Save, "save", "", "new folder for the selected model (model.pt: encoder.* and head.* with PyTorch names;\n"+
 		"model.json: architecture, tasks, label standardisation, data, figures): of the seed with the\n"+
 		"best valid figure, at its best epoch; needs --protocol scaffold")
@@ -80,6 +83,20 @@ func runFinetune(args []string) error {
 }
 
 // The shared helpers of finetune, linear-eval and suite follow.
+
+// recipeFlags registers the fine-tuning recipe's flags (finetune and suite).
+func recipeFlags(fs *pflag.FlagSet, r *evaluate.Recipe) {
+	fs.Float64Var(&r.LR, "lr", r.LR, "Adam learning rate: the head's, and the encoder's unless --encoder-lr")
+	fs.Float64Var(&r.EncoderLR, "encoder-lr", r.EncoderLR, "the encoder's own Adam learning rate (0: --lr), e.g. 1e-4 with --lr 1e-3 (MolCLR, GROVER)")
+	fs.BoolVar(&r.LinearProbeStart, "linear-probe-start", r.LinearProbeStart, "start the head from a linear probe fitted on the frozen encoder, then fine-tune\n"+
+		"everything (LP-FT, Kumar et al. 2022); the probe's λ per task is chosen on valid")
+	fs.IntVar(&r.FreezeEpochs, "freeze-epochs", r.FreezeEpochs, "train only the head for the first N epochs (the encoder in evaluation mode, not updated)")
+	fs.Float64Var(&r.WeightDecay, "weight-decay", r.WeightDecay, "AdamW's decoupled weight decay on every parameter (0: Adam)")
+	fs.IntVar(&r.WarmupEpochs, "warmup-epochs", r.WarmupEpochs, "raise the learning rates linearly over the first N epochs' steps")
+	fs.Float64Var(&r.AverageWithStart, "average-with-start", r.AverageWithStart, "evaluate, select and save w·starting weights + (1−w)·fine-tuned ones\n"+
+		"(WiSE-FT with α = 1−w; 0: off)")
+	fs.IntVar(&r.Patience, "patience", r.Patience, "stop a run after N epochs without a better valid figure (0: never; needs --protocol scaffold)")
+}
 
 // evaluationFlags are the flags finetune and linear-eval share: the settings
 // of evaluate.Common, the encoder's architecture and the run's place, the

@@ -44,7 +44,7 @@ func runSuite(args []string) error {
 	fs.IntVar(&ft.Seeds, "seeds", ft.Seeds, "runs per encoder, split and evaluation, seeded --seed, --seed+1, …")
 	fs.IntVar(&ft.Epochs, "epochs", ft.Epochs, "fine-tuning epochs per run")
 	fs.IntVar(&ft.BatchSize, "batch-size", ft.BatchSize, "fine-tuning batch size")
-	fs.Float64Var(&ft.LR, "lr", ft.LR, "fine-tuning Adam learning rate")
+	recipeFlags(fs, &ft.Recipe)
 	fs.Float64Var(&ft.Dropout, "dropout", ft.Dropout, "encoder dropout while fine-tuning")
 	l2GridFlag(fs, &lin.L2Grid, "l2-grid", "linear evaluation's L2 strengths λ (mean BCE + λ/2·‖w‖² per task)")
 	fs.IntVar(&lin.Steps, "linear-steps", lin.Steps, "linear evaluation's full-batch Adam steps per fit")

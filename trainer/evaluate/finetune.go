@@ -14,7 +14,6 @@ import (
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
-	"github.com/micrograph/micrograph/torch/optim"
 	"github.com/micrograph/micrograph/trainer/infer"
 	"github.com/micrograph/micrograph/trainer/metrics"
 	"github.com/micrograph/micrograph/trainer/runenv"
@@ -29,9 +28,11 @@ type FinetuneConfig struct {
 	Common
 	Dropout float64 `json:"dropout"` // encoder dropout while fine-tuning (§1: 0.5)
 
-	Epochs    int     `json:"epochs"`
-	BatchSize int     `json:"batch_size"`
-	LR        float64 `json:"lr"` // Adam
+	Epochs    int `json:"epochs"`
+	BatchSize int `json:"batch_size"`
+	// Recipe is how the runs train (its fields sit beside these in JSON):
+	// Adam's rate, and the options that keep pre-trained features.
+	Recipe
 
 	// Save, when not empty, is a new folder to write the selected model
 	// into (infer.SaveModel): the run with the best valid figure over the
@@ -40,16 +41,17 @@ type FinetuneConfig struct {
 	Save string `json:"save,omitempty"`
 }
 
-// DefaultFinetuneConfig is docs/method.md §1's downstream setting: Adam 1e-3,
-// batch 32, 100 epochs, dropout 0.5, 10 seeds, on the scaffold split, with
-// §1's encoder architecture for runs without a pre-trained encoder.
+// DefaultFinetuneConfig is docs/method.md §1's downstream setting: Adam 1e-3
+// on every parameter, batch 32, 100 epochs, dropout 0.5, 10 seeds, on the
+// scaffold split, with §1's encoder architecture for runs without a
+// pre-trained encoder.
 func DefaultFinetuneConfig() FinetuneConfig {
 	return FinetuneConfig{
 		Common:    defaultCommon(),
 		Dropout:   0.5,
 		Epochs:    100,
 		BatchSize: 32,
-		LR:        1e-3,
+		Recipe:    Recipe{LR: 1e-3},
 	}
 }
 
@@ -58,7 +60,7 @@ func (c FinetuneConfig) Validate() error {
 	if err := c.Common.validate(); err != nil {
 		return err
 	}
-	if err := field.First(field.Finite("dropout", c.Dropout), field.Finite("lr", c.LR)); err != nil {
+	if err := field.Finite("dropout", c.Dropout); err != nil {
 		return err
 	}
 	switch {
@@ -68,8 +70,11 @@ func (c FinetuneConfig) Validate() error {
 		return field.Errorf("epochs", c.Epochs, "must be positive")
 	case c.BatchSize < 1:
 		return field.Errorf("batch_size", c.BatchSize, "must be positive")
-	case !(c.LR > 0):
-		return field.Errorf("lr", c.LR, "must be positive")
+	}
+	if err := c.Recipe.validate(c.Epochs, c.Protocol.CrossValidated()); err != nil {
+		return err
+	}
+	switch {
 	case c.Save != "" && c.Protocol.CrossValidated():
 		return field.Errorf("save", c.Save, "needs protocol %s: cross-validation has no valid part to choose the saved model on", ProtocolScaffold)
 	case c.EncoderPath == "":
@@ -169,7 +174,12 @@ type FinetuneRun struct {
 	TestAtBest    metrics.Value   `json:"test_at_best"`
 	TestMAEAtBest metrics.Value   `json:"test_mae_at_best,omitempty"`
 	TestPerTask   []metrics.Value `json:"test_per_task"` // at BestEpoch; null for a task lacking a class in the test part
-	Seconds       float64         `json:"seconds"`
+	// StoppedAt is the last epoch trained when Recipe.Patience stopped the
+	// run early; 0 when it ran every epoch.
+	StoppedAt int `json:"stopped_at,omitempty"`
+	// ProbeL2 is the λ each task's linear probe took (Recipe.LinearProbeStart).
+	ProbeL2 []float64 `json:"probe_l2,omitempty"`
+	Seconds float64   `json:"seconds"`
 
 	testPerTaskByEpoch [][]float64 // for the selection across folds
 	// The model at BestEpoch (CPU copies) and the label standardisation it
@@ -351,11 +361,12 @@ type finetuner struct {
 }
 
 // run trains from a fresh classifier (pre-trained encoder weights from state
-// when not nil) for cfg.Epochs epochs, evaluating after each.
+// when not nil) for cfg.Epochs epochs by cfg.Recipe, evaluating after each.
 func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 	start := time.Now()
 	run := FinetuneRun{Seed: f.seed, Split: f.split.Name, Train: len(f.split.Train), Valid: len(f.split.Valid), Test: len(f.split.Test),
 		BestValid: metrics.Value(math.NaN()), TestAtBest: metrics.Value(math.NaN())}
+	recipe := f.cfg.Recipe
 	// The seed fixes the head's (and a scratch encoder's) initialisation and
 	// the dropout masks; the loader's shuffles follow it too.
 	torch.ManualSeed(f.seed)
@@ -372,8 +383,6 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 			return run, fmt.Errorf("encoder %s: %w", f.cfg.EncoderPath, err)
 		}
 	}
-	adam := optim.NewAdam(clf.Store.Trainable(), f.cfg.LR)
-	defer adam.Free()
 	// Regression trains on labels standardised with the train part's
 	// statistics (a copy of the dataset with those labels; the molecules
 	// are shared) and is evaluated in the labels' units.
@@ -384,6 +393,15 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 		standardised.Labels = run.std.Apply(f.ds.Labels)
 		train = &standardised
 	}
+	if recipe.LinearProbeStart {
+		if run.ProbeL2, err = f.linearProbeStart(clf, train); err != nil {
+			return run, err
+		}
+	}
+	weights := recipe.evaluatedWeights(clf)
+	defer weights.free()
+	opt := recipe.newOptimizers(clf)
+	defer opt.free()
 	loader, err := feed.NewLoader(feed.LoaderConfig{
 		Dataset: train, Indices: f.split.Train, BatchSize: f.cfg.BatchSize, Shuffle: true, Seed: f.seed,
 		Epochs: f.cfg.Epochs, Workers: f.workers, Prepare: batchPrepare(f.dev),
@@ -394,9 +412,16 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 	defer loader.Close()
 
 	validLabels, testLabels := splitLabels(f.ds, f.split.Valid), splitLabels(f.ds, f.split.Test)
+	metric := "ROC-AUC"
+	if f.regression {
+		metric = "RMSE"
+	}
 	for epoch := 1; epoch <= f.cfg.Epochs; epoch++ {
 		epochStart := time.Now()
-		loss, err := trainEpoch(clf, adam, loader, f.dev, f.regression)
+		loss, err := trainEpoch(clf, opt, loader, epochSteps{
+			dev: f.dev, regression: f.regression, frozenEncoder: epoch <= recipe.FreezeEpochs,
+			recipe: recipe, firstStep: (epoch - 1) * loader.BatchesPerEpoch(),
+		})
 		if err != nil {
 			return run, fmt.Errorf("epoch %d: %w", epoch, err)
 		}
@@ -404,55 +429,70 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 			return run, fmt.Errorf("epoch %d: the training loss is %v: the model diverged (is the learning rate %g too high, or the encoder %s damaged?)",
 				epoch, loss, f.cfg.LR, encoderName(f.cfg.EncoderPath))
 		}
-		test, err := f.evaluate(clf, run.std, f.split.Test, testLabels)
-		if err != nil {
-			return run, fmt.Errorf("epoch %d, test: %w", epoch, err)
-		}
 		run.TrainLoss = append(run.TrainLoss, metrics.Value(loss))
-		if f.regression {
-			run.TestRMSE = append(run.TestRMSE, metrics.Value(test.value))
-			run.TestMAE = append(run.TestMAE, metrics.Value(test.mae))
-		} else {
-			run.TestROCAUC = append(run.TestROCAUC, metrics.Value(test.value))
-		}
-		run.testPerTaskByEpoch = append(run.testPerTaskByEpoch, test.perTask)
-		metric := "ROC-AUC"
-		if f.regression {
-			metric = "RMSE"
-		}
-		validText := "" // cross-validation selects across folds afterwards
-		if len(f.split.Valid) > 0 {
-			valid, err := f.evaluate(clf, run.std, f.split.Valid, validLabels)
-			if err != nil {
-				return run, fmt.Errorf("epoch %d, valid: %w", epoch, err)
-			}
-			if f.regression {
-				run.ValidRMSE = append(run.ValidRMSE, metrics.Value(valid.value))
-			} else {
-				run.ValidROCAUC = append(run.ValidROCAUC, metrics.Value(valid.value))
-			}
-			// Model selection on valid only (§7); the earliest epoch wins ties.
-			if run.BestEpoch == 0 || better(f.regression, valid.value, float64(run.BestValid)) {
-				run.BestEpoch, run.BestValid, run.TestAtBest = epoch, metrics.Value(valid.value), metrics.Value(test.value)
-				run.TestPerTask = toValues(test.perTask)
-				if f.regression {
-					run.TestMAEAtBest = metrics.Value(test.mae)
-				}
-				if f.cfg.Save != "" {
-					torch.FreeNamed(run.snapshot)
-					run.snapshot = snapshot(clf)
-				}
-			}
-			validText = fmt.Sprintf(", valid %s %.4f", metric, valid.value)
+		weights.apply() // what is evaluated, selected and saved
+		validText, err := f.evaluateEpoch(&run, clf, epoch, validLabels, testLabels)
+		weights.restore()
+		if err != nil {
+			return run, err
 		}
 		run.EpochSeconds = append(run.EpochSeconds, time.Since(epochStart).Seconds())
 		if f.progress != nil {
 			fmt.Fprintf(f.progress, "finetune %s: seed %d, %s split, epoch %d/%d: loss %.4f%s, test %s %.4f (%.1fs)\n",
-				f.name, f.seed, f.split.Name, epoch, f.cfg.Epochs, loss, validText, metric, test.value, time.Since(epochStart).Seconds())
+				f.name, f.seed, f.split.Name, epoch, f.cfg.Epochs, loss, validText, metric, run.testCurve()[epoch-1], time.Since(epochStart).Seconds())
+		}
+		if recipe.Patience > 0 && epoch-run.BestEpoch >= recipe.Patience {
+			run.StoppedAt = epoch
+			break
 		}
 	}
 	run.Seconds = time.Since(start).Seconds()
 	return run, nil
+}
+
+// evaluateEpoch records the figures of the classifier as it stands after
+// epoch on the test and valid parts, and, on valid, whether the epoch is the
+// best so far (the earliest wins ties; cross-validation selects across
+// folds afterwards). It returns the valid figure for the progress line.
+func (f *finetuner) evaluateEpoch(run *FinetuneRun, clf *model.Classifier, epoch int, validLabels, testLabels []float32) (string, error) {
+	test, err := f.evaluate(clf, run.std, f.split.Test, testLabels)
+	if err != nil {
+		return "", fmt.Errorf("epoch %d, test: %w", epoch, err)
+	}
+	if f.regression {
+		run.TestRMSE = append(run.TestRMSE, metrics.Value(test.value))
+		run.TestMAE = append(run.TestMAE, metrics.Value(test.mae))
+	} else {
+		run.TestROCAUC = append(run.TestROCAUC, metrics.Value(test.value))
+	}
+	run.testPerTaskByEpoch = append(run.testPerTaskByEpoch, test.perTask)
+	if len(f.split.Valid) == 0 {
+		return "", nil
+	}
+	valid, err := f.evaluate(clf, run.std, f.split.Valid, validLabels)
+	if err != nil {
+		return "", fmt.Errorf("epoch %d, valid: %w", epoch, err)
+	}
+	metric := "ROC-AUC"
+	if f.regression {
+		run.ValidRMSE = append(run.ValidRMSE, metrics.Value(valid.value))
+		metric = "RMSE"
+	} else {
+		run.ValidROCAUC = append(run.ValidROCAUC, metrics.Value(valid.value))
+	}
+	// Model selection on valid only (§7); the earliest epoch wins ties.
+	if run.BestEpoch == 0 || better(f.regression, valid.value, float64(run.BestValid)) {
+		run.BestEpoch, run.BestValid, run.TestAtBest = epoch, metrics.Value(valid.value), metrics.Value(test.value)
+		run.TestPerTask = toValues(test.perTask)
+		if f.regression {
+			run.TestMAEAtBest = metrics.Value(test.mae)
+		}
+		if f.cfg.Save != "" {
+			torch.FreeNamed(run.snapshot)
+			run.snapshot = snapshot(clf)
+		}
+	}
+	return fmt.Sprintf(", valid %s %.4f", metric, valid.value), nil
 }
 
 // snapshot is a CPU copy of every tensor of the classifier, with its name.
@@ -467,15 +507,27 @@ func snapshot(clf *model.Classifier) []torch.Named {
 	return out
 }
 
+// epochSteps is how an epoch's steps run: on which device, with which loss,
+// whether the encoder is frozen (evaluation mode, no gradient), and the
+// recipe's warm-up from the epoch's first step (counted over the run).
+type epochSteps struct {
+	dev           torch.Device
+	regression    bool
+	frozenEncoder bool
+	recipe        Recipe
+	firstStep     int
+}
+
 // trainEpoch runs one epoch of optimiser steps and returns the mean of the
 // batches' losses: BCE with logits, or on regression tasks the squared error
 // of the standardised labels, over labelled entries. The losses stay on the
 // device until the epoch ends, so that the steps never wait to read them.
-func trainEpoch(clf *model.Classifier, adam *optim.Adam, loader *feed.Loader, dev torch.Device, regression bool) (float64, error) {
+func trainEpoch(clf *model.Classifier, opt *optimizers, loader *feed.Loader, e epochSteps) (float64, error) {
 	epoch := torch.NewScope()
 	defer epoch.Close()
-	losses := make([]*torch.Tensor, 0, loader.BatchesPerEpoch())
-	for range loader.BatchesPerEpoch() {
+	steps := loader.BatchesPerEpoch()
+	losses := make([]*torch.Tensor, 0, steps)
+	for i := range steps {
 		b, err := loader.Next()
 		if err != nil {
 			return 0, err
@@ -484,17 +536,25 @@ func trainEpoch(clf *model.Classifier, adam *optim.Adam, loader *feed.Loader, de
 			s := torch.NewScope()
 			defer s.Close()
 			defer loader.Release(b)
-			labels, mask := b.Targets(dev)
-			out := clf.Forward(b.Graph(dev), true)
+			labels, mask := b.Targets(e.dev)
+			g := b.Graph(e.dev)
+			var out *torch.Tensor
+			if e.frozenEncoder {
+				h := torch.NoGradValue(func() *torch.Tensor { return clf.Encoder.Forward(g, false) })
+				out = clf.Head.Forward(h, g)
+			} else {
+				out = clf.Forward(g, true)
+			}
 			var loss *torch.Tensor
-			if regression {
+			if e.regression {
 				loss = MaskedMSE(out, labels, mask)
 			} else {
 				loss = MaskedBCEWithLogits(out, labels, mask)
 			}
-			adam.ZeroGrad()
+			opt.setScale(e.recipe.warmupScale(e.firstStep+i, steps))
+			opt.zeroGrad()
 			loss.Backward()
-			adam.Step()
+			opt.step()
 			losses = append(losses, s.Keep(loss.Detach()))
 		}()
 	}

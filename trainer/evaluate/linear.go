@@ -485,53 +485,10 @@ func FitLinear(cfg *LinearEvalConfig, ds *data.Dataset, split *data.Split, embed
 	}
 
 	// Standardise on the train part's statistics; a constant feature stays 0.
-	train := rows(split.Train)
-	mean := train.MeanDim(0, true)
-	std := train.Sub(mean).PowScalar(2).MeanDim(0, true).Sqrt()
-	std = std.MaskedFill(std.LtScalar(1e-6), 1)
+	mean, std := standardisation(rows(split.Train))
 	standardise := func(x *torch.Tensor) *torch.Tensor { return x.Sub(mean).Div(std) }
-	xTrain := standardise(train)
-
-	trainLabels, mask := maskedLabels(splitLabels(ds, split.Train))
-	n := int64(len(split.Train))
-	y := torch.FromSlice(trainLabels, n, int64(tasks)).To(dev, false)
-	m := torch.FromSlice(mask, n, int64(tasks)).To(dev, false)
-	labelled := m.SumDim(0, false).ClampMin(1) // per task
-	lambda := make([]float32, grid)
-	for g, l := range cfg.L2Grid {
-		lambda[g] = float32(l)
-	}
-	penalty := torch.FromSlice(lambda, int64(grid), 1).To(dev, false) // G×1, against G×T
-
-	// One weight matrix per grid value: G×d×T, biases G×1×T, initialised as
-	// PyTorch's Linear(d, T) from the run's seed.
-	torch.ManualSeed(seed)
-	d := embeddings.Size(1)
-	store := nn.NewStore(dev, torch.Float32)
-	defer store.Free()
-	bound := 1 / math.Sqrt(float64(d))
-	w := store.Root().Param("weight", torch.Empty([]int64{int64(grid), d, int64(tasks)}, store.Root().Options()))
-	b := store.Root().Param("bias", torch.Empty([]int64{int64(grid), 1, int64(tasks)}, store.Root().Options()))
-	nn.Uniform(w, -bound, bound)
-	nn.Uniform(b, -bound, bound)
-	adam := optim.NewAdam(store.Trainable(), cfg.LR)
-	defer adam.Free()
-
-	var bce *torch.Tensor // G×T training BCE of the last step
-	for range cfg.Steps {
-		func() {
-			step := torch.NewScope()
-			defer step.Close()
-			// (n×d)·(G×d×T) broadcasts to G×n×T.
-			perTask := bceWithLogits(xTrain.MatMul(w).Add(b), y).Mul(m).SumDim(1, false).Div(labelled)
-			loss := perTask.Add(w.Mul(w).SumDim(1, false).Mul(penalty).MulScalar(0.5)).Sum()
-			adam.ZeroGrad()
-			loss.Backward()
-			adam.Step()
-			bce.Free()
-			bce = step.Keep(perTask.Detach())
-		}()
-	}
+	w, b, bce := fitLogisticGrid(standardise(rows(split.Train)), splitLabels(ds, split.Train), logisticFit{
+		tasks: tasks, grid: cfg.L2Grid, steps: cfg.Steps, lr: cfg.LR, seed: seed})
 	run.TrainLossByL2 = toValues(torch.ToSlice[float64](bce.MeanDim(1, false).ToDType(torch.Float64)))
 
 	// Scores of every grid value on a part: G×len(idx)×T, row-major.
@@ -584,4 +541,69 @@ func FitLinear(cfg *LinearEvalConfig, ds *data.Dataset, split *data.Split, embed
 	run.ValidROCAUC, run.TestROCAUC, run.TestPerTask = metrics.Value(valid), metrics.Value(test), toValues(testPerTask)
 	run.Seconds = time.Since(start).Seconds()
 	return run, nil
+}
+
+// standardisation is the mean and population std (1×d) of the rows of x,
+// a std below 1e-6 (a constant feature) replaced by 1.
+func standardisation(x *torch.Tensor) (mean, std *torch.Tensor) {
+	mean = x.MeanDim(0, true)
+	std = x.Sub(mean).PowScalar(2).MeanDim(0, true).Sqrt()
+	return mean, std.MaskedFill(std.LtScalar(1e-6), 1)
+}
+
+// logisticFit is what fitLogisticGrid fits: tasks logistic regressions for
+// each L2 strength of grid, by steps full-batch Adam steps at rate lr from
+// PyTorch's Linear initialisation drawn from seed.
+type logisticFit struct {
+	tasks, steps int
+	grid         []float64
+	lr           float64
+	seed         uint64
+}
+
+// fitLogisticGrid fits every task and grid value of f at once on the
+// features x (n×d, standardised) and labels (n×T, NaN where missing),
+// minimising mean BCE over each task's labelled rows + λ/2·‖w‖². It returns
+// the weights (G×d×T), biases (G×1×T) and the last step's BCE (G×T), in the
+// caller's scope.
+func fitLogisticGrid(x *torch.Tensor, labels []float32, f logisticFit) (w, b, bce *torch.Tensor) {
+	dev := x.Device()
+	filled, mask := maskedLabels(labels)
+	n, tasks, grid := x.Size(0), int64(f.tasks), int64(len(f.grid))
+	y := torch.FromSlice(filled, n, tasks).To(dev, false)
+	m := torch.FromSlice(mask, n, tasks).To(dev, false)
+	labelled := m.SumDim(0, false).ClampMin(1) // per task
+	lambda := make([]float32, grid)
+	for g, l := range f.grid {
+		lambda[g] = float32(l)
+	}
+	penalty := torch.FromSlice(lambda, grid, 1).To(dev, false) // G×1, against G×T
+
+	// One weight matrix per grid value, initialised as PyTorch's Linear(d, T).
+	torch.ManualSeed(f.seed)
+	d := x.Size(1)
+	store := nn.NewStore(dev, torch.Float32)
+	defer store.Free()
+	bound := 1 / math.Sqrt(float64(d))
+	ws := store.Root().Param("weight", torch.Empty([]int64{grid, d, tasks}, store.Root().Options()))
+	bs := store.Root().Param("bias", torch.Empty([]int64{grid, 1, tasks}, store.Root().Options()))
+	nn.Uniform(ws, -bound, bound)
+	nn.Uniform(bs, -bound, bound)
+	adam := optim.NewAdam(store.Trainable(), f.lr)
+	defer adam.Free()
+	for range f.steps {
+		func() {
+			step := torch.NewScope()
+			defer step.Close()
+			// (n×d)·(G×d×T) broadcasts to G×n×T.
+			perTask := bceWithLogits(x.MatMul(ws).Add(bs), y).Mul(m).SumDim(1, false).Div(labelled)
+			loss := perTask.Add(ws.Mul(ws).SumDim(1, false).Mul(penalty).MulScalar(0.5)).Sum()
+			adam.ZeroGrad()
+			loss.Backward()
+			adam.Step()
+			bce.Free()
+			bce = step.Keep(perTask.Detach())
+		}()
+	}
+	return ws.Detach().Clone(), bs.Detach().Clone(), bce
 }
