@@ -69,28 +69,28 @@ func SaveEncoder(path string, cfg EncoderConfig, state []torch.Named, source str
 	return atomicfile.WriteFile(EncoderInfoPath(path), append(b, '\n'), 0o644)
 }
 
-// LoadEncoder reads an encoder: a shipped model's by name (ShippedModels),
-// or a file's by its .pt path, an exported encoder or a motif model (whose
-// encoder it takes). The tensors are on the CPU and belong to the caller.
+// LoadEncoder reads the encoder ref names (Resolve): a shipped model's, or
+// a file's, an exported encoder or a motif model (whose encoder it takes). The tensors are on the CPU and belong to the caller.
 func LoadEncoder(ref string) (_ EncoderInfo, _ []torch.Named, err error) {
 	defer torch.Recover(&err)
 	var info EncoderInfo
-	if _, ok := shippedModel(ref); ok {
-		src, err := openMotifModel(ref)
+	r, err := Resolve(ref)
+	if err != nil {
+		return info, nil, err
+	}
+	if r.Shipped {
+		src, err := openMotifModel(r)
 		if err != nil {
 			return info, nil, err
 		}
 		return encoderFromMotifModel(src)
 	}
-	if err := checkModelRef(ref); err != nil {
-		return info, nil, err
-	}
-	path := ref
+	path := r.Name
 	if err := inputfile.ReadJSON(EncoderInfoPath(path), &info); err != nil {
 		return info, nil, fmt.Errorf("encoder %s: its description: %w", path, err)
 	}
 	if info.Format == MotifModelFormat {
-		src, err := openMotifModel(path)
+		src, err := openMotifModel(r)
 		if err != nil {
 			return info, nil, err
 		}

@@ -70,13 +70,18 @@ func runDiagnose(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkEncoderFile("--encoder", opt.Encoder); err != nil {
-		return err
+	inputs := []input{{"--data", opt.Data, true}}
+	if opt.Encoder != "" {
+		_, encoder, err := modelRef("--encoder", opt.Encoder, false)
+		if err != nil {
+			return err
+		}
+		inputs = append(inputs, encoder...)
 	}
 	if err := checkNotCorpus("--data", opt.Data); err != nil {
 		return err
 	}
-	if err := checkOutput("--out", out, append(encoderInputs(opt.Encoder), input{"--data", opt.Data, true})...); err != nil {
+	if err := checkOutput("--out", out, inputs...); err != nil {
 		return err
 	}
 	r, err := diagnose.Run(opt, env)

@@ -11,9 +11,10 @@ import (
 
 // A pre-training checkpoint (in its run or copied elsewhere under another
 // name) or a run folder given as --encoder to finetune, linear-eval, suite,
-// embed or diagnose is refused as misuse in one line that says what it is
-// and how to export the encoder (issue #28: "open …/step-000000001.json: no
-// such file"), and nothing is written.
+// embed or diagnose, or as --model to explain or export, is refused as
+// misuse in one line that says what it is and how to export the encoder or
+// the motif model (issue #28: "open …/step-000000001.json: no such file"),
+// and nothing is written.
 func TestEncoderFlagGivenACheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
@@ -53,6 +54,10 @@ func TestEncoderFlagGivenACheckpoint(t *testing.T) {
 		{[]string{"embed", "--encoder", ckpt, "--data", synth, "--out", filepath.Join(outDir, "e.npy")}, isCkpt(ckpt)},
 		{[]string{"diagnose", "--encoder", copied, "--data", synth, "--out", out}, isCkpt(copied)},
 		{[]string{"finetune", "--data", synth, "--out", out, "--encoder", run}, "--encoder " + run + " is a pre-training run folder, not an exported encoder: export its encoder first (micrograph export --run " + run + " --out enc.pt)"},
+		{[]string{"explain", "--model", copied, "--data", synth, "--out", filepath.Join(outDir, "x.csv")},
+			"--model " + copied + " is a pre-training checkpoint, not a motif model: export its motif model first (micrograph export --checkpoint " + copied + " --motifs --out motifs.pt)"},
+		{[]string{"export", "--model", run, "--out", filepath.Join(outDir, "x.pt")},
+			"--model " + run + " is a pre-training run folder, not an exported encoder: export its encoder first (micrograph export --run " + run + " --out enc.pt)"},
 	}
 	for _, tc := range tests {
 		code, stdoutText, errs := runCLI(t, tc.args...)
@@ -68,7 +73,7 @@ func TestEncoderFlagGivenACheckpoint(t *testing.T) {
 	if code, _, errs := runCLI(t, "export", "--checkpoint", ckpt, "--out", enc); code != 0 {
 		t.Fatalf("export: %s", errs)
 	}
-	if err := checkEncoderFile("--encoder", enc); err != nil {
+	if _, _, err := modelRef("--encoder", enc, false); err != nil {
 		t.Errorf("the exported encoder: %v", err)
 	}
 }

@@ -57,7 +57,7 @@ func runSuite(args []string) error {
 		return err
 	}
 	for _, path := range cfg.EncoderPaths {
-		if err := checkEncoderFile("--encoder", path); err != nil {
+		if _, _, err := modelRef("--encoder", path, false); err != nil {
 			return err
 		}
 	}
