@@ -64,7 +64,7 @@ func modelRef(flag, ref string, motifs bool) (model.Ref, []input, error) {
 // the other commands need SMILES, labels or a split, which a corpus does
 // not keep.
 func checkNotCorpus(flag, path string) error {
-	if path != "" && data.IsCorpus(path) {
+	if kind, err := data.KindOf(path); err == nil && kind == data.Corpus {
 		return usageError{fmt.Errorf("%s %s is a pre-training corpus (featurize --shard-rows), which only pretrain reads: give the CSV it was made from, or an OGB dataset folder", flag, path)}
 	}
 	return nil

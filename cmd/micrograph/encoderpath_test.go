@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 )
 
 // A pre-training checkpoint (in its run or copied elsewhere under another
@@ -18,7 +18,7 @@ import (
 func TestEncoderFlagGivenACheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 40, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 40, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	run := filepath.Join(dir, "run")
@@ -83,7 +83,7 @@ func TestEncoderFlagGivenACheckpoint(t *testing.T) {
 // the same mistake with --encoder was 2), and nothing is written.
 func TestDataFlagGivenACorpus(t *testing.T) {
 	dir := t.TempDir()
-	table := data.SynthesizeTable(data.SynthOptions{Molecules: 20, Seed: 1})
+	table := synthetic.Table(synthetic.Options{Molecules: 20, Seed: 1})
 	csv := filepath.Join(dir, "mols.csv")
 	if err := os.WriteFile(csv, []byte("smiles\n"+strings.Join(table.SMILES, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)

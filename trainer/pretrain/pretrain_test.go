@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/internal/failpoint"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
@@ -89,7 +89,7 @@ func synthData(t *testing.T) string {
 			return
 		}
 		synth.dir = filepath.Join(dir, "synth")
-		_, synth.err = data.WriteSynthetic(synth.dir, data.SynthOptions{Molecules: 300, Seed: 1})
+		_, synth.err = synthetic.Write(synth.dir, synthetic.Options{Molecules: 300, Seed: 1})
 	})
 	if synth.err != nil {
 		t.Fatal(synth.err)

@@ -9,6 +9,7 @@ import (
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/data/rdkit"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
@@ -200,7 +201,7 @@ func buildMotifReport(opt MotifReportOptions, env runenv.Env) (_ *MotifReport, e
 	}
 	r.Dataset, r.SMILES = ds.Name, ds.SMILES != nil
 	if ds.AtomGroup != nil {
-		r.Groups = data.SyntheticGroups
+		r.Groups = synthetic.Groups
 	}
 	graphs, _ := data.PretrainFilter(ds, ds.All(), r.Model.Eta)
 	r.Usable = len(graphs)
