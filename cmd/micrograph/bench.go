@@ -10,6 +10,9 @@ import (
 )
 
 func runBench(args []string) error {
+	if finetune, rest := isFinetuneBench(args); finetune {
+		return runBenchFinetune(rest)
+	}
 	fs := newFlags("bench", "--data DIR|CSV [--device D] [--threads T] [--nproc N] [--steps N | --epoch] [model flags]",
 		"Times pre-training steps (forward, backward, Adam) on --data after --warmup untimed ones\n"+
 			"and prints one JSON line: molecules_per_s, s_per_step, s_per_epoch, data_wait_fraction,\n"+
@@ -22,7 +25,8 @@ func runBench(args []string) error {
 			"Without --threads and --nproc it times what pretrain does by default (on a CPU of several\n"+
 			"cores, one process per core, each on its part of every batch: see pretrain --help); with\n"+
 			"them, what they say. With several processes molecules_per_s is the global batch's over the\n"+
-			"slowest process's time and peak_memory_bytes the processes' sum.")
+			"slowest process's time and peak_memory_bytes the processes' sum.\n\n"+
+			"bench --finetune times fine-tuning steps instead: see micrograph bench --finetune --help.")
 	cfg := pretrain.BenchConfig{Pretrain: runfolder.DefaultConfig(), Warmup: 3, Steps: 20}
 	pc := &cfg.Pretrain
 	fs.StringVar(&pc.Data, "data", "", "OGB dataset folder, or CSV file of SMILES")

@@ -519,9 +519,8 @@ type epochSteps struct {
 }
 
 // trainEpoch runs one epoch of optimiser steps and returns the mean of the
-// batches' losses: BCE with logits, or on regression tasks the squared error
-// of the standardised labels, over labelled entries. The losses stay on the
-// device until the epoch ends, so that the steps never wait to read them.
+// batches' losses. The losses stay on the device until the epoch ends, so
+// that the steps never wait to read them.
 func trainEpoch(clf *model.Classifier, opt *optimizers, loader *feed.Loader, e epochSteps) (float64, error) {
 	epoch := torch.NewScope()
 	defer epoch.Close()
@@ -532,33 +531,39 @@ func trainEpoch(clf *model.Classifier, opt *optimizers, loader *feed.Loader, e e
 		if err != nil {
 			return 0, err
 		}
-		func() {
-			s := torch.NewScope()
-			defer s.Close()
-			defer loader.Release(b)
-			labels, mask := b.Targets(e.dev)
-			g := b.Graph(e.dev)
-			var out *torch.Tensor
-			if e.frozenEncoder {
-				h := torch.NoGradValue(func() *torch.Tensor { return clf.Encoder.Forward(g, false) })
-				out = clf.Head.Forward(h, g)
-			} else {
-				out = clf.Forward(g, true)
-			}
-			var loss *torch.Tensor
-			if e.regression {
-				loss = MaskedMSE(out, labels, mask)
-			} else {
-				loss = MaskedBCEWithLogits(out, labels, mask)
-			}
-			opt.setScale(e.recipe.warmupScale(e.firstStep+i, steps))
-			opt.zeroGrad()
-			loss.Backward()
-			opt.step()
-			losses = append(losses, s.Keep(loss.Detach()))
-		}()
+		losses = append(losses, trainStep(clf, opt, b, e, e.firstStep+i, steps))
+		loader.Release(b)
 	}
 	return torch.Stack(losses, 0).Mean().Item(), nil
+}
+
+// trainStep is one optimiser step on batch b, the run's step-th (from 0)
+// of stepsPerEpoch an epoch, and returns its loss (0-d, detached, in the
+// caller's scope): BCE with logits, or on regression tasks the squared
+// error of the standardised labels, over labelled entries.
+func trainStep(clf *model.Classifier, opt *optimizers, b *feed.Batch, e epochSteps, step, stepsPerEpoch int) *torch.Tensor {
+	s := torch.NewScope()
+	defer s.Close()
+	labels, mask := b.Targets(e.dev)
+	g := b.Graph(e.dev)
+	var out *torch.Tensor
+	if e.frozenEncoder {
+		h := torch.NoGradValue(func() *torch.Tensor { return clf.Encoder.Forward(g, false) })
+		out = clf.Head.Forward(h, g)
+	} else {
+		out = clf.Forward(g, true)
+	}
+	var loss *torch.Tensor
+	if e.regression {
+		loss = MaskedMSE(out, labels, mask)
+	} else {
+		loss = MaskedBCEWithLogits(out, labels, mask)
+	}
+	opt.setScale(e.recipe.warmupScale(step, stepsPerEpoch))
+	opt.zeroGrad()
+	loss.Backward()
+	opt.step()
+	return s.Keep(loss.Detach())
 }
 
 // figures are a part's evaluation: the selection metric per task and

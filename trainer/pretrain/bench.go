@@ -2,10 +2,7 @@ package pretrain
 
 import (
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/micrograph/micrograph/data/feed"
@@ -195,12 +192,7 @@ func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err 
 	if cfg.Epoch {
 		res.SPerEpoch = elapsed
 	}
-	if dev.IsCUDA() {
-		res.PeakMemoryBytes, err = torch.PeakMemory(dev, false)
-	} else {
-		res.PeakMemoryBytes, err = peakRSS()
-	}
-	if err != nil {
+	if res.PeakMemoryBytes, err = runenv.PeakMemory(dev); err != nil {
 		return nil, err
 	}
 	if res.PeakMemoryBytes, err = jb.total(res.PeakMemoryBytes); err != nil {
@@ -236,21 +228,6 @@ func productGFLOPS(dev torch.Device, dt torch.DType, rows int, d int64) float64 
 	}
 	slices.Sort(times)
 	return 2 * float64(rows) * float64(d*d) / times[len(times)/2] / 1e9
-}
-
-// peakRSS is the process's peak resident set size (VmHWM).
-func peakRSS() (int64, error) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM in /proc/self/status")
 }
 
 // countStepOps runs one more step, untimed, counting the operators it

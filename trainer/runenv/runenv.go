@@ -9,9 +9,12 @@
 package runenv
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/field"
@@ -90,4 +93,24 @@ func Run[T any](e Env, validate func() error, body func() (T, error)) (res T, er
 		torch.SetNumThreads(e.Threads)
 	}
 	return body()
+}
+
+// PeakMemory is the job's peak memory on dev: on a GPU the caching
+// allocator's peak since it was last reset, on the CPU the process's peak
+// resident set size (VmHWM).
+func PeakMemory(dev torch.Device) (int64, error) {
+	if dev.IsCUDA() {
+		return torch.PeakMemory(dev, false)
+	}
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/self/status")
 }
