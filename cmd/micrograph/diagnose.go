@@ -70,18 +70,14 @@ func runDiagnose(args []string) error {
 	if err != nil {
 		return err
 	}
-	inputs := []input{{"--data", opt.Data, true}}
-	if opt.Encoder != "" {
-		_, encoder, err := modelRef("--encoder", opt.Encoder, false)
-		if err != nil {
-			return err
-		}
-		inputs = append(inputs, encoder...)
+	inputs, err := optionalEncoder(opt.Encoder)
+	if err != nil {
+		return err
 	}
 	if err := checkNotCorpus("--data", opt.Data); err != nil {
 		return err
 	}
-	if err := checkOutput("--out", out, inputs...); err != nil {
+	if err := checkOutput("--out", out, append(inputs, input{"--data", opt.Data, true})...); err != nil {
 		return err
 	}
 	r, err := diagnose.Run(opt, env)

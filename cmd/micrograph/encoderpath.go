@@ -59,6 +59,16 @@ func modelRef(flag, ref string, motifs bool) (model.Ref, []input, error) {
 	return r, inputs, nil
 }
 
+// optionalEncoder is modelRef for an --encoder that may be left out (no
+// pre-trained encoder): the files it reads, none when ref is "".
+func optionalEncoder(ref string) ([]input, error) {
+	if ref == "" {
+		return nil, nil
+	}
+	_, inputs, err := modelRef("--encoder", ref, false)
+	return inputs, err
+}
+
 // checkNotCorpus refuses, as misuse of flag, a --data path that is a
 // pre-training corpus (featurize --shard-rows), which only pretrain reads:
 // the other commands need SMILES, labels or a split, which a corpus does

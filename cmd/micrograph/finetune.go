@@ -133,13 +133,9 @@ func (e *evaluationFlags) registerRuntime(fs *pflag.FlagSet, c *evaluate.Common)
 // configuration, validated and named in errors by flag), completes c and
 // parses the runtime flags into e.env.
 func (e *evaluationFlags) check(fs *pflag.FlagSet, c *evaluate.Common, cfg interface{ Validate() error }) error {
-	inputs := []input{{"--data", c.Data, true}}
-	if c.EncoderPath != "" {
-		_, encoder, err := modelRef("--encoder", c.EncoderPath, false)
-		if err != nil {
-			return err
-		}
-		inputs = append(inputs, encoder...)
+	inputs, err := optionalEncoder(c.EncoderPath)
+	if err != nil {
+		return err
 	}
 	if err := checkNotCorpus("--data", c.Data); err != nil {
 		return err
@@ -158,7 +154,7 @@ func (e *evaluationFlags) check(fs *pflag.FlagSet, c *evaluate.Common, cfg inter
 	if e.env, err = e.rt.parse(fs, nil); err != nil {
 		return err
 	}
-	return checkOutput("--out", e.out, inputs...)
+	return checkOutput("--out", e.out, append(inputs, input{"--data", c.Data, true})...)
 }
 
 // parseTaskTypes reads --task-types: NAME=TYPE pairs, comma-separated, CSV
