@@ -146,14 +146,10 @@ func newPretrainer(run string, cfg runfolder.Config, env runenv.Env, opt Options
 		opt.Opened()
 	}
 	cfg.DataKey = se.set.Key
-	procs, err := joinJob(cfg, opt, se.dev)
-	if err != nil {
+	if err := t.join(cfg, opt); err != nil {
 		return nil, err
 	}
-	t.procs, se.procs = procs, procs
-	if err := procs.sameConfig(cfg); err != nil {
-		return nil, err
-	}
+	procs := t.procs
 	// Rank 0 alone writes the run folder; the others read its checkpoint.
 	if procs.Rank() == 0 {
 		if t.resumed, t.release, err = runfolder.Prepare(run, &cfg, opt.Resume); err != nil {
@@ -164,14 +160,7 @@ func newPretrainer(run string, cfg runfolder.Config, env runenv.Env, opt Options
 		return nil, err
 	}
 	t.cfg, se.cfg = cfg, cfg // as runfolder.Prepare completed it when resuming
-	if err := t.buildModel(); err != nil {
-		return nil, err
-	}
-	start := feed.Position{}
-	if t.resumed != nil {
-		t.steps, start = t.resumed.Step, t.resumed.Position
-	}
-	if t.loader, err = se.newLoader(cfg.Epochs, start); err != nil {
+	if err := t.build(cfg.Epochs); err != nil {
 		return nil, err
 	}
 	perEpoch := int64(t.loader.BatchesPerEpoch())
@@ -191,6 +180,32 @@ func newPretrainer(run string, cfg runfolder.Config, env runenv.Env, opt Options
 	t.sinks = append([]Sink{log, t.bar}, opt.Sinks...)
 	t.own = 2
 	return t, nil
+}
+
+// join makes this process one of the processes opt's job names (or leaves
+// it alone), making sure that every one of them was given cfg.
+func (t *pretrainer) join(cfg runfolder.Config, opt Options) error {
+	procs, err := joinJob(cfg, opt, t.dev)
+	if err != nil {
+		return err
+	}
+	t.procs, t.session.procs = procs, procs
+	return procs.sameConfig(cfg)
+}
+
+// build makes what a run's steps, and a bench's, train with: the model and
+// optimiser with their clip groups (buildModel), and the loader, from where
+// the resumed checkpoint stood, for epochs epochs (0: without end).
+func (t *pretrainer) build(epochs int) (err error) {
+	if err := t.buildModel(); err != nil {
+		return err
+	}
+	start := feed.Position{}
+	if t.resumed != nil {
+		t.steps, start = t.resumed.Step, t.resumed.Position
+	}
+	t.loader, err = t.session.newLoader(epochs, start)
+	return err
 }
 
 // buildModel makes the model and optimiser, from the resumed checkpoint or

@@ -89,3 +89,43 @@ func stepsOf(records []runfolder.LogRecord) []int64 {
 	}
 	return steps
 }
+
+// Bench takes the steps a run takes: a bench of a run's settings logs to a
+// sink, step for step, the losses the run logs, bit for bit, under both
+// objectives (the released one initialising its motif table from the first
+// batches and clipping its two groups apart), so that what it times is
+// pretrain's step.
+func TestBenchTakesTheRunsSteps(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  runfolder.Config
+	}{{"paper", smallConfig(t)}, {"released", releasedStepConfig(t)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg
+			cfg.MaxSteps = 5
+			run := filepath.Join(t.TempDir(), "run")
+			if _, err := pretrain.Run(run, cfg, testEnv(t), pretrain.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			logged, err := runfolder.ReadLog(run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &recorder{}
+			if _, err := pretrain.Bench(pretrain.BenchConfig{Pretrain: cfg, Warmup: 2, Steps: 3}, testEnv(t), pretrain.Options{Sinks: []pretrain.Sink{rec}}); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(stepsOf(rec.records), stepsOf(logged)) {
+				t.Fatalf("bench logged steps %v, the run %v", stepsOf(rec.records), stepsOf(logged))
+			}
+			for i := range logged {
+				rec.records[i].MoleculesPerS, logged[i].MoleculesPerS = 0, 0
+				have, _ := json.Marshal(rec.records[i])
+				want, _ := json.Marshal(logged[i])
+				if string(have) != string(want) {
+					t.Errorf("step %d: bench %s, the run %s", logged[i].Step, have, want)
+				}
+			}
+		})
+	}
+}

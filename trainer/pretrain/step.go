@@ -109,8 +109,10 @@ func (t *pretrainer) logStep(p *pendingStep) error {
 	}
 	if !metrics.IsFinite(v[0]) && !p.skipped {
 		e := &NonFiniteLossError{Step: p.step, Loss: v[0], Parts: r.Parts}
-		if paths, _ := runfolder.ReadableCheckpoints(t.run, nil); len(paths) > 0 {
-			e.LastCheckpoint = paths[0]
+		if t.run != "" { // a bench has no run folder
+			if paths, _ := runfolder.ReadableCheckpoints(t.run, nil); len(paths) > 0 {
+				e.LastCheckpoint = paths[0]
+			}
 		}
 		return e
 	}
