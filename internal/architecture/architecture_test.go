@@ -162,3 +162,64 @@ func TestNoFlagNamesBelowCmd(t *testing.T) {
 		}
 	}
 }
+
+// Bounds the tree keeps to: lines of Go (tests not counted) per package,
+// lines of the two entry points that decide where a run runs, and methods
+// of model.Objective.
+const (
+	maxPackageLines     = 3000
+	maxRunPretrain      = 100
+	maxRunBench         = 60
+	maxObjectiveMethods = 10
+)
+
+// No package holds more than maxPackageLines lines of Go besides its
+// tests; the command layer's runPretrain and runBench stay short (the
+// launch decision is launch.go's, the work the libraries'), and
+// model.Objective stays narrow (what only some objectives do is an
+// interface of its own).
+func TestSizes(t *testing.T) {
+	fset, files := sources(t, parser.ParseComments)
+	for dir, fs := range files {
+		lines := 0
+		for _, f := range fs {
+			lines += fset.File(f.Pos()).LineCount()
+		}
+		if lines > maxPackageLines {
+			t.Errorf("%s: %d lines of Go besides its tests, more than %d: split it by responsibility", dir, lines, maxPackageLines)
+		}
+	}
+	funcs := map[string]int{}
+	for _, f := range files["cmd/micrograph"] {
+		for _, d := range f.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil {
+				funcs[fn.Name.Name] = fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1
+			}
+		}
+	}
+	for name, most := range map[string]int{"runPretrain": maxRunPretrain, "runBench": maxRunBench} {
+		switch n, ok := funcs[name]; {
+		case !ok:
+			t.Errorf("cmd/micrograph has no func %s", name)
+		case n > most:
+			t.Errorf("cmd/micrograph's %s is %d lines, more than %d", name, n, most)
+		}
+	}
+	methods := -1
+	for _, f := range files["model"] {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if ts, ok := n.(*ast.TypeSpec); ok && ts.Name.Name == "Objective" {
+				if it, ok := ts.Type.(*ast.InterfaceType); ok {
+					methods = len(it.Methods.List)
+				}
+			}
+			return true
+		})
+	}
+	switch {
+	case methods < 0:
+		t.Error("model has no interface Objective")
+	case methods > maxObjectiveMethods:
+		t.Errorf("model.Objective has %d methods, more than %d", methods, maxObjectiveMethods)
+	}
+}

@@ -113,7 +113,7 @@ func CheckLaunch(run string, cfg runfolder.Config, resume bool, processes int) e
 // processes, and a batch that the given number of processes cannot split
 // evenly: each takes an equal part of every batch (docs/method.md §3.3).
 func checkSplit(cfg runfolder.Config, processes int) error {
-	if _, ok := cfg.Model.NewObjective().(model.DataParallel); !ok {
+	if !DataParallel(cfg) {
 		return fmt.Errorf("the %s objective trains in one process only (the data-parallel form of docs/method.md §3.3 needs losses that are means over the batch's nodes, subgraphs or molecules)", cfg.Model.Objective())
 	}
 	if cfg.BatchSize%processes != 0 {
