@@ -78,6 +78,23 @@ omp_flag = $(if $(filter debian,$(call torch_var,TORCH_MODE)),-fopenmp)
 $(BUILD)/shim/kernels/%_cpu.o: CXXFLAGS += -O3 -mavx2 -mfma -fno-trapping-math -fopenmp-simd
 $(BUILD)/shim/kernels/%_cpu.o: omp_flag =
 
+# The lane-wise loops (kernels/isa.h) are compiled a second time for AVX-512,
+# which the shim runs where the CPU has it (mg_avx512): the same bits, loops
+# twice as wide. Each such object may define only the AVX-512 instantiations
+# of its loops (checked when the shim links): a function compiled for AVX-512
+# that the AVX2 build could also call would stop an AVX2-only CPU.
+AVX512_KERNELS := adam batch_norm dropout embedding_bag_sum gen_aggregate group_mean
+AVX512_FLAGS := -O3 -mavx2 -mfma -mavx512f -mavx512vl -mavx512bw -mavx512dq -mprefer-vector-width=512 \
+	-fno-trapping-math -fopenmp-simd -DMG_ISA=mg::Isa::avx512
+AVX512_OBJ := $(patsubst %,$(BUILD)/shim/kernels/%_cpu_avx512.o,$(AVX512_KERNELS))
+$(BUILD)/shim/kernels/%_cpu_avx512.o: CXXFLAGS += $(AVX512_FLAGS)
+$(BUILD)/shim/kernels/%_cpu_avx512.o: omp_flag =
+$(BUILD)/shim/kernels/%_cpu_avx512.o: torch/shim/kernels/%_cpu.cpp $(SHIM_HDR) third_party/libtorch.sh Makefile
+	$(compile_against_torch)
+# Every global symbol of the AVX-512 objects: an instantiation with (mg::Isa)1.
+check_avx512_symbols = leaked=$$(nm -C --defined-only -g $(AVX512_OBJ) | grep -E '^[0-9a-f]+ [A-Z] ' | grep -v '(mg::Isa)1>' || true); \
+	if [ -n "$$leaked" ]; then echo "AVX-512 objects define functions the AVX2 build could call:" >&2; echo "$$leaked" >&2; exit 1; fi
+
 # The CUDA kernels, for A100 (sm_80) and H100/H200 (sm_90), plus PTX that newer
 # GPUs compile at load time. Only built against a CUDA libtorch.
 CUDA_ARCH_FLAGS ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
@@ -92,8 +109,9 @@ $(BUILD)/shim/%.cu.o: torch/shim/%.cu $(SHIM_HDR)
 # --no-as-needed keeps libtorch_cuda linked although no symbol of it is named;
 # without it CUDA reports itself unavailable. The CUDA kernels join only a
 # CUDA build, so CPU machines need no toolkit.
-$(SHIM): $(patsubst torch/shim/%.cpp,$(BUILD)/shim/%.o,$(SHIM_SRC)) $(CUDA_SRC)
+$(SHIM): $(patsubst torch/shim/%.cpp,$(BUILD)/shim/%.o,$(SHIM_SRC)) $(AVX512_OBJ) $(CUDA_SRC)
 	@mkdir -p $(@D)
+	@$(check_avx512_symbols)
 	libdir='$(call torch_var,TORCH_LIBDIR)'; cuda='$(call torch_var,TORCH_CUDA)'; cu=""; \
 	if [ "$$cuda" = 1 ]; then \
 		$(MAKE) --no-print-directory $(CUDA_OBJ) || exit 1; \
@@ -154,7 +172,8 @@ NVCC ?= nvcc
 # nvcc 11.8 (Debian 12's) accepts g++ up to 11; Debian 12's g++ is 12.
 NVCC_CCBIN ?= g++-11
 CUDA_CHECK_OBJ := $(patsubst torch/shim/%.cu,$(CUDA_CHECK)/%.cu.o,$(CUDA_SRC)) \
-	$(patsubst torch/shim/%.cpp,$(CUDA_CHECK)/%.o,$(SHIM_SRC))
+	$(patsubst torch/shim/%.cpp,$(CUDA_CHECK)/%.o,$(SHIM_SRC)) \
+	$(patsubst %,$(CUDA_CHECK)/kernels/%_cpu_avx512.o,$(AVX512_KERNELS))
 # The one generated header of c10/cuda that a CPU libtorch lacks (CMake writes
 # it from cuda_cmake_macros.h.in when it builds c10_cuda as a shared library).
 CUDA_CHECK_MACROS := $(CUDA_CHECK)/include/c10/cuda/impl/cuda_cmake_macros.h
@@ -186,6 +205,11 @@ $(CUDA_CHECK)/%.cu.o: torch/shim/%.cu $(SHIM_HDR)
 # the generated header (searched after libtorch's own, which may have it).
 $(CUDA_CHECK)/kernels/%_cpu.o: CXXFLAGS += -O3 -mavx2 -mfma -fno-trapping-math -fopenmp-simd
 $(CUDA_CHECK)/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch.sh | $(CUDA_CHECK_MACROS)
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -Werror -DMG_WITH_CUDA -D_GLIBCXX_USE_CXX11_ABI=$(call torch_var,TORCH_ABI) \
+		$(call torch_var,TORCH_INCLUDES) -isystem $(CUDA_CHECK)/include -c $< -o $@
+$(CUDA_CHECK)/kernels/%_cpu_avx512.o: CXXFLAGS += $(AVX512_FLAGS)
+$(CUDA_CHECK)/kernels/%_cpu_avx512.o: torch/shim/kernels/%_cpu.cpp $(SHIM_HDR) third_party/libtorch.sh | $(CUDA_CHECK_MACROS)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -Werror -DMG_WITH_CUDA -D_GLIBCXX_USE_CXX11_ABI=$(call torch_var,TORCH_ABI) \
 		$(call torch_var,TORCH_INCLUDES) -isystem $(CUDA_CHECK)/include -c $< -o $@

@@ -105,7 +105,7 @@ func (m *DeeperGCN) forward(g *graph.Graph, p ForwardProbe, update bool) *torch.
 	h := torch.Scoped(func() *torch.Tensor { return m.Convs[0].Forward(m.Atom.Forward(g.Atoms), bonds, g, update, m.cut) })
 	for l := 1; l < len(m.Convs); l++ {
 		h = torch.Scoped(func() *torch.Tensor {
-			x := drop.Forward(norm(l-1, h).Relu(), p.Dropout)
+			x := drop.ForwardReLU(norm(l-1, h), p.Dropout)
 			return m.Convs[l].Forward(x, bonds, g, update, m.cut).Add(h)
 		})
 	}

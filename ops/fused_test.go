@@ -1,8 +1,12 @@
 package ops_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -334,6 +338,24 @@ func TestFusedKernelsIndependentOfThreads(t *testing.T) {
 		t.Skip("no fused CPU kernels here (a CPU without AVX2/FMA)")
 	}
 	defer torch.SetNumThreads(torch.NumThreads())
+	one, three := fusedKernelOutputs(1), fusedKernelOutputs(3)
+	for i, name := range fusedOutputNames {
+		if !slices.Equal(one[i], three[i]) {
+			t.Errorf("%s differs between 1 and 3 threads", name)
+		}
+	}
+}
+
+// fusedOutputNames name fusedKernelOutputs' results, in order.
+var fusedOutputNames = []string{"aggregation", "dropout", "embedding bag", "batch norm", "running mean", "running variance",
+	"dh", "dtable", "dγ", "dβ", "Adam's parameters", "Adam's first moments", "Adam's second moments", "group mean", "group mean's gradient"}
+
+// fusedKernelOutputs runs every fused CPU kernel with lane-wise loops
+// (kernels/isa.h) on fixed random inputs at threads threads, forward and
+// backward, then two Adam steps on the gradients, and returns their values.
+func fusedKernelOutputs(threads int) [][]float64 {
+	torch.SetNumThreads(threads)
+	torch.ManualSeed(5)
 	r := rand.New(rand.NewPCG(12, 12))
 	const n, d, rows = 2000, 64, 60
 	rowPtr := []int64{0}
@@ -347,32 +369,125 @@ func TestFusedKernelsIndependentOfThreads(t *testing.T) {
 	hv, tv, w := randomMatrix(r, n, d), randomMatrix(r, rows, d), randomMatrix(r, n, d)
 	bond := randomRows(r, len(src), rows)
 	idx := randomRows(r, n*3, rows)
-	run := func(threads int) [][]float64 {
-		torch.SetNumThreads(threads)
-		s := torch.NewScope()
-		defer s.Close()
-		h := torch.FromSlice(hv, n, d).ToDType(torch.Float32).SetRequiresGrad(true)
-		tab := torch.FromSlice(tv, rows, d).ToDType(torch.Float32).SetRequiresGrad(true)
-		tt := torch.Full(nil, 1.1, torch.Options{DType: torch.Float32, Device: torch.CPU})
-		out := torch.FusedGENAggregate(h, tab, torch.FromSlice(bond), tt, torch.FromSlice(src), torch.FromSlice(rowPtr), false)
-		dropped := torch.FusedDropout(out, 0.2)
-		bag := torch.FusedEmbeddingBagSum(tab, torch.FromSlice(idx, n, 3))
-		gamma := torch.Full([]int64{d}, 1.5, torch.Options{DType: torch.Float32, Device: torch.CPU}).SetRequiresGrad(true)
-		beta := torch.Full([]int64{d}, 0.25, torch.Options{DType: torch.Float32, Device: torch.CPU}).SetRequiresGrad(true)
-		mean := torch.Zeros([]int64{d}, torch.Options{DType: torch.Float32, Device: torch.CPU})
-		variance := torch.Ones([]int64{d}, torch.Options{DType: torch.Float32, Device: torch.CPU})
-		normed := torch.FusedBatchNorm(dropped.Add(bag), gamma, beta, mean, variance, 0.1, 1e-5)
-		normed.Mul(torch.FromSlice(w, n, d).ToDType(torch.Float32)).Sum().Backward()
-		return [][]float64{values(out), values(dropped), values(bag), values(normed), values(mean), values(variance),
-			values(h.Grad()), values(tab.Grad()), values(gamma.Grad()), values(beta.Grad())}
+	groups := make([]int64, n)
+	for i := range groups {
+		groups[i] = int64(i * 37 / n)
 	}
-	torch.ManualSeed(5)
-	one := run(1)
-	torch.ManualSeed(5)
-	three := run(3)
-	for i, name := range []string{"aggregation", "dropout", "embedding bag", "batch norm", "running mean", "running variance", "dh", "dtable", "dγ", "dβ"} {
-		if !slices.Equal(one[i], three[i]) {
-			t.Errorf("%s differs between 1 and 3 threads", name)
+	s := torch.NewScope()
+	defer s.Close()
+	f32 := torch.Options{DType: torch.Float32, Device: torch.CPU}
+	h := torch.FromSlice(hv, n, d).ToDType(torch.Float32).SetRequiresGrad(true)
+	tab := torch.FromSlice(tv, rows, d).ToDType(torch.Float32).SetRequiresGrad(true)
+	tt := torch.Full(nil, 1.1, f32)
+	out := torch.FusedGENAggregate(h, tab, torch.FromSlice(bond), tt, torch.FromSlice(src), torch.FromSlice(rowPtr), false)
+	dropped := torch.FusedDropout(out, 0.2).Add(torch.FusedReluDropout(out, 0.3))
+	bag := torch.FusedEmbeddingBagSum(tab, torch.FromSlice(idx, n, 3))
+	gamma := torch.Full([]int64{d}, 1.5, f32).SetRequiresGrad(true)
+	beta := torch.Full([]int64{d}, 0.25, f32).SetRequiresGrad(true)
+	mean := torch.Zeros([]int64{d}, f32)
+	variance := torch.Ones([]int64{d}, f32)
+	normed := torch.FusedBatchNorm(dropped.Add(bag), gamma, beta, mean, variance, 0.1, 1e-5)
+	pooled := torch.FusedGroupMean(normed, torch.Arange(0, n, 1, torch.Options{DType: torch.Int64}), torch.FromSlice(groups),
+		torch.Ones([]int64{n}, f32), 37)
+	normed.Mul(torch.FromSlice(w, n, d).ToDType(torch.Float32)).Sum().Add(pooled.PowScalar(2).Sum()).Backward()
+	params := []*torch.Tensor{h.Detach().Clone(), tab.Detach().Clone(), gamma.Detach().Clone()}
+	grads := []*torch.Tensor{h.Grad(), tab.Grad(), gamma.Grad()}
+	m := []*torch.Tensor{torch.Zeros(h.Shape(), f32), torch.Zeros(tab.Shape(), f32), torch.Zeros(gamma.Shape(), f32)}
+	v := []*torch.Tensor{torch.Zeros(h.Shape(), f32), torch.Zeros(tab.Shape(), f32), torch.Zeros(gamma.Shape(), f32)}
+	steps := []int64{0, 0, 0}
+	for range 2 {
+		torch.FusedAdamStep(params, m, v, steps, 1e-3, 0.9, 0.999, 1e-8, 0.01, true)
+	}
+	cat := func(ts []*torch.Tensor) []float64 {
+		var all []float64
+		for _, t := range ts {
+			all = append(all, values(t)...)
 		}
+		return all
+	}
+	return [][]float64{values(out), values(dropped), values(bag), values(normed), values(mean), values(variance),
+		values(h.Grad()), values(tab.Grad()), values(gamma.Grad()), values(beta.Grad()),
+		cat(params), cat(m), cat(v), values(pooled), values(grads[0])}
+}
+
+// The fused kernels' lane-wise loops give the same bits in their AVX-512
+// build as in their AVX2 one (kernels/isa.h): this process runs the former
+// where the CPU has AVX-512, and a copy of the test binary with
+// MICROGRAPH_NO_AVX512 set runs the latter.
+func TestFusedKernelsSameAtEveryVectorWidth(t *testing.T) {
+	if path := os.Getenv("MG_TEST_KERNEL_OUTPUTS"); path != "" {
+		b, _ := json.Marshal(fusedKernelOutputs(1))
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	scope(t)
+	if torch.KernelVectorBits() != 512 {
+		t.Skipf("the fused kernels run at %d bits here: no AVX-512 build to compare with AVX2's", torch.KernelVectorBits())
+	}
+	defer torch.SetNumThreads(torch.NumThreads())
+	wide := fusedKernelOutputs(1)
+	path := filepath.Join(t.TempDir(), "avx2.json")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFusedKernelsSameAtEveryVectorWidth$")
+	cmd.Env = append(os.Environ(), "MICROGRAPH_NO_AVX512=1", "MG_TEST_KERNEL_OUTPUTS="+path)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the AVX2 run: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var narrow [][]float64
+	if err := json.Unmarshal(b, &narrow); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range fusedOutputNames {
+		if !slices.Equal(wide[i], narrow[i]) {
+			t.Errorf("%s differs between the AVX-512 and AVX2 builds", name)
+		}
+	}
+}
+
+// The fused dropout of a ReLU is FusedDropout(x.Relu(), p) bit for bit, its
+// values and its gradient, for the same generator state.
+func TestFusedReluDropoutIsDropoutOfRelu(t *testing.T) {
+	scope(t)
+	if !torch.FusedKernels(torch.CPU) {
+		t.Skip("no fused CPU kernels here (a CPU without AVX2/FMA)")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	xv, gv := randomMatrix(r, 700, 90), randomMatrix(r, 700, 90)
+	run := func(fused bool) (out, grad []float64) {
+		x := torch.FromSlice(xv, 700, 90).ToDType(torch.Float32).SetRequiresGrad(true)
+		torch.ManualSeed(8)
+		var y *torch.Tensor
+		if fused {
+			y = torch.FusedReluDropout(x, 0.35)
+		} else {
+			y = torch.FusedDropout(x.Relu(), 0.35)
+		}
+		y.Mul(torch.FromSlice(gv, 700, 90).ToDType(torch.Float32)).Sum().Backward()
+		return values(y), values(x.Grad())
+	}
+	fusedOut, fusedGrad := run(true)
+	out, grad := run(false)
+	if !slices.Equal(fusedOut, out) || !slices.Equal(fusedGrad, grad) {
+		t.Fatal("the fused ReLU and dropout differ from dropout of the ReLU")
+	}
+	zero, kept := 0, 0
+	for i, v := range fusedOut {
+		switch {
+		case v == 0:
+			zero++
+		case v != float64(float32(xv[i])*float32(1/(1-0.35))):
+			t.Fatalf("element %d: %v, want x/(1−p) = %v", i, v, float32(xv[i])*float32(1/(1-0.35)))
+		default:
+			kept++
+		}
+	}
+	// About half the inputs are positive and 65 % of those kept.
+	if frac := float64(kept) / float64(len(fusedOut)); frac < 0.28 || frac > 0.37 {
+		t.Errorf("%.3f of the elements kept, want about 0.5·0.65", frac)
 	}
 }

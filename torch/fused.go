@@ -23,6 +23,12 @@ const GENMessageEpsilon = 1e-7
 // the CPU, and it has AVX2 and FMA.
 func FusedKernels(d Device) bool { return C.mg_fused_kernels(C.int(d.Type)) != 0 }
 
+// KernelVectorBits is the vector width, in bits, the fused CPU kernels'
+// lane-wise loops run at: 512 on a CPU with AVX-512 (unless
+// MICROGRAPH_NO_AVX512 is set), 256 with AVX2 and FMA, 0 where they do not
+// run. Their results are the same bits at either width.
+func KernelVectorBits() int { return int(C.mg_kernel_isa()) }
+
 // FusedKernelsFor reports whether the fused CPU kernels take x: float32 or
 // float64 on a device where FusedKernels holds.
 func FusedKernelsFor(x *Tensor) bool {
@@ -81,6 +87,14 @@ func FusedAdamStep(params, expAvg, expAvgSq []*Tensor, steps []int64, lr, beta1,
 func FusedDropout(x *Tensor, p float64) *Tensor {
 	return newTensor("dropout", func(out *C.mg_tensor) C.mg_error {
 		return C.mg_fused_dropout(x.c(), C.double(p), out)
+	})
+}
+
+// FusedReluDropout is FusedDropout(x.Relu(), p), bit for bit, in one pass
+// forward and one backward: the ReLU's gate joins the mask.
+func FusedReluDropout(x *Tensor, p float64) *Tensor {
+	return newTensor("relu_dropout", func(out *C.mg_tensor) C.mg_error {
+		return C.mg_fused_relu_dropout(x.c(), C.double(p), out)
 	})
 }
 

@@ -16,3 +16,12 @@ func (d Dropout) Forward(x *torch.Tensor, train bool) *torch.Tensor {
 	}
 	return torch.Dropout(x, d.P, train && d.P > 0)
 }
+
+// ForwardReLU is Forward(x.Relu(), train), in one fused pass where Forward
+// would use the fused kernel (torch.FusedReluDropout).
+func (d Dropout) ForwardReLU(x *torch.Tensor, train bool) *torch.Tensor {
+	if train && d.P > 0 && d.P < 1 && torch.FusedKernelsFor(x) {
+		return torch.FusedReluDropout(x, d.P)
+	}
+	return d.Forward(x.Relu(), train)
+}

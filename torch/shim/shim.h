@@ -187,6 +187,9 @@ mg_error mg_embedding_bag_sum(mg_tensor weight, mg_tensor indices, mg_tensor *ou
  * and refuse anything else: callers check mg_fused_kernels first. */
 /* Whether the fused kernels run on a device type: the CPU's need AVX2 and FMA. */
 int mg_fused_kernels(int device_type);
+/* The vector width, in bits, of the fused CPU kernels' lane-wise loops: 512
+ * where they run their AVX-512 build, 256 for AVX2, 0 where none runs. */
+int mg_kernel_isa(void);
 /* Whether mg_fused_gen_aggregate runs on a device type: on the CPU as above,
  * on CUDA when the shim was built with CUDA. */
 int mg_fused_aggregation(int device_type);
@@ -207,6 +210,9 @@ mg_error mg_fused_adam_step(const mg_tensor *params, const mg_tensor *exp_avg, c
                             double weight_decay, int decoupled);
 /* Training-mode dropout, 0 < p < 1, with a mask drawn from one seed of the CPU generator. */
 mg_error mg_fused_dropout(mg_tensor a, double p, mg_tensor *out);
+/* Dropout of ReLU(a), fused: the same mask as mg_fused_dropout's for the same
+ * generator state, applied where a > 0 (kernels/dropout.h). */
+mg_error mg_fused_relu_dropout(mg_tensor a, double p, mg_tensor *out);
 /* mg_embedding_bag_sum's result, with a deterministic backward. */
 mg_error mg_fused_embedding_bag_sum(mg_tensor weight, mg_tensor indices, mg_tensor *out);
 /* The weighted mean of the rows of x in each of num_groups groups, the p-th

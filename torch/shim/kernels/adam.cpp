@@ -19,7 +19,7 @@ mg_error mg_fused_adam_step(const mg_tensor *params, const mg_tensor *exp_avg, c
 			auto g = grad.contiguous();
 			AT_DISPATCH_FLOATING_TYPES(p.scalar_type(), "adam", [&] {
 				using T = scalar_t;
-				mg::adam_update(p.data_ptr<T>(), g.data_ptr<T>(), m.data_ptr<T>(), v.data_ptr<T>(), numel, T(lr),
+				MG_CPU_LOOP(mg::adam_update, T)(p.data_ptr<T>(), g.data_ptr<T>(), m.data_ptr<T>(), v.data_ptr<T>(), numel, T(lr),
 				                T(beta1), T(beta2), T(eps), T(weight_decay), decoupled != 0, T(bias1), T(bias2_sqrt));
 			});
 		};

@@ -11,9 +11,11 @@
 
 #include <cstdint>
 
+#include "isa.h"
+
 namespace mg {
 
-template <typename T>
+template <typename T, Isa isa = Isa::avx2>
 void adam_update(T *P, const T *G, T *M, T *V, int64_t n, T lr, T beta1, T beta2, T eps, T wd, bool decoupled,
                  T bias1, T bias2_sqrt);
 

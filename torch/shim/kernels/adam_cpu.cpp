@@ -6,7 +6,7 @@
 
 namespace mg {
 
-template <typename T>
+template <typename T, Isa isa>
 void adam_update(T *P, const T *G, T *M, T *V, int64_t n, T lr, T beta1, T beta2, T eps, T wd, bool decoupled,
                  T bias1, T bias2_sqrt) {
 	const T shrink = decoupled ? 1 - lr * wd : T(1), l2 = decoupled ? T(0) : wd, step = lr / bias1;
@@ -19,9 +19,9 @@ void adam_update(T *P, const T *G, T *M, T *V, int64_t n, T lr, T beta1, T beta2
 	}
 }
 
-template void adam_update<float>(float *, const float *, float *, float *, int64_t, float, float, float, float, float,
+template void adam_update<float, MG_ISA>(float *, const float *, float *, float *, int64_t, float, float, float, float, float,
                                  bool, float, float);
-template void adam_update<double>(double *, const double *, double *, double *, int64_t, double, double, double,
+template void adam_update<double, MG_ISA>(double *, const double *, double *, double *, int64_t, double, double, double,
                                   double, double, bool, double, double);
 
 } // namespace mg

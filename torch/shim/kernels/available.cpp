@@ -2,8 +2,17 @@
 // the checks their entry points share.
 #include "kernels.h"
 
+#include <cstdlib>
+
 bool mg_avx2_fma() {
 	static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	return has;
+}
+
+bool mg_avx512() {
+	static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+	                        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+	                        std::getenv("MICROGRAPH_NO_AVX512") == nullptr;
 	return has;
 }
 
@@ -18,6 +27,11 @@ void mg_check_cpu(const char *op, std::initializer_list<at::Tensor> ts) {
 }
 
 int mg_fused_kernels(int device_type) { return device_type == 0 && mg_avx2_fma() ? 1 : 0; }
+
+int mg_kernel_isa(void) {
+	if (!mg_avx2_fma()) return 0;
+	return mg_avx512() ? 512 : 256;
+}
 
 int mg_fused_aggregation(int device_type) {
 	if (device_type == 0) return mg_fused_kernels(0);

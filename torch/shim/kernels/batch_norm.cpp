@@ -24,7 +24,7 @@ struct BatchNormTrain : public torch::autograd::Function<BatchNormTrain> {
 		auto var = at::empty({c}, xc.options());
 		AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "batch_norm", [&] {
 			at::parallel_for(0, c, mg_batch_norm_grain(n), [&](int64_t c0, int64_t c1) {
-				mg::batch_norm_forward(xc.data_ptr<scalar_t>(), wc.data_ptr<scalar_t>(), bc.data_ptr<scalar_t>(), n, c,
+				MG_CPU_LOOP(mg::batch_norm_forward, scalar_t)(xc.data_ptr<scalar_t>(), wc.data_ptr<scalar_t>(), bc.data_ptr<scalar_t>(), n, c,
 				                       c0, c1, static_cast<scalar_t>(eps), y.data_ptr<scalar_t>(),
 				                       mean.data_ptr<scalar_t>(), invstd.data_ptr<scalar_t>(), var.data_ptr<scalar_t>());
 			});
@@ -49,7 +49,7 @@ struct BatchNormTrain : public torch::autograd::Function<BatchNormTrain> {
 		const int64_t n = x.size(0), c = x.size(1);
 		AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "batch_norm_backward", [&] {
 			at::parallel_for(0, c, mg_batch_norm_grain(n), [&](int64_t c0, int64_t c1) {
-				mg::batch_norm_backward(x.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(),
+				MG_CPU_LOOP(mg::batch_norm_backward, scalar_t)(x.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(),
 				                        mean.data_ptr<scalar_t>(), invstd.data_ptr<scalar_t>(), n, c, c0, c1,
 				                        gx.data_ptr<scalar_t>(), gw.data_ptr<scalar_t>(), gb.data_ptr<scalar_t>());
 			});

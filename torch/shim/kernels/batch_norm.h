@@ -24,28 +24,30 @@
 
 #include <cstdint>
 
+#include "isa.h"
+
 namespace mg {
 
 // Each function runs over the channels [c0, c1) of n rows of c channels, so
 // that threads can take channel ranges; each channel's value is the same
 // whatever the range.
-template <typename T>
+template <typename T, Isa isa = Isa::avx2>
 void batch_norm_forward(const T *X, const T *W, const T *B, int64_t n, int64_t c, int64_t c0, int64_t c1, T eps, T *Y,
                         T *M, T *V, T *VAR);
-template <typename T>
+template <typename T, Isa isa = Isa::avx2>
 void batch_norm_backward(const T *X, const T *G, const T *W, const T *M, const T *V, int64_t n, int64_t c, int64_t c0,
                          int64_t c1, T *GX, T *GW, T *GB);
-template <typename T>
+template <typename T, Isa isa = Isa::avx2>
 void batch_norm_sums(const T *X, int64_t n, int64_t c, int64_t c0, int64_t c1, T *S);
-template <typename T>
+template <typename T, Isa isa = Isa::avx2>
 void batch_norm_squares(const T *X, const T *M, int64_t n, int64_t c, int64_t c0, int64_t c1, T *Q);
-template <typename T>
+template <typename T, Isa isa = Isa::avx2>
 void batch_norm_apply(const T *X, const T *W, const T *B, const T *M, const T *V, int64_t n, int64_t c, int64_t c0,
                       int64_t c1, T *Y);
-template <typename T>
+template <typename T, Isa isa = Isa::avx2>
 void batch_norm_backward_sums(const T *X, const T *G, const T *M, const T *V, int64_t n, int64_t c, int64_t c0,
                               int64_t c1, T *GW, T *GB);
-template <typename T>
+template <typename T, Isa isa = Isa::avx2>
 void batch_norm_backward_apply(const T *X, const T *G, const T *W, const T *M, const T *V, const T *GW, const T *GB,
                                int64_t n, int64_t c, int64_t c0, int64_t c1, T count, T *GX);
 

@@ -21,10 +21,10 @@ inline uint32_t mix(uint32_t h) {
 	return h;
 }
 
-} // namespace
-
-template <typename T>
-void dropout_mask(const T *X, T *Y, int64_t begin, int64_t end, uint64_t seed, float p, T scale) {
+// each_mask_bit walks the mask of elements [begin, end) for seed and p, calling
+// f(i, kept) for each: the hash of (seed, i) mapped to [0, 1) is at least p.
+template <typename F>
+inline void each_mask_bit(int64_t begin, int64_t end, uint64_t seed, float p, F f) {
 	const uint32_t lo = static_cast<uint32_t>(seed), hi = static_cast<uint32_t>(seed >> 32);
 	// In runs of indices that share their upper 32 bits, so that the hash is
 	// all 32-bit lanes (eight to a vector) and the index is a 32-bit counter.
@@ -32,18 +32,39 @@ void dropout_mask(const T *X, T *Y, int64_t begin, int64_t end, uint64_t seed, f
 		const int64_t stop = std::min({end, ((start >> 32) + 1) << 32, start + (int64_t(1) << 31)});
 		const uint32_t first = static_cast<uint32_t>(start), top = hi + static_cast<uint32_t>(start >> 32);
 		const uint32_t count = static_cast<uint32_t>(stop - start);
-		const T *x = X + start;
-		T *y = Y + start;
 		for (uint32_t j = 0; j < count; j++) {
 			uint32_t h = mix(((first + j) * 0x9e3779b9u + lo) ^ top);
 			float u = static_cast<float>(h >> 8) * (1.0f / 16777216.0f); // 24 bits: [0, 1)
-			y[j] = u >= p ? x[j] * scale : T(0);
+			f(start + j, u >= p);
 		}
 		start = stop;
 	}
 }
 
-template void dropout_mask<float>(const float *, float *, int64_t, int64_t, uint64_t, float, float);
-template void dropout_mask<double>(const double *, double *, int64_t, int64_t, uint64_t, float, double);
+} // namespace
+
+template <typename T, Isa isa>
+void dropout_mask(const T *X, T *Y, int64_t begin, int64_t end, uint64_t seed, float p, T scale) {
+	each_mask_bit(begin, end, seed, p, [=](int64_t i, bool kept) { Y[i] = kept ? X[i] * scale : T(0); });
+}
+
+template <typename T, Isa isa>
+void relu_dropout_mask(const T *X, T *Y, int64_t begin, int64_t end, uint64_t seed, float p, T scale) {
+	each_mask_bit(begin, end, seed, p, [=](int64_t i, bool kept) { Y[i] = kept && X[i] > 0 ? X[i] * scale : T(0); });
+}
+
+template <typename T, Isa isa>
+void relu_dropout_grad(const T *G, const T *X, T *GX, int64_t begin, int64_t end, uint64_t seed, float p, T scale) {
+	each_mask_bit(begin, end, seed, p, [=](int64_t i, bool kept) { GX[i] = kept && X[i] > 0 ? G[i] * scale : T(0); });
+}
+
+template void dropout_mask<float, MG_ISA>(const float *, float *, int64_t, int64_t, uint64_t, float, float);
+template void dropout_mask<double, MG_ISA>(const double *, double *, int64_t, int64_t, uint64_t, float, double);
+template void relu_dropout_mask<float, MG_ISA>(const float *, float *, int64_t, int64_t, uint64_t, float, float);
+template void relu_dropout_mask<double, MG_ISA>(const double *, double *, int64_t, int64_t, uint64_t, float, double);
+template void relu_dropout_grad<float, MG_ISA>(const float *, const float *, float *, int64_t, int64_t, uint64_t, float,
+                                               float);
+template void relu_dropout_grad<double, MG_ISA>(const double *, const double *, double *, int64_t, int64_t, uint64_t,
+                                                float, double);
 
 } // namespace mg

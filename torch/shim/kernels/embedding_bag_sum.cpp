@@ -28,7 +28,7 @@ struct BagSum : public torch::autograd::Function<BagSum> {
 		auto out = at::empty({n, d}, w.options());
 		AT_DISPATCH_FLOATING_TYPES(w.scalar_type(), "bag_sum", [&] {
 			at::parallel_for(0, n, 256, [&](int64_t begin, int64_t end) {
-				mg::bag_sum_forward(w.data_ptr<scalar_t>(), I, f, d, begin, end, out.data_ptr<scalar_t>());
+				MG_CPU_LOOP(mg::bag_sum_forward, scalar_t)(w.data_ptr<scalar_t>(), I, f, d, begin, end, out.data_ptr<scalar_t>());
 			});
 		});
 		ctx->save_for_backward({idx});
@@ -41,7 +41,7 @@ struct BagSum : public torch::autograd::Function<BagSum> {
 		auto g = grads[0].contiguous();
 		auto gw = at::zeros({ctx->saved_data["rows"].toInt(), g.size(1)}, g.options());
 		AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "bag_sum_backward", [&] {
-			mg::bag_sum_backward(g.data_ptr<scalar_t>(), idx.data_ptr<int64_t>(), idx.size(1), g.size(1), idx.size(0),
+			MG_CPU_LOOP(mg::bag_sum_backward, scalar_t)(g.data_ptr<scalar_t>(), idx.data_ptr<int64_t>(), idx.size(1), g.size(1), idx.size(0),
 			                     gw.data_ptr<scalar_t>());
 		});
 		return {gw, at::Tensor()};

@@ -12,13 +12,15 @@
 
 #include <cstdint>
 
+#include "isa.h"
+
 namespace mg {
 
 // Rows [begin, end) of O.
-template <typename T>
+template <typename T, Isa isa = Isa::avx2>
 void bag_sum_forward(const T *W, const int64_t *I, int64_t F, int64_t d, int64_t begin, int64_t end, T *O);
 // All n rows of G into GW.
-template <typename T>
+template <typename T, Isa isa = Isa::avx2>
 void bag_sum_backward(const T *G, const int64_t *I, int64_t F, int64_t d, int64_t n, T *GW);
 
 } // namespace mg

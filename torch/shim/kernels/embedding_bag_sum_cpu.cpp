@@ -6,7 +6,7 @@
 
 namespace mg {
 
-template <typename T>
+template <typename T, Isa isa>
 void bag_sum_forward(const T *W, const int64_t *I, int64_t F, int64_t d, int64_t begin, int64_t end, T *O) {
 	for (int64_t i = begin; i < end; i++) {
 		T *o = O + i * d;
@@ -19,7 +19,7 @@ void bag_sum_forward(const T *W, const int64_t *I, int64_t F, int64_t d, int64_t
 	}
 }
 
-template <typename T>
+template <typename T, Isa isa>
 void bag_sum_backward(const T *G, const int64_t *I, int64_t F, int64_t d, int64_t n, T *GW) {
 	for (int64_t i = 0; i < n; i++) {
 		const T *g = G + i * d;
@@ -30,9 +30,9 @@ void bag_sum_backward(const T *G, const int64_t *I, int64_t F, int64_t d, int64_
 	}
 }
 
-template void bag_sum_forward<float>(const float *, const int64_t *, int64_t, int64_t, int64_t, int64_t, float *);
-template void bag_sum_forward<double>(const double *, const int64_t *, int64_t, int64_t, int64_t, int64_t, double *);
-template void bag_sum_backward<float>(const float *, const int64_t *, int64_t, int64_t, int64_t, float *);
-template void bag_sum_backward<double>(const double *, const int64_t *, int64_t, int64_t, int64_t, double *);
+template void bag_sum_forward<float, MG_ISA>(const float *, const int64_t *, int64_t, int64_t, int64_t, int64_t, float *);
+template void bag_sum_forward<double, MG_ISA>(const double *, const int64_t *, int64_t, int64_t, int64_t, int64_t, double *);
+template void bag_sum_backward<float, MG_ISA>(const float *, const int64_t *, int64_t, int64_t, int64_t, float *);
+template void bag_sum_backward<double, MG_ISA>(const double *, const int64_t *, int64_t, int64_t, int64_t, double *);
 
 } // namespace mg

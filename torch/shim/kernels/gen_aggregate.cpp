@@ -94,7 +94,7 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 			AT_DISPATCH_FLOATING_TYPES(hc.scalar_type(), "gen_aggregate_forward", [&] {
 				const scalar_t tv = tc.item<scalar_t>();
 				at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
-					mg::gen_forward(hc.data_ptr<scalar_t>(), tabc.data_ptr<scalar_t>(), B, S, R, tv, d, begin, end,
+					MG_CPU_LOOP(mg::gen_forward, scalar_t)(hc.data_ptr<scalar_t>(), tabc.data_ptr<scalar_t>(), B, S, R, tv, d, begin, end,
 					                out.data_ptr<scalar_t>(), zmax.data_ptr<scalar_t>(), den.data_ptr<scalar_t>(),
 					                x.data_ptr<scalar_t>());
 				});
@@ -149,7 +149,10 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 				const scalar_t tv = t.item<scalar_t>();
 				at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
 					std::vector<scalar_t> scratch(d);
-					mg::gen_backward(h.data_ptr<scalar_t>(), table.data_ptr<scalar_t>(), bond.data_ptr<int64_t>(),
+					// A learned temperature's gradient sums across the lanes:
+					// its loop runs in the AVX2 build on every CPU.
+					auto loop = learn_t ? &mg::gen_backward<scalar_t, mg::Isa::avx2> : MG_CPU_LOOP(mg::gen_backward, scalar_t);
+					loop(h.data_ptr<scalar_t>(), table.data_ptr<scalar_t>(), bond.data_ptr<int64_t>(),
 					                 src.data_ptr<int64_t>(), rowptr.data_ptr<int64_t>(), tv, learn_t, d, begin, end,
 					                 out.data_ptr<scalar_t>(), zmax.data_ptr<scalar_t>(),
 					                 den.data_ptr<scalar_t>(), go.data_ptr<scalar_t>(),
@@ -159,7 +162,7 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 				// Sum the edges' gradients into their source nodes and
 				// table rows, in edge order; threads take channels.
 				at::parallel_for(0, d, 32, [&](int64_t c0, int64_t c1) {
-					mg::gen_scatter_back(grad_pre.data_ptr<scalar_t>(), src.data_ptr<int64_t>(),
+					MG_CPU_LOOP(mg::gen_scatter_back, scalar_t)(grad_pre.data_ptr<scalar_t>(), src.data_ptr<int64_t>(),
 					                     bond.data_ptr<int64_t>(), src.numel(), d, c0, c1,
 					                     grad_h.data_ptr<scalar_t>(), grad_table.data_ptr<scalar_t>());
 				});

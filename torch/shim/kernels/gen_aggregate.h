@@ -38,6 +38,7 @@
 #endif
 
 #include "common.h"
+#include "isa.h"
 
 namespace mg {
 
@@ -58,7 +59,7 @@ MG_HOST_DEVICE inline T gen_message(T h, T e) {
 // Nodes [begin, end) of the forward pass on the CPU: the aggregations O,
 // each node's Z and D, and X = H + O (n×d each). The messages are made from
 // H and Tab where they are needed, here and in backward, never stored.
-template <typename T>
+template <typename T, Isa isa = Isa::avx2>
 void gen_forward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R, T t, int64_t d,
                  int64_t begin, int64_t end, T *O, T *Z, T *D, T *X);
 
@@ -66,7 +67,7 @@ void gen_forward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, c
 // messages' pre-activations (GP, per edge) from the output's gradient G, and
 // each node's part of the temperature's gradient (GT) when learn_t. scratch
 // holds d values.
-template <typename T>
+template <typename T, Isa isa = Isa::avx2>
 void gen_backward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R, T t, bool learn_t,
                   int64_t d, int64_t begin, int64_t end, const T *O, const T *Z, const T *D, const T *G, T *GP, T *GT,
                   T *scratch);
@@ -74,7 +75,7 @@ void gen_backward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, 
 // The sums of backward on the CPU, channels [c0, c1): each edge's gradient
 // GP[k] (d values) added into its source node's row of GH and its bond's row
 // of GTab, edges in order (deterministic; threads split the channels).
-template <typename T>
+template <typename T, Isa isa = Isa::avx2>
 void gen_scatter_back(const T *GP, const int64_t *S, const int64_t *B, int64_t edges, int64_t d, int64_t c0,
                       int64_t c1, T *GH, T *GTab);
 

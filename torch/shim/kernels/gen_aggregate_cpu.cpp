@@ -7,7 +7,7 @@
 
 namespace mg {
 
-template <typename T>
+template <typename T, Isa isa>
 void gen_forward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R, T t, int64_t d,
                  int64_t begin, int64_t end, T *O, T *Z, T *D, T *X) {
 	for (int64_t i = begin; i < end; i++) {
@@ -100,7 +100,7 @@ void backward_nodes(const T *H, const T *Tab, const int64_t *B, const int64_t *S
 
 } // namespace
 
-template <typename T>
+template <typename T, Isa isa>
 void gen_backward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R, T t, bool learn_t,
                   int64_t d, int64_t begin, int64_t end, const T *O, const T *Z, const T *D, const T *G, T *GP, T *GT,
                   T *scratch) {
@@ -111,7 +111,7 @@ void gen_backward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, 
 	}
 }
 
-template <typename T>
+template <typename T, Isa isa>
 void gen_scatter_back(const T *GP, const int64_t *S, const int64_t *B, int64_t edges, int64_t d, int64_t c0,
                       int64_t c1, T *GH, T *GTab) {
 	for (int64_t k = 0; k < edges; k++) {
@@ -124,19 +124,19 @@ void gen_scatter_back(const T *GP, const int64_t *S, const int64_t *B, int64_t e
 	}
 }
 
-template void gen_forward<float>(const float *, const float *, const int64_t *, const int64_t *, const int64_t *, float,
+template void gen_forward<float, MG_ISA>(const float *, const float *, const int64_t *, const int64_t *, const int64_t *, float,
                                  int64_t, int64_t, int64_t, float *, float *, float *, float *);
-template void gen_forward<double>(const double *, const double *, const int64_t *, const int64_t *, const int64_t *,
+template void gen_forward<double, MG_ISA>(const double *, const double *, const int64_t *, const int64_t *, const int64_t *,
                                   double, int64_t, int64_t, int64_t, double *, double *, double *, double *);
-template void gen_backward<float>(const float *, const float *, const int64_t *, const int64_t *, const int64_t *,
+template void gen_backward<float, MG_ISA>(const float *, const float *, const int64_t *, const int64_t *, const int64_t *,
                                   float, bool, int64_t, int64_t, int64_t, const float *, const float *,
                                   const float *, const float *, float *, float *, float *);
-template void gen_backward<double>(const double *, const double *, const int64_t *, const int64_t *, const int64_t *,
+template void gen_backward<double, MG_ISA>(const double *, const double *, const int64_t *, const int64_t *, const int64_t *,
                                    double, bool, int64_t, int64_t, int64_t, const double *, const double *,
                                    const double *, const double *, double *, double *, double *);
-template void gen_scatter_back<float>(const float *, const int64_t *, const int64_t *, int64_t, int64_t, int64_t,
+template void gen_scatter_back<float, MG_ISA>(const float *, const int64_t *, const int64_t *, int64_t, int64_t, int64_t,
                                       int64_t, float *, float *);
-template void gen_scatter_back<double>(const double *, const int64_t *, const int64_t *, int64_t, int64_t, int64_t,
+template void gen_scatter_back<double, MG_ISA>(const double *, const int64_t *, const int64_t *, int64_t, int64_t, int64_t,
                                        int64_t, double *, double *);
 
 } // namespace mg

@@ -27,7 +27,7 @@ struct GroupMean : public torch::autograd::Function<GroupMean> {
 		auto out = at::zeros({num_groups, d}, xc.options());
 		auto counts = at::zeros({num_groups}, xc.options());
 		AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "group_mean", [&] {
-			mg::group_sum_forward(xc.data_ptr<scalar_t>(), R, G, wc.data_ptr<scalar_t>(), p, d,
+			MG_CPU_LOOP(mg::group_sum_forward, scalar_t)(xc.data_ptr<scalar_t>(), R, G, wc.data_ptr<scalar_t>(), p, d,
 			                      out.data_ptr<scalar_t>(), counts.data_ptr<scalar_t>());
 		});
 		out.div_(counts.clamp_min(1).unsqueeze(1));
@@ -43,7 +43,7 @@ struct GroupMean : public torch::autograd::Function<GroupMean> {
 		auto g = grads[0].contiguous();
 		auto gx = at::zeros({ctx->saved_data["rows"].toInt(), g.size(1)}, g.options());
 		AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "group_mean_backward", [&] {
-			mg::group_mean_backward(g.data_ptr<scalar_t>(), saved[0].data_ptr<int64_t>(), saved[1].data_ptr<int64_t>(),
+			MG_CPU_LOOP(mg::group_mean_backward, scalar_t)(g.data_ptr<scalar_t>(), saved[0].data_ptr<int64_t>(), saved[1].data_ptr<int64_t>(),
 			                        saved[2].data_ptr<scalar_t>(), counts.data_ptr<scalar_t>(), saved[0].numel(),
 			                        g.size(1), gx.data_ptr<scalar_t>());
 		});

@@ -13,13 +13,15 @@
 
 #include <cstdint>
 
+#include "isa.h"
+
 namespace mg {
 
 // O[g] += Wt[p]·X[Rows[p]] and C[g] += Wt[p], in order.
-template <typename T>
+template <typename T, Isa isa = Isa::avx2>
 void group_sum_forward(const T *X, const int64_t *Rows, const int64_t *Groups, const T *Wt, int64_t p, int64_t d,
                        T *O, T *C);
-template <typename T>
+template <typename T, Isa isa = Isa::avx2>
 void group_mean_backward(const T *G, const int64_t *Rows, const int64_t *Groups, const T *Wt, const T *C, int64_t p,
                          int64_t d, T *GX);
 

@@ -6,7 +6,7 @@
 
 namespace mg {
 
-template <typename T>
+template <typename T, Isa isa>
 void group_sum_forward(const T *X, const int64_t *Rows, const int64_t *Groups, const T *Wt, int64_t p, int64_t d,
                        T *O, T *C) {
 	for (int64_t i = 0; i < p; i++) {
@@ -19,7 +19,7 @@ void group_sum_forward(const T *X, const int64_t *Rows, const int64_t *Groups, c
 	}
 }
 
-template <typename T>
+template <typename T, Isa isa>
 void group_mean_backward(const T *G, const int64_t *Rows, const int64_t *Groups, const T *Wt, const T *C, int64_t p,
                          int64_t d, T *GX) {
 	for (int64_t i = 0; i < p; i++) {
@@ -33,13 +33,13 @@ void group_mean_backward(const T *G, const int64_t *Rows, const int64_t *Groups,
 	}
 }
 
-template void group_sum_forward<float>(const float *, const int64_t *, const int64_t *, const float *, int64_t,
+template void group_sum_forward<float, MG_ISA>(const float *, const int64_t *, const int64_t *, const float *, int64_t,
                                        int64_t, float *, float *);
-template void group_sum_forward<double>(const double *, const int64_t *, const int64_t *, const double *, int64_t,
+template void group_sum_forward<double, MG_ISA>(const double *, const int64_t *, const int64_t *, const double *, int64_t,
                                         int64_t, double *, double *);
-template void group_mean_backward<float>(const float *, const int64_t *, const int64_t *, const float *,
+template void group_mean_backward<float, MG_ISA>(const float *, const int64_t *, const int64_t *, const float *,
                                          const float *, int64_t, int64_t, float *);
-template void group_mean_backward<double>(const double *, const int64_t *, const int64_t *, const double *,
+template void group_mean_backward<double, MG_ISA>(const double *, const int64_t *, const int64_t *, const double *,
                                           const double *, int64_t, int64_t, double *);
 
 } // namespace mg

@@ -1,5 +1,6 @@
 // Shared by the kernels' CPU loops (the *_cpu.cpp files), which the Makefile
-// compiles with -O3 -mavx2 -mfma: their loops vectorise, exp included. The
+// compiles with -O3 -mavx2 -mfma (and the lane-wise ones once more for
+// AVX-512: isa.h): their loops vectorise, exp included. The
 // shim offers those kernels only on CPUs that have AVX2 and FMA
 // (mg_fused_kernels). A *_cpu.cpp file includes no ATen header and calls no
 // other translation unit's inline code: the linker could share such code
