@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -219,19 +218,4 @@ func TestOpenKeysCacheByColumns(t *testing.T) {
 		t.Errorf("keys %q and %q", k1, k2)
 	}
 
-	synth := filepath.Join(dir, "synth")
-	if _, err := WriteSynthetic(synth, SynthOptions{Molecules: 20, Seed: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Open(synth, OpenOptions{CacheDir: cache}); err != nil {
-		t.Fatal(err)
-	}
-	var fe *field.Error
-	_, err := Open(synth, OpenOptions{CacheDir: cache, Columns: Columns{Targets: []string{"a"}}})
-	if !errors.As(err, &fe) || fe.Name != "target_columns" || !strings.Contains(err.Error(), "applies to CSV files only") {
-		t.Errorf("a folder with target columns: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(synth, "split")); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -1,8 +1,9 @@
-// Package data holds molecule datasets: OGB dataset folders, featurisation
-// of SMILES files through RDKit (package data/rdkit), scaffold splits, a
-// binary cache, the pre-training filter and the synthetic default dataset.
-// Batching is package data/feed's; sharded pre-training corpora are
-// data/corpus's.
+// Package data holds molecule datasets: what a path given as data holds
+// (KindOf), OGB dataset folders, featurisation of SMILES files through
+// RDKit (package data/rdkit), scaffold splits, a binary cache and the
+// pre-training filter. Batching is package data/feed's; sharded
+// pre-training corpora are data/corpus's, the synthetic dataset
+// data/synthetic's.
 package data
 
 import (

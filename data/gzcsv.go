@@ -188,7 +188,7 @@ func parseLabel(b []byte) (float32, error) {
 	case err == nil && float32(v) == 0 && nonzero(b):
 		// Underflows float64 (1e-400, which ParseFloat reads as 0 without
 		// an error) or float32 (1e-46): it would be stored as 0, another
-		// label (1e-400 used to be).
+		// label.
 		return 0, errors.New("is a number too close to 0 for float32 labels (below 1.4e-45 in magnitude, it would be stored as 0)")
 	case err != nil:
 		return 0, ErrNotANumber

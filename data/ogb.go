@@ -359,11 +359,11 @@ func readMapping(dir string, d *Dataset) error {
 // protocol evaluates on: errors that wrap it name the dataset.
 var ErrNoSplit = errors.New("split/ is missing")
 
-// LacksSplit tells whether path is a dataset folder without a split/
-// folder, such as featurize --split none writes. A CSV file is featurised
-// with a scaffold split, so it never lacks one.
+// LacksSplit tells whether path is an OGB dataset folder without a split/
+// folder, such as featurisation without a split writes. A CSV file is
+// featurised with a scaffold split, so it never lacks one.
 func LacksSplit(path string) bool {
-	if st, err := os.Stat(path); err != nil || !st.IsDir() {
+	if kind, err := KindOf(path); err != nil || kind != OGBFolder {
 		return false
 	}
 	_, err := os.Stat(filepath.Join(path, dirSplit))

@@ -13,16 +13,6 @@ import (
 	"github.com/micrograph/micrograph/internal/inputfile"
 )
 
-// CorpusManifestFile is the file that makes a folder a pre-training corpus
-// (package data/corpus): its manifest.
-const CorpusManifestFile = "corpus.json"
-
-// IsCorpus tells whether path is a corpus folder, one holding corpus.json.
-func IsCorpus(path string) bool {
-	_, err := os.Stat(filepath.Join(path, CorpusManifestFile))
-	return err == nil
-}
-
 // OpenOptions say where Open may keep what it derives.
 type OpenOptions struct {
 	// CacheDir holds featurised CSVs (featurized/) and the binary caches of
@@ -66,23 +56,19 @@ func Open(path string, opt OpenOptions) (*Dataset, error) {
 // OpenWithKey is Open, and the ContentKey of path, from the hashes Open
 // computes anyway (a large CSV is not read twice).
 func OpenWithKey(path string, opt OpenOptions) (*Dataset, string, error) {
-	st, err := os.Stat(path)
+	kind, err := KindOf(path)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, "", fmt.Errorf("dataset %s: %w", path, err)
+		return nil, "", err
 	}
-	if st.IsDir() && IsCorpus(path) {
-		return nil, "", fmt.Errorf("dataset %s is a pre-training corpus (molecules without labels or split): only pretrain reads it", path)
+	if kind == Corpus {
+		return nil, "", &CorpusError{Path: path, Why: "molecules without labels or split"}
 	}
 	cache, err := opt.cacheDir()
 	if err != nil {
 		return nil, "", err
 	}
 	dir, key := path, ""
-	if st.IsDir() {
+	if kind == OGBFolder {
 		if err := opt.Columns.CheckFolder(path); err != nil {
 			return nil, "", err
 		}
@@ -186,26 +172,25 @@ func featurized(csv string, opt OpenOptions, cache string) (dir, key string, err
 // which records its source file's SHA-256, its options and every shard's
 // CRC-32C. It reads the whole file or folder, not a corpus's shards.
 func ContentKey(path string) (string, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("dataset %s: %w", path, errors.Unwrap(err))
-	}
+	kind, err := KindOf(path)
 	switch {
-	case !st.IsDir():
-		sum, err := FileSHA256(path)
-		return "csv:" + sum, err // as featurized names it
-	case IsCorpus(path):
+	case err != nil:
+		return "", err
+	case kind == OGBFolder:
+		fp, err := fingerprint(path)
+		if err != nil {
+			return "", err
+		}
+		return ogbKey(fp), nil
+	case kind == Corpus:
 		blob, err := inputfile.ReadAll(filepath.Join(path, CorpusManifestFile), inputfile.MaxJSONBytes)
 		if err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("corpus:%x", sha256.Sum256(blob)), nil
 	}
-	fp, err := fingerprint(path)
-	if err != nil {
-		return "", err
-	}
-	return ogbKey(fp), nil
+	sum, err := FileSHA256(path)
+	return "csv:" + sum, err // as featurized names it
 }
 
 // ogbKey is the ContentKey of an OGB folder of fingerprint fp.

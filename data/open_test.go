@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/internal/testenv"
 )
 
@@ -29,7 +30,7 @@ func cacheFiles(t *testing.T, dir, sub string) []string {
 // folder (writable or not) or a CSV file and the folder holding it.
 func TestOpenDatasetCachesOnlyInTheCacheFolder(t *testing.T) {
 	synth := filepath.Join(t.TempDir(), "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 40, Seed: 5}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 40, Seed: 5}); err != nil {
 		t.Fatal(err)
 	}
 	readOnly := testenv.ReadOnlyCopy(t, synth)
@@ -93,7 +94,7 @@ func TestOpenDatasetCachesOnlyInTheCacheFolder(t *testing.T) {
 func TestOpenStopsTheFeaturisation(t *testing.T) {
 	dir := t.TempDir()
 	csv := filepath.Join(dir, "mols.csv")
-	table := data.SynthesizeTable(data.SynthOptions{Molecules: 200, Seed: 3})
+	table := synthetic.Table(synthetic.Options{Molecules: 200, Seed: 3})
 	content := "smiles\n"
 	for _, s := range table.SMILES {
 		content += s + "\n"

@@ -1,4 +1,4 @@
-package data
+package data_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/internal/testenv"
 )
 
@@ -46,14 +48,14 @@ json.dump({
 func TestPandasReadsFeaturizedFolder(t *testing.T) {
 	python := testenv.Python(t, "pandas")
 	out := filepath.Join(t.TempDir(), "synth")
-	tab := SynthesizeTable(SynthOptions{Molecules: 60, Seed: 11})
+	tab := synthetic.Table(synthetic.Options{Molecules: 60, Seed: 11})
 	for i := 0; i < len(tab.Labels); i += 7 {
 		tab.Labels[i] = float32(math.NaN())
 	}
-	if _, err := Featurize(tab, out, FeaturizeOptions{}); err != nil {
+	if _, err := data.Featurize(tab, out, data.FeaturizeOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := ReadOGB(out)
+	d, err := data.ReadOGB(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +101,10 @@ func TestPandasReadsFeaturizedFolder(t *testing.T) {
 		{"node-feat", slices.Equal(got.NodeFeat, widen(d.AtomFeat)) && got.NodeFeatDtype == "int64"},
 		{"edge", slices.Equal(got.Edge, widen(d.BondAtoms))},
 		{"edge-feat", slices.Equal(got.EdgeFeat, widen(d.BondFeat))},
-		{"graph-label", labelsAgree && slices.Equal(got.LabelShape, []int{60, len(SyntheticTasks)})},
+		{"graph-label", labelsAgree && slices.Equal(got.LabelShape, []int{60, len(synthetic.Tasks)})},
 		{"node_group", slices.Equal(got.Groups, widen(d.AtomGroup))},
 		{"split", slices.Equal(got.Split["train"], d.Split.Train) && slices.Equal(got.Split["valid"], d.Split.Valid) && slices.Equal(got.Split["test"], d.Split.Test)},
-		{"mapping", slices.Equal(got.Tasks, SyntheticTasks) && slices.Equal(got.SMILES, tab.SMILES)},
+		{"mapping", slices.Equal(got.Tasks, synthetic.Tasks) && slices.Equal(got.SMILES, tab.SMILES)},
 	}
 	for _, c := range checks {
 		if !c.ok {

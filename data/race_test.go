@@ -1,4 +1,4 @@
-package data
+package data_test
 
 import (
 	"fmt"
@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 )
 
 // openChildEnv makes the test binary a process that opens one CSV through
@@ -20,7 +23,7 @@ func TestOpenChild(t *testing.T) {
 		t.Skip("run by TestConcurrentOpensShareOneCache")
 	}
 	csv, cache, _ := strings.Cut(job, "|")
-	d, err := Open(csv, OpenOptions{CacheDir: cache})
+	d, err := data.Open(csv, data.OpenOptions{CacheDir: cache})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -35,7 +38,7 @@ func TestOpenChild(t *testing.T) {
 func TestConcurrentOpensShareOneCache(t *testing.T) {
 	dir := t.TempDir()
 	src := writeSynthSMILES(t, dir, 12)
-	ref, err := Open(src, OpenOptions{CacheDir: filepath.Join(dir, "reference")})
+	ref, err := data.Open(src, data.OpenOptions{CacheDir: filepath.Join(dir, "reference")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +84,7 @@ func writeSynthSMILES(t *testing.T, dir string, n int) string {
 	path := filepath.Join(dir, "corpus.csv")
 	var b strings.Builder
 	b.WriteString("mol_id,smiles\n")
-	for i, s := range SynthesizeTable(SynthOptions{Molecules: n, Seed: 5}).SMILES {
+	for i, s := range synthetic.Table(synthetic.Options{Molecules: n, Seed: 5}).SMILES {
 		fmt.Fprintf(&b, "%d,%s\n", i, s)
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {

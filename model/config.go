@@ -56,7 +56,7 @@ type Config struct {
 	ContrastDetached bool `json:"contrast_detached,omitempty"`
 
 	// Released, when set, trains the authors' released formulation (§12)
-	// instead of the paper's (see NewObjective); the paper-only settings
+	// instead of the paper's (its entry in Objectives); the paper-only settings
 	// (α, λ_n, λ_s, λ_r, p_drop, p_add, subgraphs per graph,
 	// ortho-selected, contrast-detached) are then 0.
 	Released *ReleasedConfig `json:"released,omitempty"`
@@ -68,19 +68,6 @@ const (
 	ObjectivePaper    = "paper"
 	ObjectiveReleased = "released"
 )
-
-// NewObjective makes the objective c trains, not yet registered on a
-// model: the released code's when c.Released is set, else the paper's. It
-// is the one place that tells them apart.
-func (c Config) NewObjective() Objective {
-	if c.Released != nil {
-		return &ReleasedObjective{c: c, r: *c.Released}
-	}
-	return &PaperObjective{c: c}
-}
-
-// Objective names the objective c trains.
-func (c Config) Objective() string { return c.NewObjective().Name() }
 
 // DefaultEncoderConfig is §1's pre-training encoder: 5 layers of width 300,
 // dropout 0.2, one-layer MLPs, t = 1 fixed, a shared BondEncoder.

@@ -4,10 +4,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/nn"
+	"github.com/micrograph/micrograph/torch/testdevice"
 )
 
 // A probe in each mode gives Forward's embeddings for that mode, sees every

@@ -71,28 +71,28 @@ func SaveEncoder(path string, cfg EncoderConfig, state []torch.Named, source str
 	return atomicfile.WriteFile(EncoderInfoPath(path), append(b, '\n'), 0o644)
 }
 
-// LoadEncoder reads an encoder: a shipped model's by name (ShippedModels),
-// or a file's by its .pt path, an exported encoder or a motif model (whose
-// encoder it takes). The tensors are on the CPU and belong to the caller.
+// LoadEncoder reads the encoder ref names (Resolve): a shipped model's, or
+// a file's, an exported encoder or a motif model (whose encoder it takes). The tensors are on the CPU and belong to the caller.
 func LoadEncoder(ref string) (_ EncoderInfo, _ []torch.Named, err error) {
 	defer torch.Recover(&err)
 	var info EncoderInfo
-	if _, ok := shippedModel(ref); ok {
-		src, err := openMotifModel(ref)
+	r, err := Resolve(ref)
+	if err != nil {
+		return info, nil, err
+	}
+	if r.Shipped {
+		src, err := openMotifModel(r)
 		if err != nil {
 			return info, nil, err
 		}
 		return encoderFromMotifModel(src)
 	}
-	if err := checkModelRef(ref); err != nil {
-		return info, nil, err
-	}
-	path := ref
+	path := r.Name
 	if err := inputfile.ReadJSON(EncoderInfoPath(path), &info); err != nil {
 		return info, nil, fmt.Errorf("encoder %s: its description: %w", path, err)
 	}
 	if info.Format == MotifModelFormat {
-		src, err := openMotifModel(path)
+		src, err := openMotifModel(r)
 		if err != nil {
 			return info, nil, err
 		}
@@ -134,7 +134,7 @@ func EncoderKey(ref string) (string, error) {
 	if s, ok := shippedModel(ref); ok {
 		return fmt.Sprintf("model:%s:%x", ref, sha256.Sum256(s.weights)), nil
 	}
-	if err := checkModelRef(ref); err != nil {
+	if _, err := Resolve(ref); err != nil {
 		return "", err
 	}
 	key := "file"

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/testdevice"
 )
 
 // An exported encoder loads back as saved; a description edited to say

@@ -9,12 +9,12 @@ import (
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/graph"
-	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/model/internal/reference"
 	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/testdevice"
 )
 
 func scope(t testing.TB) {

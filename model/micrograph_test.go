@@ -11,12 +11,12 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
-	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/model/internal/reference"
 	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/optim"
+	"github.com/micrograph/micrograph/torch/testdevice"
 )
 
 // The libtorch path, in float64, agrees with the independent plain-Go

@@ -42,13 +42,17 @@ func NewMotifModel(cfg Config, dev torch.Device) (*MotifModel, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	reader, err := AsMotifReader(cfg.NewObjective())
+	if err != nil {
+		return nil, err
+	}
 	s := nn.NewStore(dev, torch.Float32)
 	root := s.Root()
 	d := int64(cfg.Encoder.Hidden)
 	m := &MotifModel{Config: cfg, Store: s}
 	m.Encoder = NewDeeperGCN(root.Sub("encoder"), cfg.Encoder)
 	m.Motifs = root.Param("motif_embeddings", torch.Empty([]int64{int64(cfg.Motifs), d}, root.Options()))
-	m.Head = cfg.NewObjective().AssignmentHead(root)
+	m.Head = reader.AssignmentHead(root)
 	return m, nil
 }
 
@@ -150,11 +154,15 @@ func SaveMotifModel(path string, m *MotifModel, info MotifModelInfo) (err error)
 	return atomicfile.WriteFile(MotifModelInfoPath(path), append(b, '\n'), 0o644)
 }
 
-// LoadMotifModel reads a motif model, a shipped one by name (ShippedModels)
-// or a file by its .pt path, onto dev.
+// LoadMotifModel reads the motif model ref names (Resolve), a shipped one
+// or a file, onto dev.
 func LoadMotifModel(ref string, dev torch.Device) (_ *MotifModel, _ MotifModelInfo, err error) {
 	defer torch.Recover(&err)
-	src, err := openMotifModel(ref)
+	r, err := Resolve(ref)
+	if err != nil {
+		return nil, MotifModelInfo{}, err
+	}
+	src, err := openMotifModel(r)
 	if err != nil {
 		return nil, MotifModelInfo{}, err
 	}
@@ -186,10 +194,11 @@ type motifModelSource struct {
 	state          func(dev torch.Device) ([]torch.Named, map[string]string, error)
 }
 
-// openMotifModel reads and checks the description of the motif model ref
-// names: a shipped model's name, or a .pt path.
-func openMotifModel(ref string) (*motifModelSource, error) {
-	if shipped, ok := shippedModel(ref); ok {
+// openMotifModel reads and checks the description of the motif model r
+// names.
+func openMotifModel(r Ref) (*motifModelSource, error) {
+	ref := r.Name
+	if shipped, ok := shippedModel(ref); r.Shipped && ok {
 		info, err := parseMotifModelInfo(shipped.infoName, shipped.info)
 		if err != nil {
 			return nil, err
@@ -198,9 +207,6 @@ func openMotifModel(ref string) (*motifModelSource, error) {
 			state: func(dev torch.Device) ([]torch.Named, map[string]string, error) {
 				return torch.LoadFrom(shipped.weightsName, bytes.NewReader(shipped.weights), int64(len(shipped.weights)), dev)
 			}}, nil
-	}
-	if err := checkModelRef(ref); err != nil {
-		return nil, err
 	}
 	infoPath := MotifModelInfoPath(ref)
 	b, err := inputfile.ReadAll(infoPath, inputfile.MaxJSONBytes)

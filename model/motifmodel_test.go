@@ -19,7 +19,7 @@ import (
 // cos(projection_head(h), M) computed from the model's own modules. The
 // check is in float64 against values the pre-training model computes.
 func TestMotifModelAssignsAsThePretrainingModel(t *testing.T) {
-	ds := synthetic(t, 40)
+	ds := synthDataset(t, 40)
 	for _, objective := range []string{model.ObjectivePaper, model.ObjectiveReleased} {
 		t.Run(objective, func(t *testing.T) {
 			scope(t)

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"fmt"
+
 	"github.com/micrograph/micrograph/graph"
 	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
@@ -9,15 +11,15 @@ import (
 
 // Objective is a pre-training objective: the paper's (§3, PaperObjective,
 // paper.go) or the formulation of its authors' released code (§12,
-// ReleasedObjective, released.go). It is made from a Config (which one is
-// chosen in Config.objective, the one place that tells them apart), checks
-// the settings it trains with, and, once Register has added its parameters
-// beside the encoder and the motif table, computes its losses. A new
-// objective is one file implementing it, a case in Config.objective, its
-// settings and docs/method.md.
+// ReleasedObjective, released.go), each listed in Objectives. It is made
+// from a Config (Config.NewObjective), checks the settings it trains with,
+// and, once Register has added its parameters beside the encoder and the
+// motif table, computes its losses. What only some objectives do is an
+// interface of its own that callers assert: training split across
+// processes (DataParallel), reading motifs (MotifReader).
 type Objective interface {
-	// Name is the objective as config.json's model and the command line
-	// name it (ObjectivePaper, ObjectiveReleased).
+	// Name is the objective as config.json's model names it
+	// (ObjectivePaper, ObjectiveReleased).
 	Name() string
 	// Check reports the first setting of the objective's configuration
 	// that it cannot train with, naming its field; the settings every
@@ -26,10 +28,6 @@ type Objective interface {
 	// Sampler is the objective's sampler called name (Config.Sampler), or
 	// a field error naming the samplers it has.
 	Sampler(name string) (Sampler, error)
-	// MotifSampler is the sampler whose subgraphs stand for the motifs,
-	// which motif reports and diagnoses read whichever sampler trained the
-	// model: the motif-guided one (paper), the spectral one (released).
-	MotifSampler() Sampler
 
 	// Register adds the objective's parameters at p, the model's root, to
 	// m, whose encoder and motif table exist; the objective then computes
@@ -55,24 +53,33 @@ type Objective interface {
 	// ClipGroups are the groups of trainable parameters whose gradients
 	// are clipped each to the norm bound.
 	ClipGroups() [][]*torch.Tensor
+}
 
-	// NodeMotifCosines is, for node embeddings h (N×d), the cosine between
-	// each node's projection for motif assignment and each motif (N×K):
-	// cos(W_h h, M) under the paper's objective (§3), cos(head(h), M) under
-	// the released one (§12.2). It reads the tensors AssignmentTensors
-	// names.
-	NodeMotifCosines(h *torch.Tensor) *torch.Tensor
-	// AssignmentTensors are the state-dict names of the tensors
-	// NodeMotifCosines reads: the motif table and the projection.
-	AssignmentTensors() []string
-	// AssignmentHead registers at p, a model's root, the projection
-	// NodeMotifCosines applies, under its pre-training names, and returns
-	// it (a MotifModel's head; Register makes the model's own with it).
+// MotifReader is an objective that says which motif each atom and each
+// motif-like subgraph of a batch stands for, which motif reports, motif
+// models and explanations read (both shipped objectives do).
+type MotifReader interface {
+	Objective
+	// AssignmentHead registers at p, a model's root, under its
+	// pre-training names, the projection that maps node embeddings into
+	// the motif table's space, and returns it (a MotifModel's head;
+	// Register makes the model's own with it).
 	AssignmentHead(p nn.Path) Projection
 	// ReadMotifs reads the motifs of batch g in evaluation mode, without
-	// gradient: the subgraphs of MotifSampler, the motif each stands for,
-	// and each atom's motif (docs/method.md §3, §12.6).
+	// gradient: the subgraphs of the sampler whose subgraphs stand for the
+	// motifs (whichever sampler trained the model), the motif each stands
+	// for, and each atom's motif (docs/method.md §3, §12.6).
 	ReadMotifs(g *graph.Graph) MotifReading
+}
+
+// AsMotifReader is o as a MotifReader, or an error saying that it reads
+// no motifs.
+func AsMotifReader(o Objective) (MotifReader, error) {
+	r, ok := o.(MotifReader)
+	if !ok {
+		return nil, fmt.Errorf("the %s objective reads no motifs", o.Name())
+	}
+	return r, nil
 }
 
 // Projection maps the rows of x (n×d) to the space of the motif table.
@@ -81,7 +88,7 @@ type Projection interface {
 }
 
 // MotifReading is what an objective makes of a batch's motifs: the
-// forward pass (with its MotifSampler, in evaluation mode) and, for each of
+// forward pass (with its motif sampler, in evaluation mode) and, for each of
 // its subgraphs (rows in Subgraphs.LiveSlots order) and atoms, the motif it
 // stands for.
 type MotifReading struct {

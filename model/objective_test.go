@@ -1,44 +1,54 @@
 package model_test
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"testing"
 
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/nn"
 )
 
-// NodeMotifCosines is, for each objective, the cosine between each node's
-// assignment projection and each motif, computed here in float64 from the
-// tensors AssignmentTensors names and nothing else: cos(W_h h, M) for the
-// paper's, cos(W_2 GELU(W_1 h + b_1), M) for the released projection head.
-func TestNodeMotifCosinesFromAssignmentTensors(t *testing.T) {
-	ds := synthMolecules(t, 16)
-	for _, cfg := range []model.Config{smallSynthConfig(), releasedConfig(model.SamplerSpectral)} {
-		t.Run(cfg.Objective(), func(t *testing.T) {
+// Each objective's assignment head, which a motif model keeps and an
+// explanation applies, registers exactly the tensors a pre-training
+// checkpoint holds for it, under their names, and projects as the method
+// says, computed here in float64 from those tensors alone: W_h h for the
+// paper's (§3), W_2 GELU(W_1 h + b_1) for the released projection head
+// (§12.2).
+func TestAssignmentHeadFromItsTensors(t *testing.T) {
+	for _, tc := range []struct {
+		cfg   model.Config
+		names []string
+	}{
+		{smallSynthConfig(), []string{"W_h.weight"}},
+		{releasedConfig(model.SamplerSpectral), []string{"projection_head.0.bias", "projection_head.0.weight", "projection_head.2.weight"}},
+	} {
+		t.Run(tc.cfg.Objective(), func(t *testing.T) {
 			scope(t)
 			torch.ManualSeed(8)
-			m, err := model.New(cfg, torch.CPU, torch.Float64)
+			reader, err := model.AsMotifReader(tc.cfg.NewObjective())
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer m.Free()
+			store := nn.NewStore(torch.CPU, torch.Float64)
+			defer store.Free()
+			head := reader.AssignmentHead(store.Root())
 			tensors := map[string][][]float64{}
-			for _, name := range m.Objective.AssignmentTensors() {
-				x := m.Store.Get(name)
-				if x == nil {
-					t.Fatalf("AssignmentTensors names %s, which the model lacks", name)
-				}
-				if x.Dim() == 1 {
-					tensors[name] = [][]float64{vector(x)}
+			for _, n := range store.State() {
+				nn.Normal(n.Tensor, 0, 0.3) // a bias starts at 0, which would hide it
+				if n.Tensor.Dim() == 1 {
+					tensors[n.Name] = [][]float64{vector(n.Tensor)}
 				} else {
-					tensors[name] = matrix(x)
+					tensors[n.Name] = matrix(n.Tensor)
 				}
 			}
-			h := m.Encoder.Forward(collate(t, ds, span(0, 6)).Graph(torch.CPU), false)
+			if names := slices.Sorted(maps.Keys(tensors)); !slices.Equal(names, tc.names) {
+				t.Fatalf("the head's tensors are %v, want %v", names, tc.names)
+			}
 			project := func(row []float64) []float64 { return linear(tensors["W_h.weight"], nil, row) }
-			if cfg.Objective() == model.ObjectiveReleased {
+			if tc.cfg.Objective() == model.ObjectiveReleased {
 				project = func(row []float64) []float64 {
 					z := linear(tensors["projection_head.0.weight"], tensors["projection_head.0.bias"][0], row)
 					for i, v := range z {
@@ -47,18 +57,18 @@ func TestNodeMotifCosinesFromAssignmentTensors(t *testing.T) {
 					return linear(tensors["projection_head.2.weight"], nil, z)
 				}
 			}
+			d := int64(tc.cfg.Encoder.Hidden)
+			h := torch.Empty([]int64{7, d}, torch.Options{DType: torch.Float64, Device: torch.CPU})
+			nn.Normal(h, 0, 1)
 			var want []float64
 			for _, row := range matrix(h) {
-				z := project(row)
-				for _, motif := range tensors["motif_embeddings"] {
-					want = append(want, cosine(z, motif))
-				}
+				want = append(want, project(row)...)
 			}
-			got := m.Objective.NodeMotifCosines(h)
-			if !slices.Equal(got.Shape(), []int64{h.Size(0), int64(cfg.Motifs)}) {
-				t.Fatalf("shape %v, want N×K = %d×%d", got.Shape(), h.Size(0), cfg.Motifs)
+			got := head.Forward(h)
+			if !slices.Equal(got.Shape(), []int64{7, d}) {
+				t.Fatalf("shape %v, want 7×%d", got.Shape(), d)
 			}
-			assertClose(t, "cosines", vector(got), want, 1e-12)
+			assertClose(t, "projection", vector(got), want, 1e-12)
 		})
 	}
 }

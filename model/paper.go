@@ -22,6 +22,22 @@ type PaperObjective struct {
 	m *MicroGraph
 }
 
+// paperKind is the paper objective's entry in Objectives: the default.
+var paperKind = ObjectiveKind{
+	Name:     ObjectivePaper,
+	About:    "the paper's (docs/method.md §3)",
+	Model:    DefaultConfig,
+	Training: Training{BatchSize: 512},
+	Samplers: []SamplerKind{
+		{Name: SamplerMotif, new: func(c Config) Sampler {
+			return motifSampler{motifs: c.Motifs, eta: c.Eta, pDrop: c.PDrop, pAdd: c.PAdd}
+		}},
+		{Name: SamplerRandomWalk, new: func(c Config) Sampler { return randomWalkSampler{perGraph: c.SubgraphsPerGraph, eta: c.Eta} }},
+		{Name: SamplerKHop, new: func(c Config) Sampler { return kHopSampler{perGraph: c.SubgraphsPerGraph, eta: c.Eta} }},
+	},
+	new: func(c Config) Objective { return &PaperObjective{c: c} },
+}
+
 // Name is ObjectivePaper.
 func (o *PaperObjective) Name() string { return ObjectivePaper }
 
@@ -43,25 +59,8 @@ func (o *PaperObjective) Check() error {
 }
 
 // Sampler is the motif-guided sampler (§4) or one of its ablations, drawn
-// on the device.
-func (o *PaperObjective) Sampler(name string) (Sampler, error) {
-	c := o.c
-	switch name {
-	case SamplerMotif:
-		return motifSampler{motifs: c.Motifs, eta: c.Eta, pDrop: c.PDrop, pAdd: c.PAdd}, nil
-	case SamplerRandomWalk:
-		return randomWalkSampler{perGraph: c.SubgraphsPerGraph, eta: c.Eta}, nil
-	case SamplerKHop:
-		return kHopSampler{perGraph: c.SubgraphsPerGraph, eta: c.Eta}, nil
-	}
-	return nil, field.Errorf("sampler", name, "must be motif, random-walk or k-hop")
-}
-
-// MotifSampler is the motif-guided sampler.
-func (o *PaperObjective) MotifSampler() Sampler {
-	s, _ := o.Sampler(SamplerMotif)
-	return s
-}
+// on the device (paperKind.Samplers).
+func (o *PaperObjective) Sampler(name string) (Sampler, error) { return paperKind.sampler(o.c, name) }
 
 // Register adds W_h, W_s and W_e.
 func (o *PaperObjective) Register(m *MicroGraph, p nn.Path) {
@@ -169,27 +168,17 @@ func (o *PaperObjective) ClipGroups() [][]*torch.Tensor {
 	return [][]*torch.Tensor{all}
 }
 
-// NodeMotifCosines is cos(W_h h, M).
-func (o *PaperObjective) NodeMotifCosines(h *torch.Tensor) *torch.Tensor {
-	return ops.Cosine(o.Wh.Forward(h), o.m.Motifs)
-}
-
 // AssignmentHead registers W_h.
 func (o *PaperObjective) AssignmentHead(p nn.Path) Projection {
 	d := int64(o.c.Encoder.Hidden)
 	return nn.NewLinear(p.Sub("W_h"), d, d, false)
 }
 
-// AssignmentTensors are the motif table and W_h.
-func (o *PaperObjective) AssignmentTensors() []string {
-	return []string{"motif_embeddings", "W_h.weight"}
-}
-
 // ReadMotifs reads the motif-guided sampler's subgraphs without
 // perturbation: exactly the (molecule, motif) groups of at least η atoms.
 func (o *PaperObjective) ReadMotifs(g *graph.Graph) MotifReading {
 	return torch.NoGradValue(func() MotifReading {
-		out := o.Forward(g, o.MotifSampler(), false)
+		out := o.Forward(g, motifSampler{motifs: o.c.Motifs, eta: o.c.Eta}, false)
 		r := MotifReading{Output: out, Cosine: ops.Cosine(o.Ws.Forward(out.S), o.m.Motifs)}
 		for _, k := range torch.ToSlice[int64](subgraphMotifSlots(out.Subgraphs, o.c.Motifs)) {
 			r.SubgraphMotif = append(r.SubgraphMotif, int(k))

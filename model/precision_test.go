@@ -4,9 +4,9 @@ import (
 	"math"
 	"testing"
 
-	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/testdevice"
 )
 
 // With bfloat16 products (docs/method.md §13) everything of the step but the

@@ -51,6 +51,29 @@ type ReleasedObjective struct {
 	m *MicroGraph
 }
 
+// releasedKind is the released formulation's entry in Objectives.
+var releasedKind = ObjectiveKind{
+	Name:     ObjectiveReleased,
+	About:    "the formulation of the authors' released code (docs/method.md §12)",
+	Model:    ReleasedModelConfig,
+	Training: Training{BatchSize: 256, WeightDecay: 0.01, ClipGradNorm: 0.5},
+	Samplers: []SamplerKind{
+		{Name: SamplerSpectral, new: spectralSampler},
+		{Name: SamplerRandomWalk, new: func(c Config) Sampler {
+			return hostSampler{name: SamplerRandomWalk, draw: eachMolecule(func(mol sample.Molecule, _ []float64, _ int, rng *rand.Rand) [][]int {
+				return sample.RandomWalks(mol, releasedWalkMin, releasedWalkMax, c.Eta, rng)
+			})}
+		}},
+		{Name: SamplerKHop, new: func(c Config) Sampler {
+			return hostSampler{name: SamplerKHop, draw: eachMolecule(func(mol sample.Molecule, _ []float64, _ int, rng *rand.Rand) [][]int {
+				return sample.KHopBalls(mol, releasedHopsMin, releasedHopsMax, c.Eta, rng)
+			})}
+		}},
+	},
+	claims: func(c Config) bool { return c.Released != nil },
+	new:    func(c Config) Objective { return &ReleasedObjective{c: c, r: *c.Released} },
+}
+
 // Name is ObjectiveReleased.
 func (o *ReleasedObjective) Name() string { return ObjectiveReleased }
 
@@ -110,33 +133,21 @@ const (
 )
 
 // Sampler is §12.1's spectral sampler, which clusters each molecule's atoms
-// by their embeddings, or one of its ablations; all draw on the host.
+// by their embeddings, or one of its ablations; all draw on the host
+// (releasedKind.Samplers).
 func (o *ReleasedObjective) Sampler(name string) (Sampler, error) {
-	eta, r := o.c.Eta, o.r
-	switch name {
-	case SamplerSpectral:
-		// The affinities and eigendecompositions on every core (libtorch's
-		// threads wait for the subgraphs); the k-means in molecule order, so
-		// the draws do not depend on the cores.
-		return hostSampler{name: name, embeddings: true, draw: func(mols []sample.Molecule, xs [][]float64, d int, rng *rand.Rand) [][][]int {
-			return sample.SpectralSubgraphsOf(mols, xs, d, r.ClusterTau, eta, r.KMeansRestarts, rng, runtime.GOMAXPROCS(0))
-		}}, nil
-	case SamplerRandomWalk:
-		return hostSampler{name: name, draw: eachMolecule(func(mol sample.Molecule, _ []float64, _ int, rng *rand.Rand) [][]int {
-			return sample.RandomWalks(mol, releasedWalkMin, releasedWalkMax, eta, rng)
-		})}, nil
-	case SamplerKHop:
-		return hostSampler{name: name, draw: eachMolecule(func(mol sample.Molecule, _ []float64, _ int, rng *rand.Rand) [][]int {
-			return sample.KHopBalls(mol, releasedHopsMin, releasedHopsMax, eta, rng)
-		})}, nil
-	}
-	return nil, field.Errorf("sampler", name, "must be spectral, random-walk or k-hop for the released objective")
+	return releasedKind.sampler(o.c, name)
 }
 
-// MotifSampler is the spectral sampler.
-func (o *ReleasedObjective) MotifSampler() Sampler {
-	s, _ := o.Sampler(SamplerSpectral)
-	return s
+// spectralSampler is §12.1's sampler: the affinities and
+// eigendecompositions on every core (libtorch's threads wait for the
+// subgraphs), the k-means in molecule order, so that the draws do not
+// depend on the cores.
+func spectralSampler(c Config) Sampler {
+	eta, r := c.Eta, *c.Released
+	return hostSampler{name: SamplerSpectral, embeddings: true, draw: func(mols []sample.Molecule, xs [][]float64, d int, rng *rand.Rand) [][][]int {
+		return sample.SpectralSubgraphsOf(mols, xs, d, r.ClusterTau, eta, r.KMeansRestarts, rng, runtime.GOMAXPROCS(0))
+	}}
 }
 
 // Register adds the projection head.
@@ -255,22 +266,12 @@ func (o *ReleasedObjective) ClipGroups() [][]*torch.Tensor {
 	return [][]*torch.Tensor{rest, {o.m.Motifs}}
 }
 
-// NodeMotifCosines is cos(head(h), M).
-func (o *ReleasedObjective) NodeMotifCosines(h *torch.Tensor) *torch.Tensor {
-	return ops.Cosine(o.Head.Forward(h), o.m.Motifs)
-}
-
-// AssignmentTensors are the motif table and the projection head.
-func (o *ReleasedObjective) AssignmentTensors() []string {
-	return []string{"motif_embeddings", "projection_head.0.weight", "projection_head.0.bias", "projection_head.2.weight"}
-}
-
 // ReadMotifs reads the spectral subgraphs in evaluation mode (§12.6): each
 // subgraph's motif is its closest, argmax_k cos(head(s), M_k) (the first
 // of equals), and an atom takes the motif of the first subgraph it is in.
 func (o *ReleasedObjective) ReadMotifs(g *graph.Graph) MotifReading {
 	r := torch.NoGradValue(func() MotifReading {
-		out := o.Forward(g, o.MotifSampler(), false)
+		out := o.Forward(g, spectralSampler(o.c), false)
 		return MotifReading{Output: out, Cosine: ops.Cosine(o.Head.Forward(out.S), o.m.Motifs)}
 	})
 	k := o.c.Motifs

@@ -9,19 +9,20 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/graph"
-	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/model/internal/reference"
 	"github.com/micrograph/micrograph/ops/sample"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/testdevice"
 )
 
-// synthetic is the built-in synthetic dataset (no shared data needed).
-func synthetic(t testing.TB, molecules int) *data.Dataset {
+// synthDataset is the built-in synthetic dataset (no shared data needed).
+func synthDataset(t testing.TB, molecules int) *data.Dataset {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "synthetic")
-	if _, err := data.WriteSynthetic(dir, data.SynthOptions{Molecules: molecules, Seed: 5}); err != nil {
+	if _, err := synthetic.Write(dir, synthetic.Options{Molecules: molecules, Seed: 5}); err != nil {
 		t.Fatal(err)
 	}
 	ds, _, err := data.Load(dir, data.LoadOptions{CacheDir: t.TempDir()})
@@ -43,7 +44,7 @@ func releasedConfig(sampler string) model.Config {
 // embeddings and subgraphs, for each sampler, at non-default weights and
 // top share, in evaluation and training mode.
 func TestReleasedMatchesReference(t *testing.T) {
-	ds := synthetic(t, 64)
+	ds := synthDataset(t, 64)
 	for _, sampler := range []string{model.SamplerSpectral, model.SamplerRandomWalk, model.SamplerKHop} {
 		for _, train := range []bool{false, true} {
 			scope(t)
@@ -113,7 +114,7 @@ func TestReleasedMatchesReference(t *testing.T) {
 // same ones).
 func TestReleasedGradientMatchesFiniteDifferences(t *testing.T) {
 	scope(t)
-	ds := synthetic(t, 40)
+	ds := synthDataset(t, 40)
 	b := collate(t, ds, span(0, 24))
 	g := b.Graph(testdevice.Get(t))
 	cfg := releasedConfig(model.SamplerKHop)
@@ -156,7 +157,7 @@ func TestReleasedGradientMatchesFiniteDifferences(t *testing.T) {
 // no centre is left without subgraphs.
 func TestInitMotifsAreKMeansCentres(t *testing.T) {
 	scope(t)
-	ds := synthetic(t, 64)
+	ds := synthDataset(t, 64)
 	cfg := releasedConfig(model.SamplerRandomWalk)
 	cfg.Encoder.Dropout = 0
 	torch.ManualSeed(6)
@@ -223,7 +224,7 @@ func TestInitMotifsAreKMeansCentres(t *testing.T) {
 //     balls number at most c = ⌊√(n/4)⌋ + 1 per molecule; a ball is every
 //     atom within k ∈ {1, 2, 3} bonds of one of its atoms.
 func TestReleasedSubgraphsAreTheSamplersDraws(t *testing.T) {
-	ds := synthetic(t, 64)
+	ds := synthDataset(t, 64)
 	b := collate(t, ds, span(0, 40))
 	nb := make([][]int, b.NumAtoms()) // bonds, batch-wide
 	for e := range b.NumEdges() {

@@ -10,9 +10,9 @@ import (
 )
 
 // Sampler draws the subgraphs of a batch (docs/method.md §4, §12.1). Each
-// objective offers its own (Objective.Sampler) and trains with the one
-// Config.Sampler names; a new sampler is a type implementing this and an
-// entry in its objective's Sampler.
+// objective offers its own (Objective.Sampler, listed in its entry of
+// Objectives) and trains with the one Config.Sampler names; a new sampler
+// is a type implementing this and an entry in its objective's Samplers.
 type Sampler interface {
 	// Name is the sampler as Config.Sampler names it.
 	Name() string

@@ -132,17 +132,10 @@ type centreObjective struct {
 func (o *centreObjective) Name() string                          { return "centre" }
 func (o *centreObjective) Check() error                          { return nil }
 func (o *centreObjective) Sampler(string) (model.Sampler, error) { return wholeMolecules{}, nil }
-func (o *centreObjective) MotifSampler() model.Sampler           { return wholeMolecules{} }
 func (o *centreObjective) Describe() string                      { return "" }
 func (o *centreObjective) PartNames() []string                   { return []string{"pull"} }
 func (o *centreObjective) Total(parts []torch.Named) *torch.Tensor {
 	return parts[0].Tensor.MulScalar(2)
-}
-func (o *centreObjective) AssignmentTensors() []string {
-	return []string{"motif_embeddings", "W_c.weight"}
-}
-func (o *centreObjective) NodeMotifCosines(h *torch.Tensor) *torch.Tensor {
-	return ops.Cosine(o.wc.Forward(h), o.m.Motifs)
 }
 
 func (o *centreObjective) Register(m *model.MicroGraph, p nn.Path) {
@@ -181,7 +174,7 @@ func (o *centreObjective) Forward(g *graph.Graph, s model.Sampler, train bool) m
 }
 
 func (o *centreObjective) ReadMotifs(g *graph.Graph) model.MotifReading {
-	out := o.Forward(g, o.MotifSampler(), false)
+	out := o.Forward(g, wholeMolecules{}, false)
 	r := model.MotifReading{Output: out, Cosine: ops.Cosine(o.wc.Forward(out.S), o.m.Motifs)}
 	for _, row := range matrix(r.Cosine) {
 		r.SubgraphMotif = append(r.SubgraphMotif, slices.Index(row, slices.Max(row)))
@@ -238,15 +231,42 @@ func TestTestOnlyObjectivePlugsIn(t *testing.T) {
 		}
 	}
 
-	read := m.Objective.ReadMotifs(g)
+	// It reads motifs, as an optional interface: each molecule's one
+	// subgraph (in evaluation mode) stands for its closest motif.
+	reader, err := model.AsMotifReader(m.Objective)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := reader.ReadMotifs(g)
 	if len(read.AtomMotif) != int(g.NumNodes) || len(read.SubgraphMotif) != int(g.NumGraphs) {
-		t.Errorf("ReadMotifs: %d atom motifs for %d atoms, %d subgraph motifs for %d molecules",
+		t.Fatalf("ReadMotifs: %d atom motifs for %d atoms, %d subgraph motifs for %d molecules",
 			len(read.AtomMotif), g.NumNodes, len(read.SubgraphMotif), g.NumGraphs)
 	}
-	if got := m.Objective.NodeMotifCosines(out.H).Shape(); !slices.Equal(got, []int64{g.NumNodes, int64(cfg.Motifs)}) {
-		t.Errorf("NodeMotifCosines shape %v, want N×K", got)
+	motifs := matrix(m.Motifs)
+	for j, row := range matrix(read.E) {
+		z := make([]float64, len(w))
+		for i := range w {
+			for k, v := range row {
+				z[i] += w[i][k] * v
+			}
+		}
+		closest, best := 0, math.Inf(-1)
+		for k, motif := range motifs {
+			if c := cosine(z, motif); c > best {
+				closest, best = k, c
+			}
+		}
+		if read.SubgraphMotif[j] != closest {
+			t.Errorf("molecule %d: motif %d, want the closest to W_c e, %d", j, read.SubgraphMotif[j], closest)
+		}
+	}
+	if _, err := model.AsMotifReader(motiflessObjective{o}); err == nil {
+		t.Error("an objective without ReadMotifs passed as a MotifReader")
 	}
 }
+
+// motiflessObjective is centreObjective without its motif reading.
+type motiflessObjective struct{ model.Objective }
 
 // assertClose compares two float slices entry by entry, relative to
 // max(1, |want|).

@@ -9,15 +9,16 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/graph"
-	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/model/internal/reference"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/testdevice"
 )
 
 // The checks of this file run on the built-in synthetic molecules
-// (data/synth.go, featurised by the RDKit shim into a temporary folder), so
+// (data/synthetic, featurised by the RDKit shim into a temporary folder), so
 // they need no ../shared; TestMatchesReference keeps the ogbg-molbace check.
 
 // synthMolecules featurises n synthetic molecules into a temporary folder and
@@ -25,7 +26,7 @@ import (
 func synthMolecules(t testing.TB, n int) *data.Dataset {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "synth")
-	if _, err := data.WriteSynthetic(dir, data.SynthOptions{Molecules: n, Seed: 5}); err != nil {
+	if _, err := synthetic.Write(dir, synthetic.Options{Molecules: n, Seed: 5}); err != nil {
 		t.Fatal(err)
 	}
 	ds, _, err := data.Load(dir, data.LoadOptions{CacheDir: t.TempDir()})

@@ -35,7 +35,8 @@ func ShippedModels() []string {
 	return names
 }
 
-// shippedModel is the shipped model called name, if there is one.
+// shippedModel is the shipped model called name, if there is one; only
+// Resolve asks.
 func shippedModel(name string) (shipped, bool) {
 	if !slices.Contains(ShippedModels(), name) {
 		return shipped{}, false
@@ -47,26 +48,4 @@ func shippedModel(name string) (shipped, bool) {
 	}
 	return shipped{weights: weights, info: info,
 		weightsName: "shipped model " + name + " (.pt)", infoName: "shipped model " + name + " (.json)"}, true
-}
-
-// IsModelName tells whether ref reads as a model's name rather than a file's
-// path: no folder and no extension. Files are named with their .pt.
-func IsModelName(ref string) bool {
-	return ref != "" && !strings.ContainsAny(ref, `/\`) && path.Ext(ref) != ".pt"
-}
-
-// UnknownModelError says that a name is no shipped model's.
-type UnknownModelError struct{ Name string }
-
-func (e *UnknownModelError) Error() string {
-	return fmt.Sprintf("%s is not a shipped model (known: %s) nor a .pt file", e.Name, strings.Join(ShippedModels(), ", "))
-}
-
-// checkModelRef refuses a ref that reads as a model's name but is no shipped
-// model's.
-func checkModelRef(ref string) error {
-	if IsModelName(ref) {
-		return &UnknownModelError{Name: ref}
-	}
-	return nil
 }

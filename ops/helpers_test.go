@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/graph"
-	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/testdevice"
 )
 
 // mol is a test molecule: its atom count and bonds (each listed once).

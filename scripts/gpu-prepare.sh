@@ -28,7 +28,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The packages whose tests have a CUDA path (internal/testdevice).
+# The packages whose tests have a CUDA path (torch/testdevice).
 packages="torch torch/nn torch/optim ops model data/feed trainer/pretrain trainer/evaluate"
 out=.gpu shared=${MICROGRAPH_SHARED:-../shared} seeds=16 molecules=2000
 while (($#)); do
@@ -60,7 +60,7 @@ done
 tar -C "$out/bin" -czf "$out/bin.tar.gz" .
 rm -rf "$out/bin"
 
-$GO run ./internal/cmd/synth-recording -out "$out/chem.rec" -seeds "$seeds" -molecules "$molecules"
+$GO run ./cmd/synth-recording -out "$out/chem.rec" -seeds "$seeds" -molecules "$molecules"
 
 if [[ $shared != none ]]; then
 	mkdir -p "$out/shared/data/ogb" "$out/shared/bench"

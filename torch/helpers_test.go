@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/testdevice"
 )
 
 // scope opens a scope for the rest of the test.

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/testdevice"
 )
 
 func TestScopeFreesTemporaries(t *testing.T) {

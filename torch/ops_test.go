@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/testdevice"
 )
 
 var xs = []float64{-2, -0.5, 0, 0.25, 1, 3}

@@ -2,17 +2,59 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runenv"
 	"github.com/micrograph/micrograph/trainer/runfolder"
+	"github.com/spf13/pflag"
 )
 
 func runBench(args []string) error {
 	if finetune, rest := isFinetuneBench(args); finetune {
 		return runBenchFinetune(rest)
 	}
+	cfg := pretrain.BenchConfig{Pretrain: runfolder.DefaultConfig(), Warmup: 3, Steps: 20}
+	pc := &cfg.Pretrain
+	var rt runtimeFlags
+	var nproc int
+	fs := benchFlags(&cfg, &rt, &nproc)
+	if err := parseFlags(fs, args, "data"); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return flagError(fs, &cfg, err)
+	}
+	if err := rt.checkCache(input{"--data", pc.Data, true}); err != nil {
+		return err
+	}
+	plan, err := planLaunch(launchRequest{fs: fs, args: args, rt: &rt, nproc: nproc, cfg: pc, fresh: true,
+		check:    func(n int) error { return flagError(fs, pc, pretrain.CheckBenchLaunch(cfg, n)) },
+		openData: func(env runenv.Env) error { return flagError(fs, pc, pretrain.CheckData(*pc, env)) }})
+	if err != nil {
+		return err
+	}
+	if plan.ranks > 1 {
+		return plan.start("bench", pretrain.DefaultTimeout+30*time.Second)
+	}
+	if pc.Deterministic {
+		cublasDeterminism()
+	}
+	sayJobWait(plan.job, pretrain.DefaultTimeout)
+	res, err := pretrain.Bench(cfg, plan.env, pretrain.Options{Job: plan.job})
+	if err != nil {
+		return flagError(fs, pc, err)
+	}
+	if plan.job != nil && plan.job.Rank > 0 {
+		return nil // rank 0 reports for the job
+	}
+	b, _ := json.Marshal(res)
+	printf("%s", b)
+	return nil
+}
+
+// benchFlags registers bench's flags into cfg, rt and nproc.
+func benchFlags(cfg *pretrain.BenchConfig, rt *runtimeFlags, nproc *int) *pflag.FlagSet {
 	fs := newFlags("bench", "--data DIR|CSV [--device D] [--threads T] [--nproc N] [--steps N | --epoch] [model flags]",
 		"Times pre-training steps (forward, backward, Adam) on --data after --warmup untimed ones\n"+
 			"and prints one JSON line: molecules_per_s, s_per_step, s_per_epoch, data_wait_fraction,\n"+
@@ -31,7 +73,6 @@ func runBench(args []string) error {
 			"negatives_forward, negatives_backward, loss_weights, losses, gradients: issuing it and waiting\n"+
 			"for the other processes and the transfer; docs/distributed.md).\n\n"+
 			"bench --finetune times fine-tuning steps instead: see micrograph bench --finetune --help.")
-	cfg := pretrain.BenchConfig{Pretrain: runfolder.DefaultConfig(), Warmup: 3, Steps: 20}
 	pc := &cfg.Pretrain
 	fs.StringVar(&pc.Data, "data", "", "OGB dataset folder, or CSV file of SMILES")
 	objectiveFlags(fs, &pc.Model)
@@ -43,62 +84,8 @@ func runBench(args []string) error {
 	fs.BoolVar(&pc.Deterministic, "deterministic", false, "deterministic algorithms only (bit-identical repeated runs)")
 	precisionFlag(fs, &pc.Precision)
 	splitFlags(fs, pc)
-	nproc := fs.Int("nproc", 1, "local processes sharing each batch, as pretrain --nproc")
+	fs.IntVar(nproc, "nproc", 1, "local processes sharing each batch, as pretrain --nproc")
 	seedFlag(fs, &pc.Seed)
-	var rt runtimeFlags
 	rt.register(fs, true)
-	if err := parseFlags(fs, args, "data"); err != nil {
-		return err
-	}
-	if err := cfg.Validate(); err != nil {
-		return flagError(fs, &cfg, err)
-	}
-	if err := rt.checkCache(input{"--data", pc.Data, true}); err != nil {
-		return err
-	}
-	job, err := distributedJob()
-	if err != nil {
-		return err
-	}
-	env, err := rt.parse(fs, job)
-	if err != nil {
-		return err
-	}
-	switch {
-	case *nproc < 1:
-		return usageError{fmt.Errorf("--nproc %d must be positive", *nproc)}
-	case *nproc > 1 && job != nil:
-		return usageError{fmt.Errorf("--nproc %d under a launcher that set WORLD_SIZE=%d: give one or the other", *nproc, job.WorldSize)}
-	case *nproc > 1:
-		if err := pretrain.CheckBenchLaunch(cfg, *nproc); err != nil {
-			return flagError(fs, pc, err)
-		}
-		return launchRanks("bench", *nproc, withoutFlag(args, "nproc"), pretrain.DefaultTimeout+30*time.Second)
-	case job == nil && defaultsToSplit(fs) && !env.Device.IsCUDA():
-		// What pretrain does by default, for a new run.
-		split := defaultCPUSplit(defaultSplitConfig(fs, *pc), cpuCores(), availableMemory())
-		if split.processes > 1 {
-			if err := pretrain.CheckBenchLaunch(cfg, split.processes); err != nil {
-				return flagError(fs, pc, err)
-			}
-			if err := pretrain.CheckData(*pc, env); err != nil {
-				return flagError(fs, pc, err)
-			}
-			return launchRanks("bench", split.processes, splitArgs(args, split), pretrain.DefaultTimeout+30*time.Second)
-		}
-	}
-	if pc.Deterministic {
-		cublasDeterminism()
-	}
-	sayJobWait(job, pretrain.DefaultTimeout)
-	res, err := pretrain.Bench(cfg, env, pretrain.Options{Job: job})
-	if err != nil {
-		return flagError(fs, pc, err)
-	}
-	if job != nil && job.Rank > 0 {
-		return nil // rank 0 reports for the job
-	}
-	b, _ := json.Marshal(res)
-	printf("%s", b)
-	return nil
+	return fs
 }

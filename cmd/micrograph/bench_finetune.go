@@ -50,7 +50,7 @@ func runBenchFinetune(args []string) error {
 		return err
 	}
 	ft.Dropout = ft.Encoder.Dropout
-	if err := checkEncoderFile("--encoder", ft.EncoderPath); err != nil {
+	if _, err := optionalEncoder(ft.EncoderPath); err != nil {
 		return err
 	}
 	if err := rejectArchitectureFlags(fs, ft.EncoderPath); err != nil {

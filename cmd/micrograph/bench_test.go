@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/torch"
 )
 
@@ -19,7 +19,7 @@ import (
 func TestBenchCountsOperators(t *testing.T) {
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 40, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 40, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	defer torch.SetNumThreads(torch.NumThreads()) // bench runs in this process
@@ -63,7 +63,7 @@ func TestBenchProcesses(t *testing.T) {
 	}
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 40, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 40, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv(asMainEnv, "1") // the ranks are this test binary acting as micrograph

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/evaluate/suite"
@@ -163,7 +164,7 @@ func TestColumnFlagsMisuse(t *testing.T) {
 	os.Mkdir(filepath.Dir(noSMILES), 0o755)
 	os.WriteFile(noSMILES, []byte("name,structure\nethanol,CCO\n"), 0o644)
 	folder := filepath.Join(dir, "ogbg_molsider")
-	if _, err := data.WriteSynthetic(folder, data.SynthOptions{Molecules: 20, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(folder, synthetic.Options{Molecules: 20, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	encoder := writeTinyEncoder(t)

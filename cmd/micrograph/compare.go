@@ -3,30 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/micrograph/micrograph/internal/inputfile"
-	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/evaluate/suite"
-	"github.com/micrograph/micrograph/trainer/metrics"
+	"github.com/micrograph/micrograph/trainer/report"
 )
-
-// evaluation is what compare reads of a finetune or linear-eval result file.
-type evaluation struct {
-	Evaluation string                  `json:"evaluation"`
-	Metric     string                  `json:"metric"` // evaluate.MetricROCAUC (or empty, before regression) or MetricRMSE
-	Protocol   string                  `json:"protocol"`
-	Dataset    evaluate.DatasetSummary `json:"dataset"`
-	Pretrained bool                    `json:"pretrained"`
-	Test       metrics.Stat            `json:"test"`
-	Valid      metrics.Stat            `json:"valid"`
-	Seconds    float64                 `json:"seconds"`
-
-	ByFraction []evaluate.FractionStat `json:"by_fraction"` // linear-eval --label-fractions
-}
 
 func runCompare(args []string) error {
 	fs := newFlags("compare", "RESULT.json... | [NAME=]SUITE...",
@@ -49,32 +32,7 @@ func runCompare(args []string) error {
 	if isSuite(fs.Arg(0)) {
 		return compareSuites(fs.Args())
 	}
-	var rows []evaluation
-	for _, path := range fs.Args() {
-		var e evaluation
-		if err := inputfile.ReadJSON(path, &e); err != nil {
-			return fmt.Errorf("%w (want a finetune or linear-eval result)", err)
-		}
-		if e.Evaluation == "" {
-			return fmt.Errorf("%s is not a finetune or linear-eval result", path)
-		}
-		if e.Metric == "" {
-			e.Metric = evaluate.MetricROCAUC
-		}
-		if len(rows) > 0 && e.Metric != rows[0].Metric {
-			return fmt.Errorf("%s reports %s, %s reports %s: compare results of one metric", path, e.Metric, fs.Arg(0), rows[0].Metric)
-		}
-		rows = append(rows, e)
-	}
-	metric := metricName(rows[0].Metric)
-	printf("| result | dataset | evaluation | protocol | encoder | runs | test %s | valid %s |", metric, metric)
-	printf("|:--|:--|:--|:--|:--|--:|--:|--:|")
-	for i, e := range rows {
-		printf("| %s | %s | %s | %s | %s | %d | %s | %s |", filepath.Base(fs.Arg(i)), e.Dataset.Name,
-			e.Evaluation, e.Protocol, encoderName(e.Pretrained), e.Test.N, figure(e.Metric, e.Test), figure(e.Metric, e.Valid))
-	}
-	printFractionTable(fs.Args(), rows)
-	return nil
+	return report.CompareResults(stdout, fs.Args())
 }
 
 // suiteArg splits a compare argument into the method's name and the suite
@@ -119,92 +77,4 @@ func compareSuites(args []string) error {
 	}
 	fmt.Fprint(stdout, c.Markdown())
 	return nil
-}
-
-// metricName is a column title for a result's metric.
-func metricName(metric string) string {
-	if metric == evaluate.MetricRMSE {
-		return "RMSE"
-	}
-	return "ROC-AUC (%)"
-}
-
-// figure writes a summary: ROC-AUC in %, RMSE in the labels' units; "—"
-// when undefined (no valid part under cross-validation).
-func figure(metric string, s metrics.Stat) string {
-	switch {
-	case math.IsNaN(float64(s.Mean)):
-		return "—"
-	case metric == evaluate.MetricRMSE:
-		return fmt.Sprintf("%.3f ± %.3f", s.Mean, s.Std)
-	}
-	return fmt.Sprintf("%.2f ± %.2f", 100*s.Mean, 100*s.Std)
-}
-
-func encoderName(pretrained bool) string {
-	if pretrained {
-		return "pre-trained"
-	}
-	return "random (no pre-training)"
-}
-
-// printFractionTable prints, when some result has label fractions, their
-// test ROC-AUC with one column per fraction any result has, smallest first.
-// A column names its labelled molecules when every result agrees on them.
-func printFractionTable(paths []string, rows []evaluation) {
-	var fractions []float64
-	for _, e := range rows {
-		for _, f := range e.ByFraction {
-			if !slices.Contains(fractions, f.Fraction) {
-				fractions = append(fractions, f.Fraction)
-			}
-		}
-	}
-	if len(fractions) == 0 {
-		return
-	}
-	slices.Sort(fractions)
-	header, rule := "| result | dataset | encoder | runs |", "|:--|:--|:--|--:|"
-	for i, f := range fractions {
-		var sizes []int // labelled molecules per split
-		agree := true
-		for _, e := range rows {
-			for _, s := range e.ByFraction {
-				if s.Fraction == f {
-					agree = agree && (sizes == nil || slices.Equal(sizes, s.Train))
-					sizes = s.Train
-				}
-			}
-		}
-		name := fmt.Sprintf("%.4g %%", 100*f)
-		if i == 0 {
-			name += " of train labels"
-		}
-		if agree && len(sizes) == 1 {
-			name += fmt.Sprintf(" (%d)", sizes[0])
-		}
-		header += " " + name + " |"
-		rule += "--:|"
-	}
-	printf("")
-	printf("Test %s by share of the train labels fitted on (in brackets: molecules); valid and test parts unchanged:", metricName(rows[0].Metric))
-	printf("")
-	printf("%s", header)
-	printf("%s", rule)
-	for i, e := range rows {
-		if len(e.ByFraction) == 0 {
-			continue
-		}
-		line := fmt.Sprintf("| %s | %s | %s | %d |", filepath.Base(paths[i]), e.Dataset.Name, encoderName(e.Pretrained), e.ByFraction[0].Test.N)
-		for _, f := range fractions {
-			cell := "–"
-			for _, s := range e.ByFraction {
-				if s.Fraction == f {
-					cell = figure(e.Metric, s.Test)
-				}
-			}
-			line += " " + cell + " |"
-		}
-		printf("%s", line)
-	}
 }

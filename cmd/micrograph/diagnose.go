@@ -70,13 +70,14 @@ func runDiagnose(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkEncoderFile("--encoder", opt.Encoder); err != nil {
+	inputs, err := optionalEncoder(opt.Encoder)
+	if err != nil {
 		return err
 	}
 	if err := checkNotCorpus("--data", opt.Data); err != nil {
 		return err
 	}
-	inputs := append(encoderInputs(opt.Encoder), input{"--checkpoint", opt.Checkpoint, false}, input{"--data", opt.Data, true})
+	inputs = append(inputs, input{"--checkpoint", opt.Checkpoint, false}, input{"--data", opt.Data, true})
 	for _, p := range opt.Probes {
 		inputs = append(inputs, input{"--probe", p, true})
 	}

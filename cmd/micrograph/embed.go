@@ -150,16 +150,17 @@ func runEmbed(args []string) error {
 	if *atoms && s.skipInvalid {
 		return usageError{fmt.Errorf("--skip-invalid does not go with --atoms: rows RDKit rejects have no atoms, so per-atom output never holds them")}
 	}
-	if err := checkEncoderFile("--encoder", *encoder); err != nil {
-		return err
-	}
-	opt, env, err := s.options(fs, s.checkMatrixOut, encoderInputs(*encoder)...)
+	ref, inputs, err := modelRef("--encoder", *encoder, false)
 	if err != nil {
 		return err
 	}
-	info, state, err := model.LoadEncoder(*encoder)
+	opt, env, err := s.options(fs, s.checkMatrixOut, inputs...)
 	if err != nil {
-		return encoderError("--encoder", err)
+		return err
+	}
+	info, state, err := model.LoadEncoder(ref.Name)
+	if err != nil {
+		return err
 	}
 	defer torch.FreeNamed(state)
 	if *atoms {

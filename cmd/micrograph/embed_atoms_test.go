@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 )
 
 // embed --atoms writes a .npy file numpy.load reads as one record per atom
@@ -91,7 +91,7 @@ func TestEmbedInterruptedLeavesNothing(t *testing.T) {
 		t.Skip("takes a few seconds")
 	}
 	dir := t.TempDir()
-	table := data.SynthesizeTable(data.SynthOptions{Molecules: 2000, Seed: 7})
+	table := synthetic.Table(synthetic.Options{Molecules: 2000, Seed: 7})
 	var b strings.Builder
 	b.WriteString("smiles\n")
 	for range 50 { // 100,000 rows

@@ -1,16 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"slices"
 
 	"github.com/micrograph/micrograph/data"
-	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
@@ -23,91 +17,54 @@ const defaultModel = "micrograph-molhiv-v1"
 const encoderHelp = "pre-trained encoder: a shipped model's name (" + defaultModel + ", docs/model-card.md), or a .pt file\n" +
 	"from micrograph export with its .json beside it (an encoder or a motif model)"
 
-// encoderInputs are the files an encoder reference names, for checkOutput:
-// none for a shipped model's name.
-func encoderInputs(ref string) []input {
-	if ref == "" || model.IsModelName(ref) {
-		return nil
+// modelRef resolves ref, given with flag, as model.Resolve does wherever a
+// model is taken, and lists the files it reads (for checkOutput). motifs
+// says that the command wants a motif model rather than an encoder (the
+// advice differs). A name of no shipped model, and a run folder or a
+// checkpoint given where an exported file is wanted, are misuse (exit 2),
+// each said with the command that exports it; other errors name the file.
+func modelRef(flag, ref string, motifs bool) (model.Ref, []input, error) {
+	if ref == "" {
+		return model.Ref{}, nil, usageError{fmt.Errorf(`%s "": want a shipped model's name or a .pt file`, flag)}
 	}
-	return []input{{"--encoder", ref, false}, {"--encoder", model.EncoderInfoPath(ref), false}}
-}
-
-// encoderError makes a reference to no shipped model misuse of flag (exit
-// 2), naming the known ones; other errors are the file's.
-func encoderError(flag string, err error) error {
+	r, err := model.Resolve(ref)
 	var unknown *model.UnknownModelError
-	if errors.As(err, &unknown) {
-		return usageError{fmt.Errorf("%s %w", flag, err)}
+	var notExported *model.NotExportedError
+	switch {
+	case errors.As(err, &unknown):
+		return r, nil, usageError{fmt.Errorf("%s %w", flag, err)}
+	case errors.As(err, &notExported):
+		what, export := "an exported encoder: export its encoder first", "--out enc.pt) and give enc.pt"
+		if motifs {
+			what, export = "a motif model: export its motif model first", "--motifs --out motifs.pt) and give motifs.pt"
+		}
+		switch {
+		case notExported.Folder && runfolder.IsRun(ref):
+			return r, nil, usageError{fmt.Errorf("%s %s is a pre-training run folder, not %s (micrograph export --run %s %s", flag, ref, what, ref, export)}
+		case notExported.Folder:
+			return r, nil, usageError{fmt.Errorf("%s %w", flag, err)}
+		case runfolder.IsCheckpoint(ref):
+			return r, nil, usageError{fmt.Errorf("%s %s is a pre-training checkpoint, not %s (micrograph export --checkpoint %s %s", flag, ref, what, ref, export)}
+		}
 	}
-	return err
-}
-
-// checkEncoderFile refuses, as misuse of flag, an encoder path that is a
-// pre-training checkpoint or run folder rather than an exported encoder,
-// saying how to export one; anything else, including a missing file, is
-// left to the loader, whose errors name the file. It reads the file only
-// when the encoder's description (the .json beside it) is absent.
-func checkEncoderFile(flag, path string) error {
-	if path == "" || model.IsModelName(path) {
-		return encoderError(flag, checkModelName(path))
-	}
-	st, err := os.Stat(path)
 	if err != nil {
-		return nil
+		return r, nil, fmt.Errorf("%s %w", flag, err)
 	}
-	if st.IsDir() {
-		if runfolder.IsRun(path) {
-			return usageError{fmt.Errorf("%s %s is a pre-training run folder, not an exported encoder: export its encoder first (micrograph export --run %s --out enc.pt) and give enc.pt", flag, path, path)}
-		}
-		return usageError{fmt.Errorf("%s %s is a folder; want an exported encoder (.pt with its .json)", flag, path)}
+	var inputs []input
+	for _, f := range r.Files() {
+		inputs = append(inputs, input{flag, f, false})
 	}
-	if _, err := os.Stat(model.EncoderInfoPath(path)); !errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if isCheckpoint(path) {
-		return usageError{fmt.Errorf("%s %s is a pre-training checkpoint, not an exported encoder: export its encoder first (micrograph export --checkpoint %s --out enc.pt) and give enc.pt", flag, path, path)}
-	}
-	return nil
+	return r, inputs, nil
 }
 
-// checkModelName is nil for no reference or a shipped model's name.
-func checkModelName(ref string) error {
-	if ref == "" || slices.Contains(model.ShippedModels(), ref) {
-		return nil
+// optionalEncoder is modelRef for an --encoder that may be left out (no
+// pre-trained encoder): the files it reads, none when ref is "".
+func optionalEncoder(ref string) ([]input, error) {
+	if ref == "" {
+		return nil, nil
 	}
-	return &model.UnknownModelError{Name: ref}
-}
-
-// isCheckpoint tells whether path is a pre-training checkpoint: it lies in
-// a run's checkpoints folder, or its content names the checkpoint format
-// (torch.save stores the meta strings uncompressed).
-func isCheckpoint(path string) bool {
-	dir := filepath.Dir(path)
-	if run := filepath.Dir(dir); dir == runfolder.CheckpointDir(run) && runfolder.IsRun(run) {
-		return true
-	}
-	f, err := inputfile.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	return holds(f, []byte(runfolder.CheckpointFormat))
-}
-
-// holds tells whether r's bytes contain s, reading them in pieces.
-func holds(r io.Reader, s []byte) bool {
-	buf := make([]byte, 1<<20+len(s))
-	kept := 0 // bytes of the previous piece kept, where s may begin
-	for {
-		n, err := io.ReadFull(r, buf[kept:])
-		if bytes.Contains(buf[:kept+n], s) {
-			return true
-		}
-		if err != nil {
-			return false
-		}
-		kept = copy(buf, buf[kept+n-(len(s)-1):kept+n])
-	}
+	_, inputs, err := modelRef("--encoder", ref, false)
+	return inputs, err
 }
 
 // checkNotCorpus refuses, as misuse of flag, a --data path that is a
@@ -115,7 +72,7 @@ func holds(r io.Reader, s []byte) bool {
 // the other commands need SMILES, labels or a split, which a corpus does
 // not keep.
 func checkNotCorpus(flag, path string) error {
-	if path != "" && data.IsCorpus(path) {
+	if kind, err := data.KindOf(path); err == nil && kind == data.Corpus {
 		return usageError{fmt.Errorf("%s %s is a pre-training corpus (featurize --shard-rows), which only pretrain reads: give the CSV it was made from, or an OGB dataset folder", flag, path)}
 	}
 	return nil

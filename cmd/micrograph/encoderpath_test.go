@@ -6,18 +6,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 )
 
 // A pre-training checkpoint (in its run or copied elsewhere under another
 // name) or a run folder given as --encoder to finetune, linear-eval, suite,
-// embed or diagnose is refused as misuse in one line that says what it is
-// and how to export the encoder (issue #28: "open …/step-000000001.json: no
-// such file"), and nothing is written.
+// embed or diagnose, or as --model to explain or export, is refused as
+// misuse in one line that says what it is and how to export the encoder or
+// the motif model (issue #28: "open …/step-000000001.json: no such file"),
+// and nothing is written.
 func TestEncoderFlagGivenACheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 40, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 40, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	run := filepath.Join(dir, "run")
@@ -53,6 +54,10 @@ func TestEncoderFlagGivenACheckpoint(t *testing.T) {
 		{[]string{"embed", "--encoder", ckpt, "--data", synth, "--out", filepath.Join(outDir, "e.npy")}, isCkpt(ckpt)},
 		{[]string{"diagnose", "--encoder", copied, "--data", synth, "--out", out}, isCkpt(copied)},
 		{[]string{"finetune", "--data", synth, "--out", out, "--encoder", run}, "--encoder " + run + " is a pre-training run folder, not an exported encoder: export its encoder first (micrograph export --run " + run + " --out enc.pt)"},
+		{[]string{"explain", "--model", copied, "--data", synth, "--out", filepath.Join(outDir, "x.csv")},
+			"--model " + copied + " is a pre-training checkpoint, not a motif model: export its motif model first (micrograph export --checkpoint " + copied + " --motifs --out motifs.pt)"},
+		{[]string{"export", "--model", run, "--out", filepath.Join(outDir, "x.pt")},
+			"--model " + run + " is a pre-training run folder, not an exported encoder: export its encoder first (micrograph export --run " + run + " --out enc.pt)"},
 	}
 	for _, tc := range tests {
 		code, stdoutText, errs := runCLI(t, tc.args...)
@@ -68,7 +73,7 @@ func TestEncoderFlagGivenACheckpoint(t *testing.T) {
 	if code, _, errs := runCLI(t, "export", "--checkpoint", ckpt, "--out", enc); code != 0 {
 		t.Fatalf("export: %s", errs)
 	}
-	if err := checkEncoderFile("--encoder", enc); err != nil {
+	if _, _, err := modelRef("--encoder", enc, false); err != nil {
 		t.Errorf("the exported encoder: %v", err)
 	}
 }
@@ -78,7 +83,7 @@ func TestEncoderFlagGivenACheckpoint(t *testing.T) {
 // the same mistake with --encoder was 2), and nothing is written.
 func TestDataFlagGivenACorpus(t *testing.T) {
 	dir := t.TempDir()
-	table := data.SynthesizeTable(data.SynthOptions{Molecules: 20, Seed: 1})
+	table := synthetic.Table(synthetic.Options{Molecules: 20, Seed: 1})
 	csv := filepath.Join(dir, "mols.csv")
 	if err := os.WriteFile(csv, []byte("smiles\n"+strings.Join(table.SMILES, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -59,10 +59,14 @@ func runExplain(args []string) error {
 	if err := checkOut(); err != nil {
 		return usageError{err}
 	}
-	if err := encoderError("--model", checkModelName(modelNameOf(*ref))); err != nil {
-		return err
+	var inputs []input
+	if *ref != "" {
+		var err error
+		if _, inputs, err = modelRef("--model", *ref, true); err != nil {
+			return err
+		}
 	}
-	inputs := append(encoderInputs(*ref), input{"--run", *run, false})
+	inputs = append(inputs, input{"--run", *run, false})
 	if *page != "" {
 		if err := checkOutput("--page", *page, append(inputs, input{"--data", s.data, true}, input{"--out", s.out, false})...); err != nil {
 			return err
@@ -74,7 +78,7 @@ func runExplain(args []string) error {
 	}
 	m, name, legend, err := openMotifModel(*ref, *run, env)
 	if err != nil {
-		return encoderError("--model", err)
+		return err
 	}
 	defer m.Free()
 	if *page != "" {
@@ -115,14 +119,6 @@ func runExplain(args []string) error {
 	return nil
 }
 
-// modelNameOf is ref when it reads as a model's name, else "".
-func modelNameOf(ref string) string {
-	if model.IsModelName(ref) {
-		return ref
-	}
-	return ""
-}
-
 // openMotifModel loads the motif model of --model (a name or a file) or
 // --run (the newest readable checkpoint) where env says, with its name for
 // the reader and what its description says of its pre-training data.
@@ -137,12 +133,8 @@ func openMotifModel(ref, run string, env runenv.Env) (m *model.MotifModel, name 
 		return nil, "", info, err
 	}
 	defer ck.Free()
-	if m, err = model.NewMotifModel(ck.Config.Model, env.Device); err != nil {
-		return nil, "", info, fmt.Errorf("%s: %w", ck.Path, err)
-	}
-	if err := m.Load(ck.Model); err != nil {
-		m.Free()
-		return nil, "", info, fmt.Errorf("%s: %w", ck.Path, err)
+	if m, err = ck.MotifModel(env.Device); err != nil {
+		return nil, "", info, err
 	}
 	return m, fmt.Sprintf("%s (step %d)", ck.Path, ck.Step), info, nil
 }

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/infer"
@@ -23,7 +23,7 @@ func tinyRun(t *testing.T, dir string, objective ...string) (run, synth string) 
 	t.Helper()
 	synth = filepath.Join(dir, "synth")
 	if _, err := os.Stat(synth); err != nil {
-		if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 40, Seed: 1}); err != nil {
+		if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 40, Seed: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}

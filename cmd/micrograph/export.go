@@ -49,12 +49,13 @@ func runExport(args []string) error {
 		return usageError{fmt.Errorf("--name and --data describe a model made from a run: a shipped model has its own")}
 	}
 	if *shipped != "" {
-		if !model.IsModelName(*shipped) {
+		ref, _, err := modelRef("--model", *shipped, *motifs)
+		if err != nil {
+			return err
+		}
+		if !ref.Shipped {
 			return usageError{fmt.Errorf("--model %s: export --model takes a shipped model's name (%s), not a file: a .pt from export is exported already, and a checkpoint goes with --checkpoint",
 				*shipped, strings.Join(model.ShippedModels(), ", "))}
-		}
-		if err := encoderError("--model", checkModelName(*shipped)); err != nil {
-			return err
 		}
 	}
 	inputs := []input{{"--run", *run, false}, {"--checkpoint", *checkpoint, false}, {"--data", *legendData, true}}
@@ -93,14 +94,11 @@ func runExport(args []string) error {
 		printf("encoder of %s (step %d): %d tensors in %s, architecture in %s", ck.Path, ck.Step, len(state), *out, model.EncoderInfoPath(*out))
 		return nil
 	}
-	m, err := model.NewMotifModel(ck.Config.Model, env.Device)
+	m, err := ck.MotifModel(env.Device)
 	if err != nil {
-		return fmt.Errorf("%s: %w", ck.Path, err)
+		return err
 	}
 	defer m.Free()
-	if err := m.Load(ck.Model); err != nil {
-		return fmt.Errorf("%s: %w", ck.Path, err)
-	}
 	data := *legendData
 	if data == "" {
 		data = ck.Config.Data

@@ -10,6 +10,7 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/ops"
@@ -71,7 +72,7 @@ func TestReadmeSnippetMatchesGo(t *testing.T) {
 	py := testenv.Python(t, "torch")
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 120, Seed: 4}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 120, Seed: 4}); err != nil {
 		t.Fatal(err)
 	}
 	ds, _, err := data.Load(synth, data.LoadOptions{CacheDir: dir})

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"unicode/utf16"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/internal/failpoint"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
@@ -39,7 +39,7 @@ func writeNaNEncoder(t *testing.T) string {
 func TestDivergedModelsFailNamingTheCause(t *testing.T) {
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 200, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 200, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	nanEncoder := writeNaNEncoder(t)
@@ -166,7 +166,7 @@ func TestBadCSVThroughData(t *testing.T) {
 func TestExportChecksShapes(t *testing.T) {
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 40, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 40, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	run := filepath.Join(dir, "run")
@@ -214,7 +214,7 @@ const hugeHidden = 1 << 40
 func TestLibtorchFailureIsOneLine(t *testing.T) {
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 80, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 80, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	pretrainArgs := func(run string, hidden int) []string {
@@ -268,7 +268,7 @@ func TestLibtorchFailureIsOneLine(t *testing.T) {
 func TestKilledScoringLeavesNoTemporaryBehind(t *testing.T) {
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 60, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 60, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	cache := filepath.Join(dir, "cache")

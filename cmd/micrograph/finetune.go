@@ -58,7 +58,11 @@ func runFinetune(args []string) error {
 		if _, err := os.Stat(cfg.Save); err == nil {
 			return usageError{fmt.Errorf("--save %s already exists", cfg.Save)}
 		}
-		if err := checkOutputFolder("--save", cfg.Save, append(encoderInputs(cfg.EncoderPath), input{"--data", cfg.Data, true}, input{"--out", ev.out, false})...); err != nil {
+		inputs, err := optionalEncoder(cfg.EncoderPath)
+		if err != nil {
+			return err
+		}
+		if err := checkOutputFolder("--save", cfg.Save, append(inputs, input{"--data", cfg.Data, true}, input{"--out", ev.out, false})...); err != nil {
 			return err
 		}
 		if err := checkWritableFolder("--save", cfg.Save, filepath.Dir(filepath.Clean(cfg.Save))); err != nil {
@@ -145,7 +149,8 @@ func (e *evaluationFlags) registerRuntime(fs *pflag.FlagSet, c *evaluate.Common)
 // configuration, validated and named in errors by flag), completes c and
 // parses the runtime flags into e.env.
 func (e *evaluationFlags) check(fs *pflag.FlagSet, c *evaluate.Common, cfg interface{ Validate() error }) error {
-	if err := checkEncoderFile("--encoder", c.EncoderPath); err != nil {
+	inputs, err := optionalEncoder(c.EncoderPath)
+	if err != nil {
 		return err
 	}
 	if err := checkNotCorpus("--data", c.Data); err != nil {
@@ -168,7 +173,7 @@ func (e *evaluationFlags) check(fs *pflag.FlagSet, c *evaluate.Common, cfg inter
 	if e.env, err = withJobs(fs, e.jobs, c.Runs(), e.env); err != nil {
 		return err
 	}
-	inputs := append(encoderInputs(c.EncoderPath), input{"--data", c.Data, true})
+	inputs = append(inputs, input{"--data", c.Data, true})
 	if err := checkOutput("--out", e.out, inputs...); err != nil {
 		return err
 	}

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"strings"
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/model"
+	"github.com/micrograph/micrograph/trainer/runfolder"
 	"github.com/spf13/pflag"
 )
 
@@ -37,10 +40,49 @@ func objectiveFlags(fs *pflag.FlagSet, c *model.Config) {
 	fs.IntVar(&c.Eta, "eta", c.Eta, "smallest motif-like subgraph kept, in atoms; also the pre-training filter")
 	fs.Float64Var(&c.PDrop, "p-drop", c.PDrop, "probability that a subgraph member is dropped (§4)")
 	fs.Float64Var(&c.PAdd, "p-add", c.PAdd, "probability that an adjacent atom joins a subgraph (§4)")
-	fs.StringVar(&c.Sampler, "sampler", c.Sampler, "subgraph sampler: motif, random-walk or k-hop (ablations)")
+	fs.StringVar(&c.Sampler, "sampler", c.Sampler, samplerHelp())
 	fs.IntVar(&c.SubgraphsPerGraph, "subgraphs-per-graph", c.SubgraphsPerGraph, "subgraphs per molecule for the ablation samplers")
 	fs.BoolVar(&c.OrthoSelected, "ortho-selected", c.OrthoSelected, "MinCut's orthogonality term over the motifs forming subgraphs only")
 	fs.BoolVar(&c.ContrastDetached, "contrast-detached", c.ContrastDetached, "L_contra against subgraph embeddings cut from the gradient (the paper's Algorithm 1)")
+}
+
+// samplerHelp describes --sampler: each objective's samplers, its default
+// first (model.Objectives).
+func samplerHelp() string {
+	var each []string
+	for _, k := range model.Objectives {
+		each = append(each, k.Name+": "+strings.Join(k.SamplerNames(), ", "))
+	}
+	return "subgraph sampler of the objective, its default first (the others are ablations):\n" + strings.Join(each, "; ")
+}
+
+// objectiveHelp describes --objective: each objective, and where its
+// defaults differ from the default objective's (model.Objectives).
+func objectiveHelp() string {
+	base := runfolder.DefaultConfig()
+	var each []string
+	for _, k := range model.Objectives {
+		line := k.Name + ", " + k.About
+		c, _ := runfolder.DefaultConfigOf(k.Name)
+		var differ []string
+		if s := k.SamplerNames()[0]; s != base.Model.Sampler {
+			differ = append(differ, "--sampler "+s)
+		}
+		if c.BatchSize != base.BatchSize {
+			differ = append(differ, fmt.Sprintf("--batch-size %d", c.BatchSize))
+		}
+		if c.WeightDecay != base.WeightDecay {
+			differ = append(differ, fmt.Sprintf("AdamW with --weight-decay %g", c.WeightDecay))
+		}
+		if c.ClipGradNorm != base.ClipGradNorm {
+			differ = append(differ, fmt.Sprintf("--clip-grad-norm %g", c.ClipGradNorm))
+		}
+		if len(differ) > 0 {
+			line += ",\nwhose defaults differ: " + strings.Join(differ, ", ")
+		}
+		each = append(each, line)
+	}
+	return "pre-training objective: " + strings.Join(each, ";\n")
 }
 
 // cacheFlagHelp describes --cache, the same in every command that reads a dataset.

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
@@ -225,7 +225,7 @@ func editConfig(t *testing.T, run string, edit func(map[string]any)) {
 func TestResumeBlamesConfigJSONNotAFlag(t *testing.T) {
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 60, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 60, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	cache := filepath.Join(dir, "cache")

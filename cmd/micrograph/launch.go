@@ -1,125 +1,171 @@
 package main
 
 import (
-	"bufio"
+	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/torch/distributed"
+	"github.com/micrograph/micrograph/trainer/pretrain"
+	"github.com/micrograph/micrograph/trainer/runenv"
+	"github.com/micrograph/micrograph/trainer/runfolder"
+	"github.com/spf13/pflag"
 )
 
-// launchRanks runs `micrograph command args` as n local ranks of a
-// data-parallel run, as torchrun --nproc-per-node n would: each a re-exec of
-// this binary with the torchrun environment (rank 0 serving the rendezvous on
-// a free loopback port). Rank 0's output passes through; the others' lines
-// come prefixed with their rank. SIGINT and SIGTERM are passed on to every
-// rank. The result is one exit status: nil when every rank succeeded, else
-// the first failure; ranks still running grace after one failed (their
-// collectives fail within the timeout) are killed.
-func launchRanks(command string, n int, args []string, grace time.Duration) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("finding a port for the ranks' rendezvous: %w", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+// launchPlan is where pretrain or bench runs, decided once (planLaunch):
+// in this process, alone or as the rank of the job its environment names,
+// or as ranks local processes of the command, each started with args.
+type launchPlan struct {
+	job   *distributed.Env // this process's job; nil alone
+	env   runenv.Env       // where this process runs
+	ranks int              // > 1: start these processes instead (start)
+	args  []string
+}
 
-	cmds := make([]*exec.Cmd, n)
-	var copies sync.WaitGroup
-	for r := range n {
-		c := exec.Command(exe, append([]string{command}, args...)...)
-		e := distributed.Env{Rank: r, WorldSize: n, LocalRank: r, MasterAddr: "127.0.0.1", MasterPort: port}
-		c.Env = append(os.Environ(), append(e.Vars(), launchedEnv+"=1")...)
-		// Their own process group: a terminal's Ctrl-C reaches the ranks once,
-		// through the launcher, not twice (which would make them quit at once).
-		// A launcher that dies takes its ranks with it, as a stop.
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-		c.Stdin = nil
-		if r == 0 {
-			c.Stdout, c.Stderr = stdout, os.Stderr // rank 0 reports for the job
-		} else {
-			pipe, err := c.StderrPipe()
-			if err != nil {
-				return err
-			}
-			c.Stdout = c.Stderr // the same prefixing pipe
-			copies.Add(1)
-			go func(r int, from io.Reader) {
-				defer copies.Done()
-				prefixLines(os.Stderr, from, fmt.Sprintf("[rank %d] ", r))
-			}(r, pipe)
-		}
-		if err := c.Start(); err != nil {
-			for _, s := range cmds[:r] {
-				s.Process.Kill()
-			}
-			return fmt.Errorf("starting rank %d: %w", r, err)
-		}
-		cmds[r] = c
-	}
+// launchRequest is what planLaunch decides from: a command's parsed flags
+// and its command line, --nproc, and the run's settings.
+type launchRequest struct {
+	fs    *pflag.FlagSet
+	args  []string // the command line after the command's name
+	rt    *runtimeFlags
+	nproc int
+	// cfg is the run's settings; a new run (fresh) that leaves the cores to
+	// the default gets the settings that keep a split the one-process
+	// method (defaultSplitConfig).
+	cfg   *runfolder.Config
+	fresh bool
+	// check says, as the command blames its settings, what each of n
+	// processes would refuse as it starts, so that a bad setting starts
+	// none.
+	check func(n int) error
+	// openData opens the data once, before the default split starts its
+	// processes: a CSV is featurised into the cache, where they find it.
+	openData func(env runenv.Env) error
+}
 
-	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(signals)
-	type exit struct {
-		rank int
-		err  error
+// planLaunch decides where a pretrain or bench command runs: --nproc N
+// starts N local ranks; a process its environment makes a rank (torchrun)
+// runs as that rank; on a CPU left to the default (no --threads, --nproc,
+// launcher or GPU), the default split (pretrain.DefaultSplit) starts its
+// ranks, or says why it runs alone; otherwise the command runs here.
+func planLaunch(r launchRequest) (launchPlan, error) {
+	job, err := distributedJob()
+	if err != nil {
+		return launchPlan{}, err
 	}
-	exits := make(chan exit, n)
-	for r, c := range cmds {
-		go func() {
-			if r > 0 {
-				copies.Wait() // the pipe must be read to its end before Wait closes it
-			}
-			exits <- exit{r, c.Wait()}
-		}()
+	env, err := r.rt.parse(r.fs, job)
+	if err != nil {
+		return launchPlan{}, err
 	}
-	var first *exit
-	var kill <-chan time.Time
-	for left := n; left > 0; {
+	p := launchPlan{job: job, env: env}
+	byDefault := job == nil && defaultsToSplit(r.fs) && !env.Device.IsCUDA()
+	if byDefault && r.fresh {
+		*r.cfg = defaultSplitConfig(r.fs, *r.cfg)
+	}
+	switch {
+	case r.nproc < 1:
+		return p, usageError{fmt.Errorf("--nproc %d must be positive", r.nproc)}
+	case r.nproc > 1 && job != nil:
+		return p, usageError{fmt.Errorf("--nproc %d under a launcher that set WORLD_SIZE=%d: give one or the other", r.nproc, job.WorldSize)}
+	case r.nproc > 1:
+		p.ranks, p.args = r.nproc, withoutFlag(r.args, "nproc")
+		return p, r.check(r.nproc)
+	case !byDefault:
+		return p, nil
+	}
+	cores := cpuCores()
+	split := pretrain.DefaultSplit(*r.cfg, cores, runenv.AvailableMemory())
+	if split.Processes < 2 {
+		if split.Why != "" {
+			logf("one process of %d libtorch threads: %s", cores, split.Why)
+		}
+		return p, nil
+	}
+	if err := r.check(split.Processes); err != nil {
+		return p, err
+	}
+	if err := r.openData(env); err != nil {
+		return p, err
+	}
+	logf("%s", describeSplit(split, cores))
+	p.ranks, p.args = split.Processes, splitArgs(r.args, split)
+	return p, nil
+}
+
+// start runs the plan's ranks of command, the first failure the command's;
+// ranks still running grace after one failed are killed.
+func (p launchPlan) start(command string, grace time.Duration) error {
+	return distributed.Local{Args: append([]string{command}, p.args...), Ranks: p.ranks, Vars: []string{launchedEnv + "=1"},
+		Grace: grace, Stdout: stdout, Stderr: os.Stderr}.Run()
+}
+
+// signalWatch turns the first SIGINT or SIGTERM into closing stop, after
+// first (if set) is called, and a second into ending the process at once
+// (status 130), until Close: the one way pretrain stops on a signal, while
+// it featurises its data as while it trains.
+type signalWatch struct {
+	stop    chan struct{}
+	signals chan os.Signal
+	done    chan struct{}
+}
+
+func watchSignals(first func()) *signalWatch {
+	w := &signalWatch{stop: make(chan struct{}), signals: make(chan os.Signal, 2), done: make(chan struct{})}
+	signal.Notify(w.signals, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
 		select {
-		case s := <-signals:
-			for _, c := range cmds {
-				c.Process.Signal(s)
-			}
-		case e := <-exits:
-			left--
-			if e.err != nil && first == nil {
-				first = &e
-				kill = time.After(grace)
-			}
-		case <-kill:
-			for _, c := range cmds {
-				c.Process.Kill()
-			}
+		case <-w.signals:
+		case <-w.done:
+			return
 		}
-	}
-	if first != nil {
-		return fmt.Errorf("rank %d of %d: %v", first.rank, n, first.err)
-	}
+		if first != nil {
+			first()
+		}
+		close(w.stop)
+		select {
+		case <-w.signals:
+			os.Exit(130)
+		case <-w.done:
+		}
+	}()
+	return w
+}
+
+// Close ends the watch.
+func (w *signalWatch) Close() {
+	signal.Stop(w.signals)
+	close(w.done)
+}
+
+// errStoppedFeaturising is a stop, by a signal, while a CSV was featurised
+// into the cache: nothing was written, and the command ends with status 0
+// after saying so (stoppedBeforeWriting).
+var errStoppedFeaturising = errors.New("stopped while featurising")
+
+// stoppedBeforeWriting says that a signal stopped the command while it
+// did what while says, before anything was written, and ends it.
+func stoppedBeforeWriting(while string) error {
+	logf("stopped while %s: nothing was written; the same command starts again", while)
 	return nil
 }
 
-// prefixLines copies r to w line by line, each line after prefix.
-func prefixLines(w io.Writer, r io.Reader, prefix string) {
-	s := bufio.NewScanner(r)
-	s.Buffer(make([]byte, 64<<10), 1<<20)
-	for s.Scan() {
-		fmt.Fprintf(w, "%s%s\n", prefix, s.Text())
+// openDataOnce opens a pre-training run's data where env says and closes
+// it (pretrain.CheckData), stopping at a signal while a CSV is featurised:
+// errStoppedFeaturising.
+func openDataOnce(cfg runfolder.Config, env runenv.Env) error {
+	w := watchSignals(nil)
+	defer w.Close()
+	env.Stop = w.stop
+	err := pretrain.CheckData(cfg, env)
+	if errors.Is(err, data.ErrStopped) {
+		return errStoppedFeaturising
 	}
-	io.Copy(io.Discard, r)
+	return err
 }
 
 // withoutFlag is args without flag (--name VALUE or --name=VALUE).
@@ -139,7 +185,7 @@ func withoutFlag(args []string, name string) []string {
 	return out
 }
 
-// launchedEnv marks the ranks launchRanks starts: the launcher said what
+// launchedEnv marks the ranks a launch plan starts: the launcher said what
 // it started, so they do not say what they wait for.
 const launchedEnv = "MICROGRAPH_LAUNCHED_RANK"
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/trainer/runfolder"
@@ -29,7 +29,7 @@ func TestPretrainNproc(t *testing.T) {
 	}
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 40, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 40, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv(asMainEnv, "1") // the ranks are this test binary acting as micrograph
@@ -83,7 +83,7 @@ func TestPretrainNproc(t *testing.T) {
 func TestPretrainRefusesAnIncompleteJobEnvironment(t *testing.T) {
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 40, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 40, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -129,7 +129,7 @@ func TestPretrainJobRendezvousFailsInOneLine(t *testing.T) {
 	}
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 40, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 40, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	busy, err := net.Listen("tcp", ":0")
@@ -183,7 +183,7 @@ func TestStrayJobEnvironmentSpeaksAndStops(t *testing.T) {
 	}
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 40, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 40, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	free, err := net.Listen("tcp", "127.0.0.1:0")

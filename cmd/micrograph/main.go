@@ -8,12 +8,12 @@ import (
 	"io"
 	"os"
 	"strings"
-	"syscall"
 
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/evaluate"
+	"github.com/micrograph/micrograph/trainer/runenv"
 	"github.com/micrograph/micrograph/trainer/runpool"
 	"github.com/spf13/pflag"
 )
@@ -55,42 +55,14 @@ var (
 )
 
 func main() {
-	idleThreadsSleep()
+	runenv.RestartWithIdleWorkers()
 	// Every command runs tensors: their freed memory is kept for the next
-	// batch instead of being returned to the kernel (30 % of embed's time).
+	// batch instead of being returned to the kernel and faulted in again.
 	torch.TuneAllocator()
 	// A process that an evaluation started to make its runs side by side
 	// (finetune, linear-eval, suite) serves them and exits here.
 	runpool.ServeIfWorker(evaluate.Runs)
 	os.Exit(run(os.Args[1:], os.Stderr))
-}
-
-// idleWorkers are the settings under which the two pools of worker threads
-// a CPU step uses, libtorch's OpenMP pool and OpenBLAS's own, sleep when idle
-// instead of spinning: spinning, each pool holds the cores the other's next
-// operation needs (a paper-sized step on two threads, 1.2× instead of 1.4×
-// the one-thread speed). Both libraries read them when they are loaded.
-var idleWorkers = []string{"OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_THREAD_TIMEOUT=4"}
-
-// idleThreadsSleep restarts the program with idleWorkers in its environment
-// unless it already holds them or the user set those variables; a failed
-// restart carries on as it is.
-func idleThreadsSleep() {
-	env := os.Environ()
-	added := false
-	for _, kv := range idleWorkers {
-		name, _, _ := strings.Cut(kv, "=")
-		if _, set := os.LookupEnv(name); !set {
-			env = append(env, kv)
-			added = true
-		}
-	}
-	if !added {
-		return
-	}
-	if exe, err := os.Executable(); err == nil {
-		_ = syscall.Exec(exe, os.Args, env)
-	}
 }
 
 // run dispatches to a subcommand and turns its outcome into an exit status:
@@ -138,7 +110,7 @@ func run(args []string, stderr io.Writer) int {
 }
 
 // runReporting runs c with stdout kept by a reportWriter: a report that
-// could not be written (a full disk) fails the command, which used to end
+// could not be written (a full disk) fails the command rather than ending
 // with status 0 and nothing written.
 func runReporting(c command, args []string) error {
 	out := &reportWriter{w: stdout}

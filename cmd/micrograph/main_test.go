@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/runpool"
@@ -147,7 +147,7 @@ func TestSynthCommand(t *testing.T) {
 func TestDamagedCorpusShard(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.csv")
-	table := data.SynthesizeTable(data.SynthOptions{Molecules: 60, Seed: 3})
+	table := synthetic.Table(synthetic.Options{Molecules: 60, Seed: 3})
 	if err := os.WriteFile(in, []byte("smiles\n"+strings.Join(table.SMILES, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
 )
@@ -32,7 +32,7 @@ func mkfifo(t *testing.T, path string) string {
 func TestInputsThatAreNotRegularFiles(t *testing.T) {
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 60, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 60, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	cache := filepath.Join(dir, "cache")
@@ -169,7 +169,7 @@ func writeExpanded(t *testing.T, path string) {
 func TestTensorFileAskingForMoreThanItHolds(t *testing.T) {
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 60, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 60, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	cache := filepath.Join(dir, "cache")

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
@@ -17,7 +17,7 @@ import (
 func TestPretrainObjectiveFlags(t *testing.T) {
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 120, Seed: 2}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 120, Seed: 2}); err != nil {
 		t.Fatal(err)
 	}
 	small := []string{"--data", synth, "--hidden", "16", "--layers", "1", "--motifs", "4", "--batch-size", "32",

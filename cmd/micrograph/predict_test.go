@@ -16,6 +16,7 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/infer"
@@ -194,7 +195,7 @@ func predictColumn(t *testing.T, path string, task int) map[int]float64 {
 func TestPredictMatchesReadmeSnippet(t *testing.T) {
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 120, Seed: 5}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 120, Seed: 5}); err != nil {
 		t.Fatal(err)
 	}
 	in := filepath.Join(dir, "in.csv")
@@ -203,7 +204,7 @@ func TestPredictMatchesReadmeSnippet(t *testing.T) {
 	}
 	inputs := pygInputs(t, dir, []string{"CCO", "c1ccccc1O", "CC(=O)Nc1ccccc1"})
 	var regression []string
-	for _, task := range data.SyntheticTasks {
+	for _, task := range synthetic.Tasks {
 		regression = append(regression, task+"=regression")
 	}
 	for _, tc := range []struct {
@@ -226,14 +227,14 @@ func TestPredictMatchesReadmeSnippet(t *testing.T) {
 				t.Fatalf("predict: status %d\n%s\n%s", code, out, errs)
 			}
 			recs := readCSV(t, preds)
-			want := append([]string{"row", "smiles"}, data.SyntheticTasks...)
-			for _, task := range data.SyntheticTasks {
+			want := append([]string{"row", "smiles"}, synthetic.Tasks...)
+			for _, task := range synthetic.Tasks {
 				want = append(want, task+"_std")
 			}
 			if want = append(want, "members"); !slices.Equal(recs[0], want) || len(recs) != 5 {
 				t.Fatalf("%s: header %q, %d records; want %q and 5", preds, recs[0], len(recs), want)
 			}
-			nt := len(data.SyntheticTasks)
+			nt := len(synthetic.Tasks)
 			if !slices.Equal(recs[2][2:], slices.Repeat([]string{"NaN"}, 2*nt+1)) {
 				t.Errorf("the invalid row is %q, want NaN", recs[2])
 			}
@@ -256,7 +257,7 @@ print(json.dumps(p.tolist()))
 			runSnippet(t, dir, harness, &theirs, saved, inputs)
 			worst := 0.0
 			for k, row := range []int{0, 2, 3} {
-				for task := range data.SyntheticTasks {
+				for task := range synthetic.Tasks {
 					ours, err := strconv.ParseFloat(recs[row+1][2+task], 64)
 					if err != nil {
 						t.Fatal(err)
@@ -470,7 +471,7 @@ func TestScoreCommandsMisuse(t *testing.T) {
 		{emb("--out", filepath.Join(tmp, "missing", "e.npy")), 2, "folder " + filepath.Join(tmp, "missing") + " does not exist"},
 		{emb("--out", npy, "extra"), 2, `unexpected argument "extra"`},
 		{[]string{"embed", "--encoder", filepath.Join(tmp, "none.pt"), "--data", in, "--out", npy}, 1, "none.json"},
-		{[]string{"embed", "--encoder", encoder, "--data", filepath.Join(tmp, "none.csv"), "--out", csvOut}, 1, "data " + filepath.Join(tmp, "none.csv") + ": no such file or directory"},
+		{[]string{"embed", "--encoder", encoder, "--data", filepath.Join(tmp, "none.csv"), "--out", csvOut}, 1, "dataset " + filepath.Join(tmp, "none.csv") + ": no such file or directory"},
 		{[]string{"embed", "--encoder", encoder, "--data", noSMILES, "--out", csvOut}, 1, `no-smiles.csv:1: no SMILES column: no column is named "smiles" or "mol" or has "smiles" in its name; the columns are ["name" "structure"] (--smiles-columns NAME names it)`},
 		{[]string{"predict", "--model", tmp, "--data", in, "--out", csvOut}, 1, "model " + tmp + ": open " + filepath.Join(tmp, "model.json")},
 	}

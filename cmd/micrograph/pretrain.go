@@ -3,16 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/micrograph/micrograph/data"
-	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/micrograph/micrograph/trainer/runenv"
 	"github.com/micrograph/micrograph/trainer/runfolder"
@@ -43,8 +38,7 @@ func pretrainFlags(cfg *runfolder.Config, run *string, resume *bool, objective *
 	columnFlags(fs, &cfg.Columns)
 	fs.StringVar(run, "run", "", "run folder")
 	fs.BoolVar(resume, "resume", false, "continue the run in --run")
-	fs.StringVar(objective, "objective", cfg.Model.Objective(), "paper (docs/method.md §3) or released, the formulation of the authors' released code (§12),\n"+
-		"whose defaults differ: --sampler spectral, --batch-size 256, AdamW with --weight-decay 0.01, --clip-grad-norm 0.5")
+	fs.StringVar(objective, "objective", cfg.Model.Objective(), objectiveHelp())
 	objectiveFlags(fs, &cfg.Model)
 	fs.IntVar(&cfg.BatchSize, "batch-size", cfg.BatchSize, "molecules per batch")
 	fs.Float64Var(&cfg.LR, "lr", cfg.LR, "Adam learning rate")
@@ -74,200 +68,143 @@ func splitFlags(fs *pflag.FlagSet, cfg *runfolder.Config) {
 	fs.BoolVar(&cfg.GlobalNegatives, "global-negatives", cfg.GlobalNegatives, "with several processes, L_contra's negatives from the global batch instead of each process's part")
 }
 
-// openDataOnce opens a pre-training run's data where env says and closes
-// it (pretrain.CheckData), stopping at SIGINT or SIGTERM while a CSV is
-// featurised, as a run does: stopped says so.
-func openDataOnce(cfg runfolder.Config, env runenv.Env) (stopped bool, err error) {
-	stop := make(chan struct{})
-	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(signals)
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-signals:
-			close(stop)
-		case <-done:
-		}
-	}()
-	env.Stop = stop
-	err = pretrain.CheckData(cfg, env)
-	return errors.Is(err, data.ErrStopped), err
-}
-
 // jobFlags are pretrain's flags for data-parallel runs.
 type jobFlags struct {
 	nproc   int
 	timeout time.Duration
 }
 
-func runPretrain(args []string) error {
-	cfg := runfolder.DefaultConfig()
-	var run, objective string
-	var resume bool
-	var rt runtimeFlags
-	var jf jobFlags
-	fs := pretrainFlags(&cfg, &run, &resume, &objective, &rt, &jf)
-	if err := parseFlags(fs, args, "run"); err != nil {
-		return err
+// pretrainCommand is a pretrain command line, parsed: the run's settings
+// (the objective's defaults or the resumed run's, under the flags given),
+// its folder, and where and how it runs.
+type pretrainCommand struct {
+	fs     *pflag.FlagSet
+	cfg    runfolder.Config
+	run    string
+	resume bool
+	rt     runtimeFlags
+	jf     jobFlags
+}
+
+// parsePretrain reads pretrain's command line, refusing misuse before any
+// work.
+func parsePretrain(args []string) (*pretrainCommand, error) {
+	c := &pretrainCommand{cfg: runfolder.DefaultConfig()}
+	var objective string
+	c.fs = pretrainFlags(&c.cfg, &c.run, &c.resume, &objective, &c.rt, &c.jf)
+	if err := parseFlags(c.fs, args, "run"); err != nil {
+		return nil, err
 	}
-	if err := checkRunFlag(run); err != nil {
-		return err
+	if err := checkRunFlag(c.run); err != nil {
+		return nil, err
 	}
 	asked := objective
 	var saved runfolder.Config
-	switch {
-	case resume:
+	var err error
+	if c.resume {
 		// The run's own settings, overridden by the flags given.
-		var err error
-		if saved, err = runfolder.ReadConfig(run); err != nil {
-			return err
+		if saved, err = runfolder.ReadConfig(c.run); err != nil {
+			return nil, err
 		}
-		cfg = saved
-	case objective == model.ObjectiveReleased:
-		cfg = runfolder.ReleasedConfig()
-	case objective != model.ObjectivePaper:
-		return usageError{fmt.Errorf("--objective %q must be paper or released", objective)}
+		c.cfg = saved
+	} else if c.cfg, err = runfolder.DefaultConfigOf(objective); err != nil {
+		return nil, flagError(c.fs, &c.cfg, err)
 	}
-	if resume || objective == model.ObjectiveReleased {
-		// The flags given, over the run's or the objective's defaults.
-		fs = pretrainFlags(&cfg, &run, &resume, &objective, &rt, &jf)
-		if err := fs.Parse(args); err != nil {
-			return usageError{err}
-		}
-	}
-	if resume && fs.Changed("objective") && asked != cfg.Model.Objective() {
-		return usageError{fmt.Errorf("--objective %s: the run in %s trains the %s objective", asked, run, cfg.Model.Objective())}
-	}
-	if resume {
-		// A flag that contradicts the run is misuse, refused before any work.
-		if err := runfolder.CheckResume(saved, cfg); err != nil {
-			return usageError{fmt.Errorf("--resume %s: %w", run, err)}
-		}
-	} else if cfg.Data == "" {
-		return usageError{errMissing("--data")}
-	}
-	// A setting that fails from here on is a flag's, or on resume, where the
-	// run's settings are config.json's, that file's unless a flag set it.
-	blame := func(err error) error {
-		if resume {
-			return savedError(fs, &cfg, runfolder.ConfigPath(run), err)
-		}
-		return flagError(fs, &cfg, err)
-	}
-	if err := checkRunPlace(run, cfg.Data, &rt); err != nil {
-		return err
-	}
-	job, err := distributedJob()
-	if err != nil {
-		return err
-	}
-	env, err := rt.parse(fs, job)
-	if err != nil {
-		return err
-	}
-	onCPU := job == nil && defaultsToSplit(fs) && !env.Device.IsCUDA()
-	if onCPU && !resume {
-		cfg = defaultSplitConfig(fs, cfg)
+	// The flags given, over the run's or the objective's defaults.
+	c.fs = pretrainFlags(&c.cfg, &c.run, &c.resume, &objective, &c.rt, &c.jf)
+	if err := c.fs.Parse(args); err != nil {
+		return nil, usageError{err}
 	}
 	switch {
-	case jf.nproc < 1:
-		return usageError{fmt.Errorf("--nproc %d must be positive", jf.nproc)}
-	case jf.timeout <= 0:
-		return usageError{fmt.Errorf("--timeout %v must be positive", jf.timeout)}
-	case jf.nproc > 1 && job != nil:
-		return usageError{fmt.Errorf("--nproc %d under a launcher that set WORLD_SIZE=%d: give one or the other", jf.nproc, job.WorldSize)}
-	case jf.nproc > 1:
-		if err := pretrain.CheckSplit(cfg, jf.nproc); err != nil && resume {
-			// The run's settings are fixed; the flag just given splits them.
-			return usageError{fmt.Errorf("--nproc %d: %w (the run's settings, in %s)", jf.nproc, err, runfolder.ConfigPath(run))}
+	case c.resume && c.fs.Changed("objective") && asked != c.cfg.Model.Objective():
+		return nil, usageError{fmt.Errorf("--objective %s: the run in %s trains the %s objective", asked, c.run, c.cfg.Model.Objective())}
+	case c.resume:
+		// A flag that contradicts the run is misuse, refused before any work.
+		if err := runfolder.CheckResume(saved, c.cfg); err != nil {
+			return nil, usageError{fmt.Errorf("--resume %s: %w", c.run, err)}
 		}
-		if err := pretrain.CheckLaunch(run, cfg, resume, jf.nproc); err != nil {
-			return blame(err)
-		}
-		return launchRanks("pretrain", jf.nproc, withoutFlag(args, "nproc"), jf.timeout+30*time.Second)
+	case c.cfg.Data == "":
+		return nil, usageError{errMissing("--data")}
 	}
-	if onCPU {
-		cores := cpuCores()
-		split := defaultCPUSplit(cfg, cores, availableMemory())
-		if split.processes > 1 {
-			if err := pretrain.CheckLaunch(run, cfg, resume, split.processes); err != nil {
-				return flagError(fs, &cfg, err)
-			}
-			// The data once, here: a CSV featurised into the cache, where
-			// the processes find it; what one process would refuse of it,
-			// refused before any starts.
-			stopped, err := openDataOnce(cfg, env)
-			if stopped {
-				logf("stopped while featurising %s into the cache: nothing was written; the same command starts again", cfg.Data)
-				return nil
-			}
-			if err != nil {
-				return flagError(fs, &cfg, err)
-			}
-			logf("%s", describeSplit(split, cores))
-			return launchRanks("pretrain", split.processes, splitArgs(args, split), jf.timeout+30*time.Second)
-		}
-		if split.why != "" {
-			logf("one process of %d libtorch threads: %s", cores, split.why)
-		}
+	if c.jf.timeout <= 0 {
+		return nil, usageError{fmt.Errorf("--timeout %v must be positive", c.jf.timeout)}
 	}
+	return c, nil
+}
 
-	if cfg.Deterministic {
+// blame is err as misuse of the flag that set the field it names or, on
+// resume, where the run's settings are config.json's, that file's unless a
+// flag set it.
+func (c *pretrainCommand) blame(err error) error {
+	if c.resume {
+		return savedError(c.fs, &c.cfg, runfolder.ConfigPath(c.run), err)
+	}
+	return flagError(c.fs, &c.cfg, err)
+}
+
+func runPretrain(args []string) error {
+	c, err := parsePretrain(args)
+	if err != nil {
+		return err
+	}
+	if err := checkRunPlace(c.run, c.cfg.Data, &c.rt); err != nil {
+		return err
+	}
+	plan, err := planLaunch(launchRequest{fs: c.fs, args: args, rt: &c.rt, nproc: c.jf.nproc, cfg: &c.cfg, fresh: !c.resume,
+		check: func(n int) error {
+			if err := pretrain.CheckSplit(c.cfg, n); err != nil && c.resume && c.jf.nproc > 1 {
+				// The run's settings are fixed; the flag just given splits them.
+				return usageError{fmt.Errorf("--nproc %d: %w (the run's settings, in %s)", n, err, runfolder.ConfigPath(c.run))}
+			}
+			return c.blame(pretrain.CheckLaunch(c.run, c.cfg, c.resume, n))
+		},
+		openData: func(env runenv.Env) error {
+			if err := openDataOnce(c.cfg, env); !errors.Is(err, errStoppedFeaturising) {
+				return c.blame(err)
+			}
+			return errStoppedFeaturising
+		}})
+	switch {
+	case errors.Is(err, errStoppedFeaturising):
+		return stoppedBeforeWriting("featurising " + c.cfg.Data + " into the cache")
+	case err != nil:
+		return err
+	case plan.ranks > 1:
+		return plan.start("pretrain", c.jf.timeout+30*time.Second)
+	}
+	if c.cfg.Deterministic {
 		cublasDeterminism()
 	}
-
-	stop := make(chan struct{})
-	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(signals)
-	env.Stop = stop
 	var opened atomic.Bool // a stop before the data is open (a CSV featurised) ends at once, and says so after
-	done := make(chan struct{})
-	defer close(done) // ends the watcher when no second signal comes
-	go func() {
-		select {
-		case <-signals:
-		case <-done:
-			return
-		}
+	w := watchSignals(func() {
 		if opened.Load() {
 			logf("signal received: finishing the step and checkpointing (again to quit at once)")
 		}
-		close(stop)
-		select {
-		case <-signals:
-			os.Exit(130)
-		case <-done:
-		}
-	}()
-
-	sayJobWait(job, jf.timeout)
-	res, err := pretrain.Run(run, cfg, env, pretrain.Options{Resume: resume, Job: job, Timeout: jf.timeout,
+	})
+	defer w.Close()
+	env := plan.env
+	env.Stop = w.stop
+	sayJobWait(plan.job, c.jf.timeout)
+	res, err := pretrain.Run(c.run, c.cfg, env, pretrain.Options{Resume: c.resume, Job: plan.job, Timeout: c.jf.timeout,
 		Opened: func() { opened.Store(true) }})
 	var nonFinite *pretrain.NonFiniteLossError
-	if errors.As(err, &nonFinite) {
+	switch {
+	case errors.As(err, &nonFinite):
 		hint := "--skip-nonfinite skips such batches"
 		if nonFinite.LastCheckpoint != "" {
 			hint = "--resume continues from the last good checkpoint, and " + hint
 		}
 		return fmt.Errorf("%w; %s", err, hint)
-	}
-	if err != nil {
-		return blame(err)
-	}
-	if res.Stopped && res.Checkpoint == "" {
-		logf("stopped while %s: nothing was written; the same command starts again", res.While)
-		return nil
-	}
-	if job != nil && job.Rank > 0 {
+	case err != nil:
+		return c.blame(err)
+	case res.Stopped && res.Checkpoint == "":
+		return stoppedBeforeWriting(res.While)
+	case plan.job != nil && plan.job.Rank > 0:
 		return nil // rank 0 reports for the run
-	}
-	if res.Stopped {
-		logf("stopped at step %d; checkpoint %s; continue with: micrograph pretrain --run %s --resume", res.Steps, res.Checkpoint, run)
-	} else {
-		printf("pre-trained %d steps: checkpoint %s, log %s", res.Steps, res.Checkpoint, runfolder.LogPath(run))
+	case res.Stopped:
+		logf("stopped at step %d; checkpoint %s; continue with: micrograph pretrain --run %s --resume", res.Steps, res.Checkpoint, c.run)
+	default:
+		printf("pre-trained %d steps: checkpoint %s, log %s", res.Steps, res.Checkpoint, runfolder.LogPath(c.run))
 	}
 	return nil
 }

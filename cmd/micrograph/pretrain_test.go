@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 )
 
 // Misuse of pretrain, export, bench, motifs and plot exits non-zero with one
@@ -21,7 +21,7 @@ import (
 func TestTrainingCommandsMisuse(t *testing.T) {
 	dir := t.TempDir()
 	synth := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 40, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 40, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(dir, "file")
@@ -126,7 +126,7 @@ func TestPretrainInterruptedWhileFeaturising(t *testing.T) {
 		t.Skip("takes a few seconds")
 	}
 	dir := t.TempDir()
-	table := data.SynthesizeTable(data.SynthOptions{Molecules: 2000, Seed: 7})
+	table := synthetic.Table(synthetic.Options{Molecules: 2000, Seed: 7})
 	var b strings.Builder
 	b.WriteString("smiles\n")
 	for range 50 { // 100,000 rows: RDKit featurises each repeat again

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
@@ -17,7 +17,7 @@ import (
 // writeSMILESFile writes a CSV of n synthetic molecules drawn with seed.
 func writeSMILESFile(t *testing.T, path string, n int, seed uint64) {
 	t.Helper()
-	table := data.SynthesizeTable(data.SynthOptions{Molecules: n, Seed: seed})
+	table := synthetic.Table(synthetic.Options{Molecules: n, Seed: seed})
 	if err := os.WriteFile(path, []byte("smiles\n"+strings.Join(table.SMILES, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

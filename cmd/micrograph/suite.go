@@ -69,7 +69,7 @@ func runSuite(args []string) error {
 		return err
 	}
 	for _, path := range cfg.EncoderPaths {
-		if err := checkEncoderFile("--encoder", path); err != nil {
+		if _, _, err := modelRef("--encoder", path, false); err != nil {
 			return err
 		}
 	}
@@ -146,7 +146,11 @@ var suiteOutputs = []string{"suite.md", "suite.json", "suite-partial.md", "suite
 func checkSuiteOutputs(out string, cfg *suite.Config, rt *runtimeFlags) error {
 	var inputs []input
 	for _, e := range cfg.EncoderPaths {
-		inputs = append(inputs, encoderInputs(e)...)
+		in, err := optionalEncoder(e)
+		if err != nil {
+			return err
+		}
+		inputs = append(inputs, in...)
 	}
 	for _, d := range cfg.Datasets {
 		inputs = append(inputs, input{"--datasets", d, true})

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/trainer/evaluate/suite"
 )
@@ -54,7 +54,7 @@ func childrenOf(pid int) []int {
 func TestSuiteKilledAndStartedAgain(t *testing.T) {
 	dir := t.TempDir()
 	bace := filepath.Join(dir, "ogbg_molbace") // a benchmark's name
-	if _, err := data.WriteSynthetic(bace, data.SynthOptions{Molecules: 160, Seed: 5}); err != nil {
+	if _, err := synthetic.Write(bace, synthetic.Options{Molecules: 160, Seed: 5}); err != nil {
 		t.Fatal(err)
 	}
 	encoder := writeTinyEncoder(t)

@@ -5,14 +5,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 )
 
 func runSynth(args []string) error {
 	fs := newFlags("synth", "--out DIR [flags]",
 		"Writes micrograph's built-in synthetic dataset into the new folder DIR: molecules assembled\n"+
-			"from functional groups ("+strings.Join(data.SyntheticGroups, ", ")+")\n"+
-			"joined by carbon linkers, with tasks defined by the groups present ("+strings.Join(data.SyntheticTasks, ", ")+")\n"+
+			"from functional groups ("+strings.Join(synthetic.Groups, ", ")+")\n"+
+			"joined by carbon linkers, with tasks defined by the groups present ("+strings.Join(synthetic.Tasks, ", ")+")\n"+
 			"and some label noise. raw/node_group.csv.gz records each atom's group (-1: linker).")
 	out := fs.String("out", "", "output folder; must not exist; appears only when complete")
 	molecules := fs.Int("molecules", 2000, "number of molecules")
@@ -27,7 +27,7 @@ func runSynth(args []string) error {
 		return err
 	}
 	start := time.Now()
-	rep, err := data.WriteSynthetic(*out, data.SynthOptions{Molecules: *molecules, Seed: *seed})
+	rep, err := synthetic.Write(*out, synthetic.Options{Molecules: *molecules, Seed: *seed})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/field"
+	"github.com/micrograph/micrograph/trainer/evaluate/suite"
 	"github.com/spf13/pflag"
 )
 
@@ -39,6 +40,7 @@ var hints = []struct {
 	command string
 }{
 	{data.ErrNoSplit, "micrograph featurize --split scaffold"},
+	{suite.ErrRandomRunsStale, "leave --random-from out"},
 	{data.ErrNoSMILESColumn, "--smiles-columns NAME names it"},
 	{data.ErrNotANumber, "--target-columns A,B names the label columns, or --ignore-columns those that are not"},
 }
@@ -74,7 +76,7 @@ func savedError(fs *pflag.FlagSet, cfg any, file string, err error) error {
 // address, else the flag named as the field's last name with dashes (slice
 // flags, and fields filled from another flag's value), else "".
 func flagFor(fs *pflag.FlagSet, cfg any, path string) string {
-	if addr, ok := fieldAddr(reflect.ValueOf(cfg), strings.Split(path, ".")); ok {
+	if addr, ok := field.Addr(cfg, path); ok {
 		var name string
 		fs.VisitAll(func(f *pflag.Flag) {
 			if v := reflect.ValueOf(f.Value); name == "" && v.Kind() == reflect.Pointer && v.Pointer() == addr {
@@ -97,36 +99,3 @@ func flagFor(fs *pflag.FlagSet, cfg any, path string) string {
 
 // flagNames are the fields whose flag is not their JSON name with dashes.
 var flagNames = map[string]string{"encoder_path": "encoder", "encoder_paths": "encoder", "smiles_column": "smiles-columns"}
-
-// fieldAddr is the address of the field reached from v (a pointer to a
-// struct) through the JSON names of path; fields of embedded structs count
-// as their parent's, as in encoding/json.
-func fieldAddr(v reflect.Value, path []string) (uintptr, bool) {
-	for _, name := range path {
-		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-			return 0, false
-		}
-		var ok bool
-		if v, ok = jsonField(v.Elem(), name); !ok {
-			return 0, false
-		}
-	}
-	return v.Pointer(), true
-}
-
-// jsonField is a pointer to the field of struct s whose JSON name is name.
-func jsonField(s reflect.Value, name string) (reflect.Value, bool) {
-	for i := range s.NumField() {
-		f := s.Type().Field(i)
-		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if tag == name {
-			return s.Field(i).Addr(), true
-		}
-		if f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
-			if v, ok := jsonField(s.Field(i), name); ok {
-				return v, true
-			}
-		}
-	}
-	return reflect.Value{}, false
-}

@@ -343,7 +343,11 @@ type PretrainSet struct {
 // through Open, with the filter read from its stored keys; anything
 // else through Open, filtered molecule by molecule.
 func OpenPretrainSet(path string, opt data.OpenOptions, eta int) (*PretrainSet, error) {
-	if data.IsCorpus(path) {
+	kind, err := data.KindOf(path)
+	if err != nil {
+		return nil, err
+	}
+	if kind == data.Corpus {
 		if err := opt.Columns.CheckFolder(path); err != nil {
 			return nil, err
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/internal/failpoint"
 )
 
@@ -32,7 +33,7 @@ func corpusRows(n int) []string {
 		"not_smiles",             // rejected
 		"C",                      // one atom, no bonds
 	}
-	table := data.SynthesizeTable(data.SynthOptions{Molecules: n, Seed: 5})
+	table := synthetic.Table(synthetic.Options{Molecules: n, Seed: 5})
 	rows := []string{}
 	for i, s := range table.SMILES {
 		rows = append(rows, s)

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/testdevice"
 )
 
 // graphValues reads every tensor of a batch's graph and targets, put on the

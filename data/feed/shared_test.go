@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/internal/testenv"
 )
 
@@ -27,7 +28,7 @@ func synthDataset(tb testing.TB) *data.Dataset {
 			return
 		}
 		out := filepath.Join(synthOnce.dir, "synth")
-		if _, synthOnce.err = data.WriteSynthetic(out, data.SynthOptions{Seed: 1}); synthOnce.err != nil {
+		if _, synthOnce.err = synthetic.Write(out, synthetic.Options{Seed: 1}); synthOnce.err != nil {
 			return
 		}
 		synthOnce.d, synthOnce.err = data.ReadOGB(out)

@@ -3,6 +3,7 @@ package field_test
 import (
 	"errors"
 	"testing"
+	"unsafe"
 
 	"github.com/micrograph/micrograph/internal/field"
 )
@@ -35,6 +36,40 @@ func TestErrorWrapsItsReason(t *testing.T) {
 		var fe *field.Error
 		if !errors.As(tc.err, &fe) {
 			t.Errorf("%s: not a *field.Error", tc.name)
+		}
+	}
+}
+
+// Addr finds a field by its dotted JSON names, through nested structs and
+// as a field of its parent through an embedded struct; a name of no field,
+// or a path through a non-struct, finds none.
+func TestAddr(t *testing.T) {
+	type inner struct {
+		Hidden int `json:"hidden"`
+	}
+	type embedded struct {
+		Seeds int `json:"seeds"`
+	}
+	type config struct {
+		embedded
+		Encoder inner   `json:"encoder"`
+		LR      float64 `json:"lr,omitempty"`
+	}
+	var c config
+	for _, tc := range []struct {
+		name string
+		want uintptr
+	}{
+		{"encoder.hidden", uintptr(unsafe.Pointer(&c.Encoder.Hidden))},
+		{"lr", uintptr(unsafe.Pointer(&c.LR))},
+		{"seeds", uintptr(unsafe.Pointer(&c.Seeds))},
+		{"encoder", uintptr(unsafe.Pointer(&c.Encoder))},
+		{"hidden", 0},
+		{"lr.x", 0},
+	} {
+		got, ok := field.Addr(&c, tc.name)
+		if ok != (tc.want != 0) || got != tc.want {
+			t.Errorf("Addr(%q) = %#x, %v; want %#x", tc.name, got, ok, tc.want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 // Package distributed runs micrograph on several processes with
 // torch.distributed's engine (c10d, see torch.ProcessGroup): the torchrun
-// environment, the start of a group from it, and what data-parallel training
+// environment, the ranks of a job started on this machine (Local), the
+// start of a group from the environment, and what data-parallel training
 // does with the group (parameters broadcast from rank 0, gradients summed in
 // flat buckets, sums completed across ranks).
 package distributed

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/distributed"
+	"github.com/micrograph/micrograph/torch/testdevice"
 )
 
 // rankCaseEnv makes the test binary one rank of a two-process job (see

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/internal/libtorchtest"
 	"github.com/micrograph/micrograph/torch/nn"
+	"github.com/micrograph/micrograph/torch/testdevice"
 )
 
 func names(vars []nn.Var) []string {

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/nn"
 	"github.com/micrograph/micrograph/torch/optim"
+	"github.com/micrograph/micrograph/torch/testdevice"
 )
 
 // adamReference is Adam/AdamW on one scalar, written from the update rule

@@ -85,7 +85,7 @@ func (a *diagAccumulator) measure(b *feed.Batch, g *graph.Graph) error {
 
 	if m.full != nil {
 		a.motifs(b, g, out)
-		if err := a.subgraphs(m.paper.MotifSampler().Name(), b, out.Subgraphs, out.S, eHost, z, out.LogP); err != nil {
+		if err := a.subgraphs(m.motifs.Name(), b, out.Subgraphs, out.S, eHost, z, out.LogP); err != nil {
 			return err
 		}
 	}

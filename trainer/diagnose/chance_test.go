@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/diagnose"
 )
@@ -21,7 +21,7 @@ func TestDiagnoseChanceIsTheOwnShare(t *testing.T) {
 	cfg := model.DefaultConfig()
 	cfg.Encoder.Hidden, cfg.Encoder.Layers, cfg.Encoder.Dropout, cfg.Motifs = 16, 2, 0, 6
 	synth := filepath.Join(t.TempDir(), "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 120, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 120, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := diagnose.Run(diagnose.Options{

@@ -28,17 +28,18 @@ const diagnoseStream = 0x6469616720 // "diag "
 // and random models the whole MICRO-Graph model around it, with the paper's
 // objective, whose assignment and projections diagnose reads.
 type diagModel struct {
-	full  *model.MicroGraph
-	paper *model.PaperObjective // full's objective
-	enc   *model.DeeperGCN
-	cfg   model.Config
-	free  func()
+	full   *model.MicroGraph
+	paper  *model.PaperObjective // full's objective
+	motifs model.Sampler         // its motif-guided sampler
+	enc    *model.DeeperGCN
+	cfg    model.Config
+	free   func()
 }
 
 // forward runs the full model on motif-guided subgraphs, whichever sampler
 // trained it.
 func (dm *diagModel) forward(g *graph.Graph, train bool) model.Output {
-	return dm.paper.Forward(g, dm.paper.MotifSampler(), train)
+	return dm.paper.Forward(g, dm.motifs, train)
 }
 
 // ObjectiveError is a model whose objective diagnose does not measure: it
@@ -201,9 +202,14 @@ func fullDiagModel(m *model.MicroGraph, r *Diagnosis) (*diagModel, error) {
 		m.Free()
 		return nil, &ObjectiveError{Source: r.Source, Objective: m.Objective.Name()}
 	}
+	motifs, err := paper.Sampler(model.SamplerMotif)
+	if err != nil {
+		m.Free()
+		return nil, err
+	}
 	cfg := m.Config
 	r.Model, r.Encoder = &cfg, cfg.Encoder
-	return &diagModel{full: m, paper: paper, enc: m.Encoder, cfg: cfg, free: m.Free}, nil
+	return &diagModel{full: m, paper: paper, motifs: motifs, enc: m.Encoder, cfg: cfg, free: m.Free}, nil
 }
 
 // partGradients is the norm of the encoder gradient of each weighted loss

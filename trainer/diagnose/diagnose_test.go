@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/diagnose"
 	"github.com/micrograph/micrograph/trainer/runenv"
@@ -21,7 +21,7 @@ func TestDiagnoseIsConsistent(t *testing.T) {
 	cfg := model.DefaultConfig()
 	cfg.Encoder.Hidden, cfg.Encoder.Layers, cfg.Encoder.Dropout, cfg.Motifs = 16, 2, 0, 6
 	synth := filepath.Join(t.TempDir(), "synth")
-	if _, err := data.WriteSynthetic(synth, data.SynthOptions{Molecules: 300, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 300, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := diagnose.Run(diagnose.Options{

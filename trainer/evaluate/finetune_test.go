@@ -7,10 +7,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/testdevice"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/metrics"
 	"github.com/micrograph/micrograph/trainer/runenv"

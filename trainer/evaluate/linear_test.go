@@ -7,10 +7,11 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
-	"github.com/micrograph/micrograph/internal/testdevice"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/torch/testdevice"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/metrics"
 )
@@ -151,7 +152,7 @@ func TestLinearEvalCrossValidation(t *testing.T) {
 // scoring of the chosen classifiers were broken. Every tensor is freed.
 func TestLinearEvalLearnsSynthetic(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "synth")
-	if _, err := data.WriteSynthetic(dir, data.SynthOptions{Molecules: 1000, Seed: 3}); err != nil {
+	if _, err := synthetic.Write(dir, synthetic.Options{Molecules: 1000, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := smallLinear(t, dir)
@@ -184,7 +185,7 @@ func TestLinearEvalLearnsSynthetic(t *testing.T) {
 // fractions are listed (its subsets come from the seed alone).
 func TestLinearEvalLabelFractions(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "synth")
-	if _, err := data.WriteSynthetic(dir, data.SynthOptions{Molecules: 400, Seed: 3}); err != nil {
+	if _, err := synthetic.Write(dir, synthetic.Options{Molecules: 400, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := smallLinear(t, dir)

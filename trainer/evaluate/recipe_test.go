@@ -10,11 +10,11 @@ import (
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/internal/field"
-	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/optim"
+	"github.com/micrograph/micrograph/torch/testdevice"
 	"github.com/micrograph/micrograph/trainer/metrics"
 	"github.com/micrograph/micrograph/trainer/runenv"
 )

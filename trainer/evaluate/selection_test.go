@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 )
 
@@ -14,7 +15,7 @@ import (
 // part and on its test part can differ.
 func oneTaskSynthetic(t *testing.T, molecules int, noise float64) string {
 	t.Helper()
-	full := data.SynthesizeTable(data.SynthOptions{Molecules: molecules, Seed: 11, Noise: noise})
+	full := synthetic.Table(synthetic.Options{Molecules: molecules, Seed: 11, Noise: noise})
 	tasks := len(full.Tasks)
 	one := *full
 	one.Tasks, one.Labels = full.Tasks[:1], nil

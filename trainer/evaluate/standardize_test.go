@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/infer"
@@ -18,7 +19,7 @@ import (
 // random labels, model.json's Mean and Std are the train labels'
 // statistics, recomputed here, and not those of every label, which differ.
 func TestFinetuneStandardisesOnTrainLabels(t *testing.T) {
-	full := data.SynthesizeTable(data.SynthOptions{Molecules: 120, Seed: 13})
+	full := synthetic.Table(synthetic.Options{Molecules: 120, Seed: 13})
 	one := *full
 	one.Tasks, one.Labels = []string{"value"}, nil
 	r := rand.New(rand.NewPCG(3, 4))

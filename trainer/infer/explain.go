@@ -2,6 +2,7 @@ package infer
 
 import (
 	"bufio"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -103,6 +104,9 @@ func explain(m *model.MotifModel, opt ExplainOptions, env runenv.Env, out string
 			return err
 		}
 		if rep, err = explainStream(m, opt, env, write.row); err != nil {
+			return err
+		}
+		if err := write.flush(); err != nil {
 			return err
 		}
 		return bw.Flush()
@@ -264,45 +268,48 @@ func nameFragments(e *Explanation) error {
 	return nil
 }
 
-// explanationWriter writes explanations as JSON Lines or CSV.
+// explanationWriter writes explanations as JSON Lines or as CSV, the
+// latter through encoding/csv, quoted by the rule of every CSV the program
+// writes.
 type explanationWriter struct {
-	w      *bufio.Writer
-	format string
-	k      int
-	enc    *json.Encoder
+	csv *csv.Writer   // .csv
+	enc *json.Encoder // .jsonl
+	k   int
 }
 
-func newExplanationWriter(w *bufio.Writer, format string, k int) *explanationWriter {
-	return &explanationWriter{w: w, format: format, k: k, enc: json.NewEncoder(w)}
+func newExplanationWriter(w io.Writer, format string, k int) *explanationWriter {
+	if format == ".csv" {
+		return &explanationWriter{csv: csv.NewWriter(w), k: k}
+	}
+	return &explanationWriter{enc: json.NewEncoder(w), k: k}
 }
 
 // header writes the CSV header; JSON Lines have none.
 func (x *explanationWriter) header() error {
-	if x.format != ".csv" {
+	if x.csv == nil {
 		return nil
 	}
 	cols := []string{"row", "smiles", "atom_motifs", "pieces", "fragments"}
 	for j := range x.k {
 		cols = append(cols, "p_"+strconv.Itoa(j))
 	}
-	_, err := x.w.WriteString(strings.Join(append(cols, "error"), ",") + "\n")
-	return err
+	return x.csv.Write(append(cols, "error"))
 }
 
 // row writes one explanation. In CSV, atom_motifs is the atoms' motifs
 // separated by spaces, pieces each piece as motif:atom atom …, pieces
 // separated by ";", fragments their SMILES in the same order.
 func (x *explanationWriter) row(e Explanation) error {
-	if x.format == ".jsonl" {
+	if x.enc != nil {
 		return x.enc.Encode(e)
 	}
-	fields := []string{strconv.Itoa(e.Row), csvQuote(e.SMILES), joinInts(e.Motifs, " ")}
+	fields := []string{strconv.Itoa(e.Row), e.SMILES, joinInts(e.Motifs, " ")}
 	var pieces, fragments []string
 	for _, p := range e.Pieces {
 		pieces = append(pieces, strconv.Itoa(p.Motif)+":"+joinInts(p.Atoms, " "))
 		fragments = append(fragments, p.Fragment)
 	}
-	fields = append(fields, strings.Join(pieces, ";"), csvQuote(strings.Join(fragments, ";")))
+	fields = append(fields, strings.Join(pieces, ";"), strings.Join(fragments, ";"))
 	for j := range x.k {
 		if e.Profile == nil {
 			fields = append(fields, "")
@@ -310,9 +317,16 @@ func (x *explanationWriter) row(e Explanation) error {
 		}
 		fields = append(fields, strconv.FormatFloat(e.Profile[j], 'g', 6, 64))
 	}
-	fields = append(fields, csvQuote(e.Error))
-	_, err := x.w.WriteString(strings.Join(fields, ",") + "\n")
-	return err
+	return x.csv.Write(append(fields, e.Error))
+}
+
+// flush writes what the CSV writer holds.
+func (x *explanationWriter) flush() error {
+	if x.csv == nil {
+		return nil
+	}
+	x.csv.Flush()
+	return x.csv.Error()
 }
 
 // joinInts writes v's numbers separated by sep.
@@ -322,13 +336,4 @@ func joinInts(v []int, sep string) string {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, sep)
-}
-
-// csvQuote quotes a CSV field when it holds a comma, a quote or a line
-// break, as RFC 4180 does.
-func csvQuote(s string) string {
-	if !strings.ContainsAny(s, ",\"\r\n") {
-		return s
-	}
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
 }

@@ -352,3 +352,34 @@ func TestPiecesOfBranchesAndRings(t *testing.T) {
 		}
 	}
 }
+
+// An explanation's CSV row is quoted by the rule of every CSV the program
+// writes (encoding/csv's, which matrixfile follows): a field with a comma,
+// a quote, a line break or a leading space is quoted, quotes doubled, and
+// the row reads back field for field.
+func TestExplanationCSVQuoting(t *testing.T) {
+	var b strings.Builder
+	x := newExplanationWriter(&b, ".csv", 2)
+	e := Explanation{Row: 3, SMILES: "C(=O)O", Motifs: []int{1, 0, 0},
+		Pieces:  []Piece{{Motif: 1, Atoms: []int{0}, Fragment: "C"}, {Motif: 0, Atoms: []int{1, 2}, Fragment: `O"O`}},
+		Profile: []float64{0.25, 0.75}}
+	bad := Explanation{Row: 4, SMILES: " CC", Error: "RDKit: \"bad\"\nsecond line"}
+	for _, err := range []error{x.header(), x.row(e), x.row(bad), x.flush()} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "row,smiles,atom_motifs,pieces,fragments,p_0,p_1,error\n" +
+		`3,C(=O)O,1 0 0,1:0;0:1 2,"C;O""O",0.25,0.75,` + "\n" +
+		`4," CC",,,,,,"RDKit: ""bad""` + "\nsecond line\"\n"
+	if b.String() != want {
+		t.Errorf("CSV\n%s\nwant\n%s", b.String(), want)
+	}
+	recs, err := csv.NewReader(strings.NewReader(b.String())).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := recs[2]; got[1] != bad.SMILES || got[7] != bad.Error || recs[1][4] != `C;O"O` {
+		t.Errorf("read back %q and %q", recs[1], recs[2])
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/ops"
@@ -125,7 +126,7 @@ func TestEmbedFolderMatchesCSV(t *testing.T) {
 	arch, state, _ := tinyEncoder(t)
 	dir := t.TempDir()
 	folder := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(folder, data.SynthOptions{Molecules: 40, Seed: 2}); err != nil {
+	if _, err := synthetic.Write(folder, synthetic.Options{Molecules: 40, Seed: 2}); err != nil {
 		t.Fatal(err)
 	}
 	d, _, err := data.Load(folder, data.LoadOptions{CacheDir: dir})

@@ -1,11 +1,9 @@
 package infer
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -221,14 +219,12 @@ type source struct {
 }
 
 func openSource(opt Options, env runenv.Env) (*source, error) {
-	st, err := os.Stat(opt.Data)
-	if err != nil {
-		return nil, fmt.Errorf("data %s: %w", opt.Data, errors.Unwrap(err))
-	}
-	if st.IsDir() && data.IsCorpus(opt.Data) {
-		return nil, fmt.Errorf("data %s is a pre-training corpus, which keeps no SMILES to score by: give the CSV it was made from", opt.Data)
-	}
-	if st.IsDir() {
+	switch kind, err := data.KindOf(opt.Data); {
+	case err != nil:
+		return nil, err
+	case kind == data.Corpus:
+		return nil, &data.CorpusError{Path: opt.Data, Why: "no SMILES to score by"}
+	case kind == data.OGBFolder:
 		if err := opt.Columns.CheckFolder(opt.Data); err != nil {
 			return nil, err
 		}

@@ -58,12 +58,13 @@ type BenchResult struct {
 	Ranks []RankProfile `json:"ranks,omitempty"`
 }
 
-// Bench times pre-training steps (forward, backward, Adam; the losses read
-// one step late as Run does) after Warmup untimed ones, where env says. With
-// opt.Job (opt.Resume and opt.Opened do not apply) this process is one rank
-// of a data-parallel job that times its steps as Run would run them, and
-// every rank returns the job's result: the global batch's molecules over
-// the slowest rank's time.
+// Bench times pre-training steps after Warmup untimed ones, where env
+// says: the steps a new run of cfg.Pretrain takes (forward, backward, the
+// clipped optimiser step, the losses read one step late), each logged to
+// opt.Sinks. With opt.Job (opt.Resume and opt.Opened do not apply) this
+// process is one rank of a data-parallel job that times its steps as Run
+// would run them, and every rank returns the job's result: the global
+// batch's molecules over the slowest rank's time.
 func Bench(cfg BenchConfig, env runenv.Env, opt Options) (*BenchResult, error) {
 	cfg.Pretrain.Epochs = max(cfg.Pretrain.Epochs, 1)
 	return runenv.Run(env, cfg.Validate, func() (*BenchResult, error) { return bench(cfg, env, opt) })
@@ -93,41 +94,30 @@ func (cfg BenchConfig) Validate() error {
 	return nil
 }
 
-// bench is Bench after runenv's prologue.
+// bench is Bench after runenv's prologue: a pretrainer made as a run's is
+// (its session, processes, model, optimiser with its clip groups, and
+// loader; no run folder), whose steps are timed as the run takes them
+// (advance, the losses read one step late).
 func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err error) {
 	pc := cfg.Pretrain
 	se, err := openSession(pc, env)
 	if err != nil {
 		return nil, err
 	}
-	defer se.close()
-	dev := se.dev
-	jb, err := joinJob(pc, opt, dev, env.Stop)
-	if err != nil {
-		return nil, err
-	}
-	defer jb.close()
-	defer func() { err = jb.explain(err) }()
+	t := &pretrainer{cfg: pc, dev: se.dev, session: se, procs: alone{}}
+	defer func() { err = t.Close(err) }()
 	defer torch.Recover(&err)
-	if err := jb.sameConfig(pc); err != nil {
+	if err := t.join(pc, opt, env.Stop); err != nil {
 		return nil, err
 	}
-	se.procs = jb
-	m, adam, err := se.newModel()
-	if err != nil {
+	if err := t.build(0); err != nil {
 		return nil, err
 	}
-	defer m.Free()
-	defer adam.Free()
-	if err := jb.attach(m, pc); err != nil {
-		return nil, err
+	dev, perEpoch := t.dev, t.loader.BatchesPerEpoch()
+	t.bar = newProgress(nil, 0, 0, int64(perEpoch))
+	if t.procs.Rank() == 0 {
+		t.sinks = opt.Sinks
 	}
-	loader, err := se.newLoader(0, feed.Position{})
-	if err != nil {
-		return nil, err
-	}
-	defer loader.Close()
-	perEpoch := loader.BatchesPerEpoch()
 	steps := cfg.Steps
 	if cfg.Epoch {
 		steps = perEpoch
@@ -136,13 +126,12 @@ func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err 
 		return nil, fmt.Errorf("nothing to time: %d steps, %d batches per epoch", steps, perEpoch)
 	}
 
-	t := &pretrainer{cfg: pc, dev: dev, procs: jb, model: m, adam: adam}
 	var wait time.Duration
 	tally := rankTally{steps: steps}
 	run := func(n int, timed bool) error {
 		for range n {
 			began := time.Now()
-			b, err := loader.Next()
+			b, err := t.loader.Next()
 			if err != nil {
 				return err
 			}
@@ -151,19 +140,13 @@ func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err 
 				tally.atoms += len(b.Nodes)
 				tally.molecules += b.NumGraphs()
 			}
-			values, _, err := t.step(b, false)
-			loader.Release(b)
-			if err != nil {
+			if err := t.advance(b, false); err != nil {
 				return err
 			}
-			if t.pending != nil {
-				torch.ToSlice[float64](t.pending.values) // what logging waits for
-				t.pending.values.Free()
-			}
-			t.pending = &pendingStep{values: values}
 		}
 		return nil
 	}
+	t.lastLog = time.Now()
 	if err := run(cfg.Warmup, false); err != nil {
 		return nil, err
 	}
@@ -177,25 +160,26 @@ func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err 
 	}
 	// The processes start the timed steps together (a collective), so that
 	// each one's time is the same steps' and none counts another's start.
-	if _, err := jb.slowest(0); err != nil {
+	if _, err := t.procs.slowest(0); err != nil {
 		return nil, err
 	}
-	tally.before = jb.profile()
+	tally.before = t.procs.profile()
 	start := time.Now()
 	if err := run(steps, true); err != nil {
 		return nil, err
 	}
-	torch.ToSlice[float64](t.pending.values)
-	t.pending.values.Free()
+	if err := t.flush(); err != nil {
+		return nil, err
+	}
 	if err := torch.Synchronize(dev); err != nil {
 		return nil, err
 	}
-	tally.elapsed, tally.wait, tally.after = time.Since(start), wait, jb.profile()
+	tally.elapsed, tally.wait, tally.after = time.Since(start), wait, t.procs.profile()
 	elapsed := tally.elapsed.Seconds()
-	if elapsed, err = jb.slowest(elapsed); err != nil {
+	if elapsed, err = t.procs.slowest(elapsed); err != nil {
 		return nil, err
 	}
-	ranks, err := rankProfiles(jb, tally)
+	ranks, err := rankProfiles(t.procs, tally)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +187,7 @@ func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err 
 	res = &BenchResult{
 		SPerStep: elapsed / float64(steps), DataWaitFraction: wait.Seconds() / elapsed,
 		Device: dev.String(), Libtorch: torch.Version(), Steps: steps, BatchSize: pc.BatchSize,
-		StepsPerEpoch: perEpoch, Threads: torch.NumThreads(), Processes: se.procs.Size(), Ranks: ranks,
+		StepsPerEpoch: perEpoch, Threads: torch.NumThreads(), Processes: t.procs.Size(), Ranks: ranks,
 	}
 	res.MoleculesPerS = float64(steps*pc.BatchSize) / elapsed
 	res.SPerEpoch = res.SPerStep * float64(perEpoch)
@@ -213,16 +197,16 @@ func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err 
 	if res.PeakMemoryBytes, err = runenv.PeakMemory(dev); err != nil {
 		return nil, err
 	}
-	if res.PeakMemoryBytes, err = jb.total(res.PeakMemoryBytes); err != nil {
+	if res.PeakMemoryBytes, err = t.procs.total(res.PeakMemoryBytes); err != nil {
 		return nil, err
 	}
 	var atoms int
-	res.OpsPerStep, res.OpsUpload, res.OpsCollate, atoms, err = countStepOps(t, loader, se)
+	res.OpsPerStep, res.OpsUpload, res.OpsCollate, atoms, err = countStepOps(t)
 	if err != nil {
 		return nil, err
 	}
 	res.Precision = pc.Precision
-	res.ProductGFLOPS = productGFLOPS(dev, m.Store.Compute(), atoms, int64(pc.Model.Encoder.Hidden))
+	res.ProductGFLOPS = productGFLOPS(dev, t.model.Store.Compute(), atoms, int64(pc.Model.Encoder.Hidden))
 	return res, nil
 }
 
@@ -252,7 +236,8 @@ func productGFLOPS(dev torch.Device, dt torch.DType, rows int, d int64) float64 
 // dispatches (step), then those of putting the same batch on the device
 // again (upload) and of collating and preparing its molecules again the way
 // a loader worker does (collate). atoms is the batch's.
-func countStepOps(t *pretrainer, loader *feed.Loader, se *session) (step, upload, collate int64, atoms int, err error) {
+func countStepOps(t *pretrainer) (step, upload, collate int64, atoms int, err error) {
+	loader, se := t.loader, t.session
 	b, err := loader.Next()
 	if err != nil {
 		return 0, 0, 0, 0, err

@@ -92,7 +92,7 @@ func TestResumeSaysWhenTheThreadCountDiffers(t *testing.T) {
 		b, _ := os.ReadFile(progress.Name())
 		said := strings.Count(string(b), "thread(s), this run has")
 		resumed := filepath.Join(run, "checkpoints", fmt.Sprintf("step-%09d.pt", tc.maxSteps-1))
-		want := resumed + " was written with 1 thread(s), this run has 2: its losses and weights will follow an uninterrupted run's only to the last bits (--threads 1 resumes bit-identically; docs/run-folder.md)"
+		want := resumed + " was written with 1 thread(s), this run has 2: its losses and weights will follow an uninterrupted run's only to the last bits (with 1 thread(s) it resumes bit-identically; docs/run-folder.md)"
 		if tc.says && (said != 1 || !strings.Contains(string(b), want)) || !tc.says && said != 0 {
 			t.Errorf("resumed with %d threads: the progress says\n%s\nwant the line %v: %q", tc.threads, b, tc.says, want)
 		}

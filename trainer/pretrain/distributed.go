@@ -128,7 +128,7 @@ func CheckLaunch(run string, cfg runfolder.Config, resume bool, processes int) e
 // consecutive part of every batch with about as many atoms as the others:
 // docs/method.md §3.3).
 func CheckSplit(cfg runfolder.Config, processes int) error {
-	if _, ok := cfg.Model.NewObjective().(model.DataParallel); !ok {
+	if !DataParallel(cfg) {
 		return fmt.Errorf("the %s objective trains in one process only (the data-parallel form of docs/method.md §3.3 needs losses that are means over the batch's nodes, subgraphs or molecules)", cfg.Model.Objective())
 	}
 	if cfg.BatchSize%processes != 0 {

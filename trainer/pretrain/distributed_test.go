@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/distributed"
+	"github.com/micrograph/micrograph/torch/testdevice"
 	"github.com/micrograph/micrograph/trainer/metrics"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )

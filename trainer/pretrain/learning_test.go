@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/metrics"
@@ -19,12 +20,12 @@ import (
 // mutual information over the atoms of planted groups).
 func TestPretrainingLearnsPlantedGroups(t *testing.T) {
 	dir := t.TempDir()
-	synthetic := filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(synthetic, data.SynthOptions{Molecules: 1200, Seed: 2}); err != nil {
+	folder := filepath.Join(dir, "synth")
+	if _, err := synthetic.Write(folder, synthetic.Options{Molecules: 1200, Seed: 2}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := runfolder.DefaultConfig()
-	cfg.Data = synthetic
+	cfg.Data = folder
 	cfg.Model.Encoder.Hidden, cfg.Model.Encoder.Layers, cfg.Model.Motifs = 64, 3, 16
 	cfg.BatchSize, cfg.Epochs, cfg.CheckpointEvery = 64, 6, 1000
 	cfg.Seed = 1
@@ -63,7 +64,7 @@ func TestPretrainingLearnsPlantedGroups(t *testing.T) {
 		}
 	}
 
-	ds, _, err := data.Load(synthetic, data.LoadOptions{CacheDir: dir})
+	ds, _, err := data.Load(folder, data.LoadOptions{CacheDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

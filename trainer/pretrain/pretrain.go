@@ -36,6 +36,10 @@ type Options struct {
 	// run, so that a rank that dies or hangs ends the others; 0 means
 	// DefaultTimeout.
 	Timeout time.Duration
+	// Sinks receive the logged steps after log.jsonl and the progress
+	// display do (on rank 0; other ranks write none). They stay the
+	// caller's, to close after Run returns.
+	Sinks []Sink
 }
 
 // Result summarises a finished or stopped run.
@@ -104,8 +108,11 @@ type pretrainer struct {
 	// clipGroups are the model's gradient-clipping groups, listed once.
 	clipGroups [][]*torch.Tensor
 	loader     *feed.Loader
-	log        *runfolder.Log // rank 0's; nil elsewhere
-	bar        *progress
+	// sinks receive the logged steps on rank 0 (none elsewhere): log.jsonl
+	// and the progress display, which the run closes, then Options.Sinks.
+	sinks []Sink
+	own   int       // how many of sinks are the run's own
+	bar   *progress // the progress display, which also shows the run's messages
 
 	steps          int64    // optimiser steps done
 	total          int64    // steps the run ends at
@@ -144,14 +151,10 @@ func newPretrainer(run string, cfg runfolder.Config, env runenv.Env, opt Options
 	}()
 	defer torch.Recover(&err)
 	cfg.DataKey = se.set.Key
-	procs, err := joinJob(cfg, opt, se.dev, env.Stop)
-	if err != nil {
+	if err := t.join(cfg, opt, env.Stop); err != nil {
 		return nil, err
 	}
-	t.procs, se.procs = procs, procs
-	if err := procs.sameConfig(cfg); err != nil {
-		return nil, err
-	}
+	procs := t.procs
 	if opt.Opened != nil {
 		opt.Opened()
 	}
@@ -165,14 +168,7 @@ func newPretrainer(run string, cfg runfolder.Config, env runenv.Env, opt Options
 		return nil, err
 	}
 	t.cfg, se.cfg = cfg, cfg // as runfolder.Prepare completed it when resuming
-	if err := t.buildModel(); err != nil {
-		return nil, err
-	}
-	start := feed.Position{}
-	if t.resumed != nil {
-		t.steps, start = t.resumed.Step, t.resumed.Position
-	}
-	if t.loader, err = se.newLoader(cfg.Epochs, start); err != nil {
+	if err := t.build(cfg.Epochs); err != nil {
 		return nil, err
 	}
 	perEpoch := int64(t.loader.BatchesPerEpoch())
@@ -180,16 +176,45 @@ func newPretrainer(run string, cfg runfolder.Config, env runenv.Env, opt Options
 	if cfg.MaxSteps > 0 {
 		t.total = min(t.total, int64(cfg.MaxSteps))
 	}
-	progressTo := env.Terminal()
-	if procs.Rank() == 0 {
-		if t.log, err = runfolder.OpenLog(run, t.steps); err != nil {
-			return nil, err
-		}
-	} else {
-		progressTo = nil // rank 0 speaks for the run
+	if procs.Rank() > 0 {
+		t.bar = newProgress(nil, t.steps, t.total, perEpoch) // rank 0 speaks for the run
+		return t, nil
 	}
-	t.bar = newProgress(progressTo, t.steps, t.total, perEpoch)
+	log, err := runfolder.OpenLog(run, t.steps)
+	if err != nil {
+		return nil, err
+	}
+	t.bar = newProgress(env.Terminal(), t.steps, t.total, perEpoch)
+	t.sinks = append([]Sink{log, t.bar}, opt.Sinks...)
+	t.own = 2
 	return t, nil
+}
+
+// join makes this process one of the processes opt's job names (or leaves
+// it alone), making sure that every one of them was given cfg; stop closed
+// ends the wait for the others with ErrStoppedJoining.
+func (t *pretrainer) join(cfg runfolder.Config, opt Options, stop <-chan struct{}) error {
+	procs, err := joinJob(cfg, opt, t.dev, stop)
+	if err != nil {
+		return err
+	}
+	t.procs, t.session.procs = procs, procs
+	return procs.sameConfig(cfg)
+}
+
+// build makes what a run's steps, and a bench's, train with: the model and
+// optimiser with their clip groups (buildModel), and the loader, from where
+// the resumed checkpoint stood, for epochs epochs (0: without end).
+func (t *pretrainer) build(epochs int) (err error) {
+	if err := t.buildModel(); err != nil {
+		return err
+	}
+	start := feed.Position{}
+	if t.resumed != nil {
+		t.steps, start = t.resumed.Step, t.resumed.Position
+	}
+	t.loader, err = t.session.newLoader(epochs, start)
+	return err
 }
 
 // buildModel makes the model and optimiser, from the resumed checkpoint or
@@ -217,13 +242,11 @@ func (t *pretrainer) buildModel() (err error) {
 // Close releases everything the run holds, given the run's error err, and
 // returns the run's error: err (a failed collective explained), or the
 // first failure to close the log. Given an error, it also removes a new
-// run's folder that holds no checkpoint yet (runfolder.Prepare).
+// run's folder that holds no checkpoint yet (runfolder.Prepare). Sinks of
+// Options are left to their maker.
 func (t *pretrainer) Close(err error) error {
-	if t.bar != nil {
-		t.bar.finish()
-	}
-	if t.log != nil {
-		if cerr := t.log.Close(); err == nil && cerr != nil {
+	for i := t.own - 1; i >= 0; i-- {
+		if cerr := t.sinks[i].Close(); err == nil && cerr != nil {
 			err = cerr
 		}
 	}
@@ -265,7 +288,7 @@ func (t *pretrainer) banner() {
 	}
 	bar.printf("micrograph: resuming %s at step %d (%s)", ck.Path, ck.Step, ck.Position)
 	if n := torch.NumThreads(); ck.Threads > 0 && ck.Threads != n && !t.dev.IsCUDA() {
-		bar.printf("micrograph: %s was written with %d thread(s), this run has %d: its losses and weights will follow an uninterrupted run's only to the last bits (--threads %d resumes bit-identically; docs/run-folder.md)",
+		bar.printf("micrograph: %s was written with %d thread(s), this run has %d: its losses and weights will follow an uninterrupted run's only to the last bits (with %d thread(s) it resumes bit-identically; docs/run-folder.md)",
 			ck.Path, ck.Threads, n, ck.Threads)
 	}
 	if ck.World != t.procs.Size() {

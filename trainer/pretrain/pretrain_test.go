@@ -16,13 +16,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/internal/failpoint"
-	"github.com/micrograph/micrograph/internal/testdevice"
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/distributed"
+	"github.com/micrograph/micrograph/torch/testdevice"
 	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/micrograph/micrograph/trainer/runenv"
 	"github.com/micrograph/micrograph/trainer/runfolder"
@@ -89,7 +89,7 @@ func synthData(t *testing.T) string {
 			return
 		}
 		synth.dir = filepath.Join(dir, "synth")
-		_, synth.err = data.WriteSynthetic(synth.dir, data.SynthOptions{Molecules: 300, Seed: 1})
+		_, synth.err = synthetic.Write(synth.dir, synthetic.Options{Molecules: 300, Seed: 1})
 	})
 	if synth.err != nil {
 		t.Fatal(synth.err)
@@ -349,7 +349,10 @@ func TestRunFolderChecks(t *testing.T) {
 func TestReleasedResumeAfterKillMatchesUninterruptedRun(t *testing.T) {
 	for _, sampler := range []string{model.SamplerSpectral, model.SamplerKHop} {
 		t.Run(sampler, func(t *testing.T) {
-			cfg := runfolder.ReleasedConfig()
+			cfg, err := runfolder.DefaultConfigOf(model.ObjectiveReleased)
+			if err != nil {
+				t.Fatal(err)
+			}
 			small := smallConfig(t)
 			cfg.Data, cfg.Seed = small.Data, small.Seed
 			cfg.Model.Encoder.Hidden, cfg.Model.Encoder.Layers, cfg.Model.Motifs, cfg.Model.Sampler = 32, 2, 8, sampler

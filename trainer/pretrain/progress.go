@@ -11,7 +11,7 @@ import (
 	"golang.org/x/term"
 )
 
-// progress shows how a run advances: a progress bar (epoch, batch,
+// progress shows how a run advances, a Sink: a progress bar (epoch, batch,
 // molecules/s, ETA, loss parts) when the output is a terminal, otherwise a
 // plain line every 30 seconds and at the end of each epoch.
 type progress struct {
@@ -50,7 +50,8 @@ func (p *progress) printf(format string, args ...any) {
 	fmt.Fprintf(p.w, format+"\n", args...)
 }
 
-func (p *progress) update(r runfolder.LogRecord) {
+// Write shows a logged step.
+func (p *progress) Write(r runfolder.LogRecord) error {
 	desc := fmt.Sprintf("epoch %d batch %d | %.0f mol/s | loss %.4f",
 		r.Epoch, (r.Step-1)%p.perEpoch+1, float64(r.MoleculesPerS), float64(r.Loss))
 	for _, part := range r.Parts {
@@ -59,11 +60,11 @@ func (p *progress) update(r runfolder.LogRecord) {
 	if p.bar != nil {
 		p.bar.Describe(desc)
 		p.bar.Set64(r.Step)
-		return
+		return nil
 	}
 	endOfEpoch := r.Step%p.perEpoch == 0
 	if time.Since(p.lastPrint) < 30*time.Second && !endOfEpoch && r.Step != p.total {
-		return
+		return nil
 	}
 	p.lastPrint = time.Now()
 	eta := "?"
@@ -72,11 +73,14 @@ func (p *progress) update(r runfolder.LogRecord) {
 		eta = left.Round(time.Second).String()
 	}
 	fmt.Fprintf(p.w, "step %d/%d %s | eta %s\n", r.Step, p.total, desc, eta)
+	return nil
 }
 
-func (p *progress) finish() {
+// Close finishes the bar, leaving it on its line.
+func (p *progress) Close() error {
 	if p.bar != nil {
 		p.bar.Finish()
 		fmt.Fprintln(p.w)
 	}
+	return nil
 }

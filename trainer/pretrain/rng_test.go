@@ -15,10 +15,11 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
-	"github.com/micrograph/micrograph/internal/testdevice"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/optim"
+	"github.com/micrograph/micrograph/torch/testdevice"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
@@ -38,7 +39,7 @@ func stepDataset(t *testing.T) *data.Dataset {
 			return
 		}
 		path := filepath.Join(dir, "synth")
-		if _, err := data.WriteSynthetic(path, data.SynthOptions{Molecules: 200, Seed: 3}); err != nil {
+		if _, err := synthetic.Write(path, synthetic.Options{Molecules: 200, Seed: 3}); err != nil {
 			stepData.err = err
 			return
 		}
@@ -325,11 +326,11 @@ var randomSources = map[string]string{
 	// Go packages of math/rand or crypto/rand, by file.
 	"data/feed/loader.go":             "each epoch's shuffle is a function of --seed and the epoch; the checkpoint's data position replays it",
 	"data/split.go":                   "dataset splits, made once from a seed; not in a pre-training step",
-	"data/synth.go":                   "the synthetic dataset, made once from a seed; not in a pre-training step",
+	"data/synthetic/synthetic.go":     "the synthetic dataset, made once from a seed; not in a pre-training step",
 	"trainer/evaluate/labels.go":      "linear evaluation's label subsets, drawn from the run's seed; not in a pre-training step",
+	"trainer/evaluate/linearprobe.go": "the fine-tuning probe's held-out tenth, drawn from the run's seed; not in a pre-training step",
 	"trainer/diagnose/diagnose.go":    "the diagnosis's molecule sample, drawn once from --seed; not in a pre-training step",
 	"trainer/evaluate/downstream.go":  "cross-validation folds, made once from a seed; not in a pre-training step",
-	"trainer/evaluate/linearprobe.go": "fine-tuning's linear-probe warm start holds out a tenth drawn from the run's seed; not in a pre-training step",
 	"model/released.go":               "the released objective's host draws: a PCG seeded each step by two torch.Rand draws on the CPU generator (rng.cpu)",
 	"model/sampler.go":                "host samplers draw only from the *rand.Rand they are given (SampleInput.RNG: model/released.go's)",
 	"ops/sample/sample.go":            "walks and balls, drawn only from the *rand.Rand they are given (model/released.go's)",

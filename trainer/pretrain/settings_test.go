@@ -47,7 +47,10 @@ func oneStep(t *testing.T, cfg runfolder.Config) map[string][]float64 {
 // releasedStepConfig is the released objective's pre-training (AdamW,
 // clipping per group) at a test size.
 func releasedStepConfig(t *testing.T) runfolder.Config {
-	cfg := runfolder.ReleasedConfig()
+	cfg, err := runfolder.DefaultConfigOf(model.ObjectiveReleased)
+	if err != nil {
+		t.Fatal(err)
+	}
 	small := smallConfig(t)
 	cfg.Data, cfg.Seed = small.Data, small.Seed
 	cfg.Model.Encoder.Hidden, cfg.Model.Encoder.Layers, cfg.Model.Motifs, cfg.Model.Sampler = 32, 2, 8, model.SamplerKHop

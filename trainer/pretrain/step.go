@@ -104,17 +104,18 @@ func (t *pretrainer) logStep(p *pendingStep) error {
 	if p.step%int64(t.cfg.LogEvery) == 0 || !metrics.IsFinite(v[0]) {
 		r.MoleculesPerS = metrics.Value(float64(t.molecules) / p.queued.Sub(t.lastLog).Seconds())
 		t.molecules, t.lastLog = 0, p.queued
-		if t.log != nil {
-			if err := t.log.Write(r); err != nil {
+		for _, s := range t.sinks {
+			if err := s.Write(r); err != nil {
 				return err
 			}
 		}
-		t.bar.update(r)
 	}
 	if !metrics.IsFinite(v[0]) && !p.skipped {
 		e := &NonFiniteLossError{Step: p.step, Loss: v[0], Parts: r.Parts}
-		if paths, _ := runfolder.ReadableCheckpoints(t.run, nil); len(paths) > 0 {
-			e.LastCheckpoint = paths[0]
+		if t.run != "" { // a bench has no run folder
+			if paths, _ := runfolder.ReadableCheckpoints(t.run, nil); len(paths) > 0 {
+				e.LastCheckpoint = paths[0]
+			}
 		}
 		return e
 	}

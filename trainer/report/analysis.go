@@ -14,13 +14,17 @@ import (
 // objective an atom's motif is that of its subgraph (docs/method.md §12.6),
 // -1 for an atom in none.
 func AtomMotifs(m *model.MicroGraph, ds *data.Dataset, graphs []int32, batchSize int, dev torch.Device) ([]int, error) {
+	reader, err := model.AsMotifReader(m.Objective)
+	if err != nil {
+		return nil, err
+	}
 	var motifs []int
 	var b feed.Batch
 	for lo := 0; lo < len(graphs); lo += batchSize {
 		if err := feed.Collate(ds, graphs[lo:min(lo+batchSize, len(graphs))], &b); err != nil {
 			return nil, err
 		}
-		motifs = append(motifs, torch.ScopedValue(func() []int { return m.Objective.ReadMotifs(b.Graph(dev)).AtomMotif })...)
+		motifs = append(motifs, torch.ScopedValue(func() []int { return reader.ReadMotifs(b.Graph(dev)).AtomMotif })...)
 	}
 	return motifs, nil
 }

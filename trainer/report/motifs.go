@@ -9,6 +9,7 @@ import (
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
 	"github.com/micrograph/micrograph/data/rdkit"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
@@ -200,7 +201,7 @@ func buildMotifReport(opt MotifReportOptions, env runenv.Env) (_ *MotifReport, e
 	}
 	r.Dataset, r.SMILES = ds.Name, ds.SMILES != nil
 	if ds.AtomGroup != nil {
-		r.Groups = data.SyntheticGroups
+		r.Groups = synthetic.Groups
 	}
 	graphs, _ := data.PretrainFilter(ds, ds.All(), r.Model.Eta)
 	r.Usable = len(graphs)
@@ -275,13 +276,17 @@ func groupNMI(ds *data.Dataset, graphs []int32, atomMotifs []int) float64 {
 // collect runs the model over graphs in batches, fills r.Subgraphs and
 // r.Atoms, and returns the motif of every atom analysed, in molecule order.
 func (r *MotifReport) collect(m *model.MicroGraph, ds *data.Dataset, graphs []int32, dev torch.Device) ([]int, error) {
+	reader, err := model.AsMotifReader(m.Objective)
+	if err != nil {
+		return nil, err
+	}
 	var atomMotifs []int
 	var b feed.Batch
 	for lo := 0; lo < len(graphs); lo += r.BatchSize {
 		if err := feed.Collate(ds, graphs[lo:min(lo+r.BatchSize, len(graphs))], &b); err != nil {
 			return nil, err
 		}
-		motifs, err := r.collectBatch(m, ds, &b, dev)
+		motifs, err := r.collectBatch(m.Config.Motifs, reader, ds, &b, dev)
 		if err != nil {
 			return nil, err
 		}
@@ -291,15 +296,14 @@ func (r *MotifReport) collect(m *model.MicroGraph, ds *data.Dataset, graphs []in
 	return atomMotifs, nil
 }
 
-// collectBatch analyses one batch as the model's objective reads its
-// motifs (model.Objective.ReadMotifs: motif-like subgraphs, whichever
+// collectBatch analyses one batch as the model's objective, of k motifs,
+// reads its motifs (model.MotifReader: motif-like subgraphs, whichever
 // sampler trained the model): it appends the batch's subgraphs to
 // r.Subgraphs and returns its atoms' motifs.
-func (r *MotifReport) collectBatch(m *model.MicroGraph, ds *data.Dataset, b *feed.Batch, dev torch.Device) ([]int, error) {
+func (r *MotifReport) collectBatch(k int, reader model.MotifReader, ds *data.Dataset, b *feed.Batch, dev torch.Device) ([]int, error) {
 	s := torch.NewScope()
 	defer s.Close()
-	read := m.Objective.ReadMotifs(b.Graph(dev))
-	k := m.Config.Motifs
+	read := reader.ReadMotifs(b.Graph(dev))
 	sub := read.Subgraphs
 	node := torch.ToSlice[int64](sub.Node)
 	slot := torch.ToSlice[int64](sub.Slot)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/feed"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/metrics"
@@ -32,7 +33,7 @@ func motifRun(t *testing.T) (run string, cfg runfolder.Config, cache string) {
 	cache = filepath.Join(dir, "cache")
 	cfg = runfolder.DefaultConfig()
 	cfg.Data = filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(cfg.Data, data.SynthOptions{Molecules: 300, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(cfg.Data, synthetic.Options{Molecules: 300, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	cfg.Model.Encoder.Hidden, cfg.Model.Encoder.Layers, cfg.Model.Motifs = 32, 2, 8
@@ -254,7 +255,7 @@ func checkDominantGroups(t *testing.T, r *report.MotifReport, groupedMotifs, pla
 			}
 		}
 		best := -1
-		for g := range data.SyntheticGroups {
+		for g := range synthetic.Groups {
 			if counts[g] > 0 && (best < 0 || counts[g] > counts[best]) {
 				best = g
 			}
@@ -539,9 +540,12 @@ func readCaption(t *testing.T, s string, fig *htmlFigureSeen) {
 func TestMotifReportReleased(t *testing.T) {
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "cache")
-	cfg := runfolder.ReleasedConfig()
+	cfg, err := runfolder.DefaultConfigOf(model.ObjectiveReleased)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg.Data = filepath.Join(dir, "synth")
-	if _, err := data.WriteSynthetic(cfg.Data, data.SynthOptions{Molecules: 200, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(cfg.Data, synthetic.Options{Molecules: 200, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	cfg.Model.Encoder.Hidden, cfg.Model.Encoder.Layers, cfg.Model.Motifs = 32, 2, 8

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/field"
@@ -122,4 +123,56 @@ func PeakMemory(dev torch.Device) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no VmHWM in /proc/self/status")
+}
+
+// AvailableMemory is the memory the kernel says new work can take
+// (/proc/meminfo's MemAvailable), in bytes; 0 when unknown.
+func AvailableMemory() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			fields := strings.Fields(rest)
+			if len(fields) == 0 {
+				return 0
+			}
+			kb, err := strconv.ParseInt(fields[0], 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// idleWorkers are the settings under which the two pools of worker threads
+// a CPU step uses, libtorch's OpenMP pool and OpenBLAS's own, sleep when idle
+// instead of spinning: spinning, each pool holds the cores the other's next
+// operation needs (docs/speed.md). Both libraries read them when they are
+// loaded.
+var idleWorkers = []string{"OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_THREAD_TIMEOUT=4"}
+
+// RestartWithIdleWorkers restarts the program with idleWorkers in its
+// environment unless it already holds them or the user set those
+// variables; a failed restart carries on as it is. A program calls it
+// first, before libtorch and OpenBLAS are loaded.
+func RestartWithIdleWorkers() {
+	env := os.Environ()
+	added := false
+	for _, kv := range idleWorkers {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, set := os.LookupEnv(name); !set {
+			env = append(env, kv)
+			added = true
+		}
+	}
+	if !added {
+		return
+	}
+	if exe, err := os.Executable(); err == nil {
+		_ = syscall.Exec(exe, os.Args, env)
+	}
 }

@@ -1,9 +1,11 @@
 package runfolder
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -334,4 +336,51 @@ func (c *Checkpoint) NewModel(dev torch.Device) (*model.MicroGraph, error) {
 		return nil, fmt.Errorf("%s: %w", c.Path, err)
 	}
 	return m, nil
+}
+
+// MotifModel builds the motif model of the checkpoint's model on dev
+// (model.MotifModel: its encoder, motif table and assignment head), with
+// their weights.
+func (c *Checkpoint) MotifModel(dev torch.Device) (*model.MotifModel, error) {
+	m, err := model.NewMotifModel(c.Config.Model, dev)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Path, err)
+	}
+	if err := m.Load(c.Model); err != nil {
+		m.Free()
+		return nil, fmt.Errorf("%s: %w", c.Path, err)
+	}
+	return m, nil
+}
+
+// IsCheckpoint tells whether path is a pre-training checkpoint: it lies in
+// the checkpoints folder of a run, or its content names CheckpointFormat
+// (torch.save stores the meta strings uncompressed).
+func IsCheckpoint(path string) bool {
+	dir := filepath.Dir(path)
+	if run := filepath.Dir(dir); dir == CheckpointDir(run) && IsRun(run) {
+		return true
+	}
+	f, err := inputfile.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return holds(f, []byte(CheckpointFormat))
+}
+
+// holds tells whether r's bytes contain s, reading them in pieces.
+func holds(r io.Reader, s []byte) bool {
+	buf := make([]byte, 1<<20+len(s))
+	kept := 0 // bytes of the previous piece kept, where s may begin
+	for {
+		n, err := io.ReadFull(r, buf[kept:])
+		if bytes.Contains(buf[:kept+n], s) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		kept = copy(buf, buf[kept+n-(len(s)-1):kept+n])
+	}
 }

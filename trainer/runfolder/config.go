@@ -63,28 +63,34 @@ type Config struct {
 	GlobalNegatives bool `json:"global_negatives,omitempty"`
 }
 
-// DefaultConfig is §1's pre-training on ogbg-molhiv.
-func DefaultConfig() Config {
+// DefaultConfig is §1's pre-training on ogbg-molhiv, of the default
+// objective (the paper's).
+func DefaultConfig() Config { return defaultConfigOf(model.Objectives[0]) }
+
+// DefaultConfigOf is the default run of the objective called objective:
+// its model and its training defaults (model.Objectives), the rest
+// DefaultConfig's; a field error ("objective") for a name of none.
+func DefaultConfigOf(objective string) (Config, error) {
+	k, err := model.ObjectiveNamed(objective)
+	if err != nil {
+		return Config{}, err
+	}
+	return defaultConfigOf(k), nil
+}
+
+func defaultConfigOf(k *model.ObjectiveKind) Config {
 	return Config{
-		Model:           model.DefaultConfig(),
-		BatchSize:       512,
+		Model:           k.Model(),
+		BatchSize:       k.Training.BatchSize,
 		LR:              1e-3,
+		ClipGradNorm:    k.Training.ClipGradNorm,
+		WeightDecay:     k.Training.WeightDecay,
 		Epochs:          100,
 		Precision:       model.FP32,
 		CheckpointEvery: 500,
 		Keep:            3,
 		LogEvery:        1,
 	}
-}
-
-// ReleasedConfig is the released formulation's pre-training (§12.5):
-// its model, batches of 256, AdamW at 1e-3 with weight decay 0.01,
-// gradients clipped to norm 0.5 per group, 100 epochs.
-func ReleasedConfig() Config {
-	c := DefaultConfig()
-	c.Model = model.ReleasedModelConfig()
-	c.BatchSize, c.ClipGradNorm, c.WeightDecay = 256, 0.5, 0.01
-	return c
 }
 
 // Validate reports the first setting that cannot work, naming its field.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/evaluate/suite"
@@ -20,7 +20,7 @@ import (
 func syntheticBenchmark(t *testing.T, name string, seed uint64) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
-	if _, err := data.WriteSynthetic(dir, data.SynthOptions{Molecules: 160, Seed: seed}); err != nil {
+	if _, err := synthetic.Write(dir, synthetic.Options{Molecules: 160, Seed: seed}); err != nil {
 		t.Fatal(err)
 	}
 	return dir

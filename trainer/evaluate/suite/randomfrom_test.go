@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
+	"github.com/micrograph/micrograph/data/synthetic"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/evaluate/suite"
@@ -24,7 +25,7 @@ import (
 func TestRandomFromComparesTheDataNotItsPath(t *testing.T) {
 	dir := t.TempDir()
 	bace := filepath.Join(dir, "bace") // a benchmark's name
-	if _, err := data.WriteSynthetic(bace, data.SynthOptions{Molecules: 120, Seed: 1}); err != nil {
+	if _, err := synthetic.Write(bace, synthetic.Options{Molecules: 120, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := suite.Config{
@@ -73,7 +74,7 @@ func TestRandomFromComparesTheDataNotItsPath(t *testing.T) {
 	if err := os.RemoveAll(bace); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := data.WriteSynthetic(bace, data.SynthOptions{Molecules: 120, Seed: 2}); err != nil {
+	if _, err := synthetic.Write(bace, synthetic.Options{Molecules: 120, Seed: 2}); err != nil {
 		t.Fatal(err)
 	}
 	second.RandomFrom = earlier

@@ -17,6 +17,11 @@ import (
 	"github.com/micrograph/micrograph/trainer/runpool"
 )
 
+// ErrRandomRunsStale says that the random runs Config.RandomFrom names
+// cannot stand for this suite's, because their data changed or is not
+// recorded: the suite must run them itself.
+var ErrRandomRunsStale = errors.New("run them again")
+
 // Run runs every evaluation under every protocol on every dataset, for
 // each encoder i first with encoder i, then without pre-training: the
 // encoders' architecture, randomly initialised (fine-tuned from scratch, or
@@ -305,10 +310,10 @@ func randomRuns(cfg Config, arch model.EncoderConfig, keys map[string]string) (m
 		switch earlier.DataKeys[benchmark] {
 		case keys[benchmark]:
 		case "":
-			return nil, nil, field.Errorf("random_from", cfg.RandomFrom, "does not record what %s held when it ran (it is older than that record), so its random runs cannot be checked against the data now: run them again (leave --random-from out)", path)
+			return nil, nil, field.Errorf("random_from", cfg.RandomFrom, "does not record what %s held when it ran (it is older than that record), so its random runs cannot be checked against the data now: %w", path, ErrRandomRunsStale)
 		default:
-			return nil, nil, field.Errorf("random_from", cfg.RandomFrom, "ran its random encoders on other molecules than %s holds now (content %.20s…, then %.20s…): run them again (leave --random-from out)",
-				path, keys[benchmark], earlier.DataKeys[benchmark])
+			return nil, nil, field.Errorf("random_from", cfg.RandomFrom, "ran its random encoders on other molecules than %s holds now (content %.20s…, then %.20s…): %w",
+				path, keys[benchmark], earlier.DataKeys[benchmark], ErrRandomRunsStale)
 		}
 	}
 	out := map[string]Entry{}

@@ -6,7 +6,7 @@
 // of its seed's sequence, whatever its noise, so every dataset of at most
 // that size with such a seed is covered.
 //
-//	go run ./internal/cmd/synth-recording -out FILE [-seeds 16] [-molecules 2000]
+//	go run ./cmd/synth-recording -out FILE [-seeds 16] [-molecules 2000]
 package main
 
 import (
@@ -14,8 +14,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/rdkit"
+	"github.com/micrograph/micrograph/data/synthetic"
 )
 
 func main() {
@@ -29,7 +29,7 @@ func main() {
 	}
 	var smiles []string
 	for seed := range *seeds {
-		t := data.SynthesizeTable(data.SynthOptions{Molecules: *molecules, Seed: uint64(seed + 1)})
+		t := synthetic.Table(synthetic.Options{Molecules: *molecules, Seed: uint64(seed + 1)})
 		smiles = append(smiles, t.SMILES...)
 	}
 	if err := rdkit.Record(*out, smiles); err != nil {

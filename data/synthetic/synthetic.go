@@ -1,16 +1,17 @@
-package data
+// Package synthetic is the program's built-in dataset: molecules assembled
+// from known functional groups joined by short carbon linkers, with tasks
+// defined by which groups are present. Because every atom records the
+// group it came from, it is the ground truth for motif recovery.
+package synthetic
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
-)
 
-// The synthetic dataset is micrograph's built-in default: molecules
-// assembled from known functional groups joined by short carbon linkers,
-// with tasks defined by which groups are present. Because every atom records
-// the group it came from, it is the ground truth for motif recovery.
+	"github.com/micrograph/micrograph/data"
+)
 
 // synthGroup is a functional group as a SMILES template whose first atom
 // bonds to the rest of the molecule. exits are the template's atoms that may
@@ -43,8 +44,8 @@ var synthGroups = []synthGroup{
 	{"ketone", "C(=O)C", []int{2}, false},
 }
 
-// SyntheticGroups names the planted groups in id order.
-var SyntheticGroups = func() []string {
+// Groups names the planted groups in id order.
+var Groups = func() []string {
 	names := make([]string, len(synthGroups))
 	for i, g := range synthGroups {
 		names[i] = g.name
@@ -91,8 +92,8 @@ var synthTasks = []synthTask{
 	{"two_saturated_or_hetero_rings", func(c []int) bool { return c[gCyclohexane]+c[gMorpholine]+c[gPyridine]+c[gThiophene] >= 2 }},
 }
 
-// SyntheticTasks names the synthetic dataset's tasks in column order.
-var SyntheticTasks = func() []string {
+// Tasks names the synthetic dataset's tasks in column order.
+var Tasks = func() []string {
 	names := make([]string, len(synthTasks))
 	for i, t := range synthTasks {
 		names[i] = t.name
@@ -100,8 +101,8 @@ var SyntheticTasks = func() []string {
 	return names
 }()
 
-// SynthOptions control the synthetic dataset.
-type SynthOptions struct {
+// Options control the synthetic dataset.
+type Options struct {
 	Molecules int     // number of molecules; 0 means 2000
 	Seed      uint64  // the same seed gives the same dataset
 	Noise     float64 // probability that a label is flipped; 0 means 0.07, negative means none
@@ -113,10 +114,10 @@ const (
 	synthMinGroups, synthMaxGroups = 2, 6
 )
 
-// SynthesizeTable generates the synthetic molecules as a Table: SMILES, one
+// Table generates the synthetic molecules as a data.Table: SMILES, one
 // label per task (a rule over the groups present, flipped with probability
 // Noise), and the planted group of every atom in SMILES atom order.
-func SynthesizeTable(opt SynthOptions) *Table {
+func Table(opt Options) *data.Table {
 	n := opt.Molecules
 	if n <= 0 {
 		n = 2000
@@ -129,7 +130,7 @@ func SynthesizeTable(opt SynthOptions) *Table {
 		noise = 0
 	}
 	r := rand.New(rand.NewPCG(opt.Seed, 0x73796e7468)) // "synth"
-	t := &Table{Source: "synthetic (seed " + strconv.FormatUint(opt.Seed, 10) + ")", Tasks: SyntheticTasks}
+	t := &data.Table{Source: "synthetic (seed " + strconv.FormatUint(opt.Seed, 10) + ")", Tasks: Tasks}
 	for i := 0; i < n; i++ {
 		m := synthMolecule(r)
 		t.SMILES = append(t.SMILES, m.smiles)
@@ -154,12 +155,12 @@ func SynthesizeTable(opt SynthOptions) *Table {
 	return t
 }
 
-// WriteSynthetic generates the synthetic dataset and featurises it into the
+// Write generates the synthetic dataset and featurises it into the
 // new folder out with a scaffold split; raw/node_group.csv.gz records each
 // atom's planted group (-1 for linker carbons).
-func WriteSynthetic(out string, opt SynthOptions) (*FeaturizeReport, error) {
-	t := SynthesizeTable(opt)
-	rep, err := Featurize(t, out, FeaturizeOptions{Split: "scaffold"})
+func Write(out string, opt Options) (*data.FeaturizeReport, error) {
+	t := Table(opt)
+	rep, err := data.Featurize(t, out, data.FeaturizeOptions{Split: "scaffold"})
 	if err != nil {
 		return rep, err
 	}

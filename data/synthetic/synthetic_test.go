@@ -1,4 +1,4 @@
-package data
+package synthetic
 
 import (
 	"math"
@@ -7,13 +7,14 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/data/rdkit"
 )
 
-func TestSynthesizeTableDeterministic(t *testing.T) {
-	a := SynthesizeTable(SynthOptions{Molecules: 50, Seed: 3})
-	b := SynthesizeTable(SynthOptions{Molecules: 50, Seed: 3})
-	c := SynthesizeTable(SynthOptions{Molecules: 50, Seed: 4})
+func TestTableDeterministic(t *testing.T) {
+	a := Table(Options{Molecules: 50, Seed: 3})
+	b := Table(Options{Molecules: 50, Seed: 3})
+	c := Table(Options{Molecules: 50, Seed: 4})
 	if !reflect.DeepEqual(a, b) {
 		t.Error("same seed, different tables")
 	}
@@ -23,12 +24,12 @@ func TestSynthesizeTableDeterministic(t *testing.T) {
 }
 
 // A synthetic dataset's molecules are the first of its seed's sequence,
-// whatever its size and noise: what internal/cmd/synth-recording relies on to record
+// whatever its size and noise: what cmd/synth-recording relies on to record
 // every small synthetic dataset of a seed at once.
-func TestSynthesizeTablePrefixOfItsSeed(t *testing.T) {
-	long := SynthesizeTable(SynthOptions{Molecules: 300, Seed: 7})
-	for _, opt := range []SynthOptions{{Molecules: 40, Seed: 7}, {Molecules: 299, Seed: 7, Noise: 0.3}, {Molecules: 120, Seed: 7, Noise: -1}} {
-		short := SynthesizeTable(opt)
+func TestTablePrefixOfItsSeed(t *testing.T) {
+	long := Table(Options{Molecules: 300, Seed: 7})
+	for _, opt := range []Options{{Molecules: 40, Seed: 7}, {Molecules: 299, Seed: 7, Noise: 0.3}, {Molecules: 120, Seed: 7, Noise: -1}} {
+		short := Table(opt)
 		if !slices.Equal(short.SMILES, long.SMILES[:opt.Molecules]) {
 			t.Errorf("%+v: not the first %d molecules of seed 7", opt, opt.Molecules)
 		}
@@ -38,7 +39,7 @@ func TestSynthesizeTablePrefixOfItsSeed(t *testing.T) {
 // Every synthetic molecule parses in RDKit with the atom order the generator
 // recorded, has 10–50 atoms and at least two planted groups.
 func TestSyntheticMolecules(t *testing.T) {
-	tab := SynthesizeTable(SynthOptions{Molecules: 500, Seed: 9})
+	tab := Table(Options{Molecules: 500, Seed: 9})
 	atomicNumber := map[string]uint8{"C": 6, "c": 6, "N": 7, "n": 7, "O": 8, "o": 8, "S": 16, "s": 16, "F": 9, "Cl": 17}
 	for i, smi := range tab.SMILES {
 		g, err := rdkit.SmilesToGraph(smi, false)
@@ -96,7 +97,7 @@ func sum(v []int) int {
 // about the one asked for (0.07 by default, none when negative).
 func TestSyntheticLabelsFollowRulesWithNoise(t *testing.T) {
 	for _, tc := range []struct{ noise, rate float64 }{{0, 0.07}, {-1, 0}, {0.2, 0.2}} {
-		tab := SynthesizeTable(SynthOptions{Molecules: 2000, Seed: 5, Noise: tc.noise})
+		tab := Table(Options{Molecules: 2000, Seed: 5, Noise: tc.noise})
 		flips, total := 0, 0
 		for i := range tab.SMILES {
 			count := groupInstances(t, tab.AtomGroups[i])
@@ -127,7 +128,7 @@ func TestSynthTaskRules(t *testing.T) {
 	}
 	tests := []struct {
 		groups []int
-		want   []bool // per task, in SyntheticTasks order
+		want   []bool // per task, in Tasks order
 	}{
 		{[]int{gBenzene, gNitro}, []bool{true, false, false, false, false}},
 		{[]int{gCyclohexane, gNitro, gCarboxyl}, []bool{false, true, false, false, false}},
@@ -145,19 +146,19 @@ func TestSynthTaskRules(t *testing.T) {
 }
 
 // The written dataset carries the planted groups through OGB's layout.
-func TestWriteSynthetic(t *testing.T) {
+func TestWrite(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "synth")
-	rep, err := WriteSynthetic(out, SynthOptions{Molecules: 200, Seed: 2})
+	rep, err := Write(out, Options{Molecules: 200, Seed: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := ReadOGB(out)
+	d, err := data.ReadOGB(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tab := SynthesizeTable(SynthOptions{Molecules: 200, Seed: 2})
+	tab := Table(Options{Molecules: 200, Seed: 2})
 	if d.NumGraphs() != 200 || rep.Molecules != 200 || !slices.Equal(d.SMILES, tab.SMILES) ||
-		!slices.Equal(d.Tasks, SyntheticTasks) || d.Split == nil {
+		!slices.Equal(d.Tasks, Tasks) || d.Split == nil {
 		t.Fatalf("%d molecules, tasks %q", d.NumGraphs(), d.Tasks)
 	}
 	if !slices.Equal(d.AtomGroup, slices.Concat(tab.AtomGroups...)) {
