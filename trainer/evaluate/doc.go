@@ -5,5 +5,5 @@
 // protocols and encoders and tests the differences.
 // Classification tasks are scored by ROC-AUC; regression tasks (labels other
 // than 0 and 1, data.Dataset.TaskTypes) by RMSE and MAE, fine-tuned on
-// standardised labels and probed with exact ridge regression (FitRidge).
+// standardised labels and probed with exact ridge regression (linfit.FitRidge).
 package evaluate

@@ -18,6 +18,7 @@ import (
 	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/trainer/evaluate/linfit"
 	"github.com/micrograph/micrograph/trainer/metrics"
 	"github.com/micrograph/micrograph/trainer/runenv"
 )
@@ -38,7 +39,7 @@ const cvStream = 0x6376 // "cv"
 // labels has loss 0.
 func MaskedBCEWithLogits(logits, labels, mask *torch.Tensor) *torch.Tensor {
 	m := mask.ToDType(logits.DType())
-	return bceWithLogits(logits, labels).Mul(m).Sum().Div(m.Sum().ClampMin(1))
+	return linfit.BCEWithLogits(logits, labels).Mul(m).Sum().Div(m.Sum().ClampMin(1))
 }
 
 // MaskedMSE is the squared error of outputs (B×T) against targets (B×T)
@@ -48,12 +49,6 @@ func MaskedMSE(outputs, targets, mask *torch.Tensor) *torch.Tensor {
 	m := mask.ToDType(outputs.DType())
 	d := outputs.Sub(targets)
 	return d.Mul(d).Mul(m).Sum().Div(m.Sum().ClampMin(1))
-}
-
-// bceWithLogits is the elementwise binary cross-entropy of logits x against
-// targets y.
-func bceWithLogits(x, y *torch.Tensor) *torch.Tensor {
-	return x.Relu().Sub(x.Mul(y)).Add(x.Abs().Neg().Exp().AddScalar(1).Log())
 }
 
 // CrossValidationSplits is K-fold cross-validation over n molecules (the

@@ -15,7 +15,7 @@ import (
 	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/nn"
-	"github.com/micrograph/micrograph/torch/optim"
+	"github.com/micrograph/micrograph/trainer/evaluate/linfit"
 	"github.com/micrograph/micrograph/trainer/metrics"
 	"github.com/micrograph/micrograph/trainer/runenv"
 )
@@ -445,59 +445,6 @@ func embedMolecules(ds *data.Dataset, arch model.EncoderConfig, state []torch.Na
 // errNonFiniteEmbedding marks an encoder whose output cannot be used.
 var errNonFiniteEmbedding = errors.New("the encoder's weights give non-finite embeddings")
 
-// maskedLabels are labels with each missing one (NaN) set to 0, and the
-// mask that is 1 where a label is present.
-func maskedLabels(labels []float32) (filled, mask []float32) {
-	mask = make([]float32, len(labels))
-	for i, y := range labels {
-		if y == y {
-			mask[i] = 1
-		} else {
-			labels[i] = 0
-		}
-	}
-	return labels, mask
-}
-
-// bestL2PerTask is the grid index each task keeps: its best valid ROC-AUC
-// (validByTask[g][t]; ties: the earlier), or, for a task whose valid labels
-// hold one class, the one with the best mean (validByL2).
-func bestL2PerTask(validByL2 []metrics.Value, validByTask [][]float64, tasks int) []int {
-	overall := 0
-	for g := range validByL2 {
-		if validByL2[g] > validByL2[overall] {
-			overall = g
-		}
-	}
-	chosen := make([]int, tasks)
-	for t := range chosen {
-		best := -1
-		for g := range validByTask {
-			if v := validByTask[g][t]; !math.IsNaN(v) && (best < 0 || v > validByTask[best][t]) {
-				best = g
-			}
-		}
-		if best < 0 {
-			best = overall
-		}
-		chosen[t] = best
-	}
-	return chosen
-}
-
-// pickScores takes, from scores of every grid value on n molecules
-// (G×n×T, row-major), each task's chosen one: n×T.
-func pickScores(scores []float32, n int, chosen []int) []float32 {
-	tasks := len(chosen)
-	out := make([]float32, n*tasks)
-	for i := range n {
-		for t, g := range chosen {
-			out[i*tasks+t] = scores[(g*n+i)*tasks+t]
-		}
-	}
-	return out
-}
-
 // FitLinear fits the logistic regressions of every task and grid value on
 // split's train part and evaluates them (see LinearEvalConfig).
 func FitLinear(cfg *LinearEvalConfig, ds *data.Dataset, split *data.Split, embeddings *torch.Tensor, seed uint64) (LinearEvalRun, error) {
@@ -516,10 +463,10 @@ func FitLinear(cfg *LinearEvalConfig, ds *data.Dataset, split *data.Split, embed
 	}
 
 	// Standardise on the train part's statistics; a constant feature stays 0.
-	mean, std := standardisation(rows(split.Train))
+	mean, std := linfit.Standardisation(rows(split.Train))
 	standardise := func(x *torch.Tensor) *torch.Tensor { return x.Sub(mean).Div(std) }
-	w, b, bce := fitLogisticGrid(standardise(rows(split.Train)), splitLabels(ds, split.Train), logisticFit{
-		tasks: tasks, grid: cfg.L2Grid, steps: cfg.Steps, lr: cfg.LR, seed: seed})
+	w, b, bce := linfit.FitLogistic(standardise(rows(split.Train)), splitLabels(ds, split.Train), linfit.Logistic{
+		Tasks: tasks, Grid: cfg.L2Grid, Steps: cfg.Steps, LR: cfg.LR, Seed: seed})
 	run.TrainLossByL2 = toValues(torch.ToSlice[float64](bce.MeanDim(1, false).ToDType(torch.Float64)))
 
 	// Scores of every grid value on a part: G×len(idx)×T, row-major.
@@ -557,84 +504,19 @@ func FitLinear(cfg *LinearEvalConfig, ds *data.Dataset, split *data.Split, embed
 		run.ValidByL2 = append(run.ValidByL2, metrics.Value(mean))
 	}
 
-	chosen := bestL2PerTask(run.ValidByL2, validByTask, tasks)
+	chosen := linfit.BestPerTask(run.ValidByL2, validByTask, tasks)
 	for _, g := range chosen {
 		run.L2 = append(run.L2, cfg.L2Grid[g])
 	}
-	_, valid, err := metrics.ROCAUC(validLabels, pickScores(validScores, len(split.Valid), chosen), tasks)
+	_, valid, err := metrics.ROCAUC(validLabels, linfit.PickScores(validScores, len(split.Valid), chosen), tasks)
 	if err != nil {
 		return run, fmt.Errorf("valid: %w", err)
 	}
-	testPerTask, test, err := metrics.ROCAUC(testLabels, pickScores(testScores, len(split.Test), chosen), tasks)
+	testPerTask, test, err := metrics.ROCAUC(testLabels, linfit.PickScores(testScores, len(split.Test), chosen), tasks)
 	if err != nil {
 		return run, fmt.Errorf("test: %w", err)
 	}
 	run.ValidROCAUC, run.TestROCAUC, run.TestPerTask = metrics.Value(valid), metrics.Value(test), toValues(testPerTask)
 	run.Seconds = time.Since(start).Seconds()
 	return run, nil
-}
-
-// standardisation is the mean and population std (1×d) of the rows of x,
-// a std below 1e-6 (a constant feature) replaced by 1.
-func standardisation(x *torch.Tensor) (mean, std *torch.Tensor) {
-	mean = x.MeanDim(0, true)
-	std = x.Sub(mean).PowScalar(2).MeanDim(0, true).Sqrt()
-	return mean, std.MaskedFill(std.LtScalar(1e-6), 1)
-}
-
-// logisticFit is what fitLogisticGrid fits: tasks logistic regressions for
-// each L2 strength of grid, by steps full-batch Adam steps at rate lr from
-// PyTorch's Linear initialisation drawn from seed.
-type logisticFit struct {
-	tasks, steps int
-	grid         []float64
-	lr           float64
-	seed         uint64
-}
-
-// fitLogisticGrid fits every task and grid value of f at once on the
-// features x (n×d, standardised) and labels (n×T, NaN where missing),
-// minimising mean BCE over each task's labelled rows + λ/2·‖w‖². It returns
-// the weights (G×d×T), biases (G×1×T) and the last step's BCE (G×T), in the
-// caller's scope.
-func fitLogisticGrid(x *torch.Tensor, labels []float32, f logisticFit) (w, b, bce *torch.Tensor) {
-	dev := x.Device()
-	filled, mask := maskedLabels(labels)
-	n, tasks, grid := x.Size(0), int64(f.tasks), int64(len(f.grid))
-	y := torch.FromSlice(filled, n, tasks).To(dev, false)
-	m := torch.FromSlice(mask, n, tasks).To(dev, false)
-	labelled := m.SumDim(0, false).ClampMin(1) // per task
-	lambda := make([]float32, grid)
-	for g, l := range f.grid {
-		lambda[g] = float32(l)
-	}
-	penalty := torch.FromSlice(lambda, grid, 1).To(dev, false) // G×1, against G×T
-
-	// One weight matrix per grid value, initialised as PyTorch's Linear(d, T).
-	torch.ManualSeed(f.seed)
-	d := x.Size(1)
-	store := nn.NewStore(dev, torch.Float32)
-	defer store.Free()
-	bound := 1 / math.Sqrt(float64(d))
-	ws := store.Root().Param("weight", torch.Empty([]int64{grid, d, tasks}, store.Root().Options()))
-	bs := store.Root().Param("bias", torch.Empty([]int64{grid, 1, tasks}, store.Root().Options()))
-	nn.Uniform(ws, -bound, bound)
-	nn.Uniform(bs, -bound, bound)
-	adam := optim.NewAdam(store.Trainable(), f.lr)
-	defer adam.Free()
-	for range f.steps {
-		func() {
-			step := torch.NewScope()
-			defer step.Close()
-			// (n×d)·(G×d×T) broadcasts to G×n×T.
-			perTask := bceWithLogits(x.MatMul(ws).Add(bs), y).Mul(m).SumDim(1, false).Div(labelled)
-			loss := perTask.Add(ws.Mul(ws).SumDim(1, false).Mul(penalty).MulScalar(0.5)).Sum()
-			adam.ZeroGrad()
-			loss.Backward()
-			adam.Step()
-			bce.Free()
-			bce = step.Keep(perTask.Detach())
-		}()
-	}
-	return ws.Detach().Clone(), bs.Detach().Clone(), bce
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
-	"github.com/micrograph/micrograph/trainer/metrics"
+	"github.com/micrograph/micrograph/trainer/evaluate/linfit"
 )
 
 // linearProbeStart sets the head of clf to a linear probe of its frozen
@@ -45,35 +45,29 @@ func (f *finetuner) linearProbeStart(clf *model.Classifier, train *data.Dataset)
 	if err != nil {
 		return nil, err
 	}
-	mean, std := standardisation(zFit)
+	mean, std := linfit.Standardisation(zFit)
 	xFit, xValid := zFit.Sub(mean).Div(std), zValid.Sub(mean).Div(std)
-	grid := DefaultLinearEvalConfig().L2Grid
-	var p probe
+	lin := DefaultLinearEvalConfig()
+	d := linfit.ProbeData{Fit: xFit, Valid: xValid, FitLabels: splitLabels(train, fit), ValidLabels: splitLabels(train, valid)}
+	var p linfit.Probe
 	if f.regression {
-		p, err = fitRidgeProbe(xFit, xValid, splitLabels(train, fit), splitLabels(train, valid), train.NumTasks(), grid)
+		p, err = linfit.RidgeProbe(d, train.NumTasks(), lin.L2Grid)
 	} else {
-		p, err = fitLogisticProbe(xFit, xValid, splitLabels(train, fit), splitLabels(train, valid), train.NumTasks(), grid, f.seed)
+		p, err = linfit.LogisticProbe(d, linfit.Logistic{Tasks: train.NumTasks(), Grid: lin.L2Grid, Steps: lin.Steps, LR: lin.LR, Seed: f.seed})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("linear probe: %w", err)
 	}
 	setHeadToProbe(clf.Head, p, torch.ToSlice[float32](mean), torch.ToSlice[float32](std), torch.ToSlice[float32](xFit.Min()))
-	return p.l2, nil
-}
-
-// probe is a linear model on standardised features: logits (or
-// standardised predictions) x·w_t + b_t per task t; w is T×d, row-major.
-type probe struct {
-	w, b []float64
-	l2   []float64 // the λ each task took
+	return p.L2, nil
 }
 
 // setHeadToProbe writes p into head as linearProbeStart describes, given
 // the features' standardisation (mean, std, 1×d) and the lowest
 // standardised value over the train rows (used for c; one number bounds
 // every feature).
-func setHeadToProbe(head *model.GraphHead, p probe, mean, std, lowest []float32) {
-	d, tasks := len(mean), len(p.b)
+func setHeadToProbe(head *model.GraphHead, p linfit.Probe, mean, std, lowest []float32) {
+	d, tasks := len(mean), len(p.B)
 	shift := 1 + math.Max(0, -float64(lowest[0]))
 	w1, b1 := make([]float32, d*d), make([]float32, d)
 	for j := range d {
@@ -82,10 +76,10 @@ func setHeadToProbe(head *model.GraphHead, p probe, mean, std, lowest []float32)
 	}
 	w2, b2 := make([]float32, tasks*d), make([]float32, tasks)
 	for t := range tasks {
-		bias := p.b[t]
+		bias := p.B[t]
 		for j := range d {
-			w2[t*d+j] = float32(p.w[t*d+j])
-			bias -= p.w[t*d+j] * shift
+			w2[t*d+j] = float32(p.W[t*d+j])
+			bias -= p.W[t*d+j] * shift
 		}
 		b2[t] = float32(bias)
 	}
@@ -103,78 +97,6 @@ func setHeadToProbe(head *model.GraphHead, p probe, mean, std, lowest []float32)
 	if err := torch.LoadState(live, values); err != nil {
 		panic(err) // the shapes are the head's own
 	}
-}
-
-// fitLogisticProbe fits linear evaluation's logistic regressions (every
-// task and λ of grid at once) on xFit and keeps, per task, the λ with the
-// best valid ROC-AUC (bestL2PerTask's rule).
-func fitLogisticProbe(xFit, xValid *torch.Tensor, fitLabels, validLabels []float32, tasks int, grid []float64, seed uint64) (probe, error) {
-	lin := DefaultLinearEvalConfig()
-	w, b, _ := fitLogisticGrid(xFit, fitLabels, logisticFit{tasks: tasks, grid: grid, steps: lin.Steps, lr: lin.LR, seed: seed})
-	scores := torch.NoGradValue(func() []float32 { return torch.ToSlice[float32](xValid.MatMul(w).Add(b)) })
-	n := len(validLabels) / tasks
-	validByL2 := make([]metrics.Value, len(grid))
-	validByTask := make([][]float64, len(grid))
-	for g := range grid {
-		perTask, mean, err := metrics.ROCAUC(validLabels, scores[g*n*tasks:(g+1)*n*tasks], tasks)
-		if err != nil { // no task with both classes in the held-out part: every λ ties
-			perTask, mean = make([]float64, tasks), math.NaN()
-			for t := range perTask {
-				perTask[t] = math.NaN()
-			}
-		}
-		validByL2[g], validByTask[g] = metrics.Value(mean), perTask
-	}
-	chosen := bestL2PerTask(validByL2, validByTask, tasks)
-	ws, bs := torch.ToSlice[float32](w), torch.ToSlice[float32](b) // G×d×T, G×1×T
-	d := len(ws) / (len(grid) * tasks)
-	p := probe{w: make([]float64, tasks*d), b: make([]float64, tasks)}
-	for t, g := range chosen {
-		for j := range d {
-			p.w[t*d+j] = float64(ws[(g*d+j)*tasks+t])
-		}
-		p.b[t] = float64(bs[g*tasks+t])
-		p.l2 = append(p.l2, grid[g])
-	}
-	return p, nil
-}
-
-// fitRidgeProbe fits a ridge regression per task and λ of grid (FitRidge)
-// on xFit and keeps, per task, the λ with the lowest valid RMSE (the first
-// on ties).
-func fitRidgeProbe(xFit, xValid *torch.Tensor, fitLabels, validLabels []float32, tasks int, grid []float64) (probe, error) {
-	x, xv := torch.ToSlice[float32](xFit), torch.ToSlice[float32](xValid)
-	d := int(xFit.Size(1))
-	nFit := len(fitLabels) / tasks
-	p := probe{w: make([]float64, tasks*d), b: make([]float64, tasks)}
-	y := make([]float32, nFit)
-	for t := range tasks {
-		for i := range y {
-			y[i] = fitLabels[i*tasks+t]
-		}
-		fits, err := FitRidge(x, d, y, grid)
-		if err != nil {
-			return p, err
-		}
-		best, bestRMSE := 0, math.NaN()
-		for g, fit := range fits {
-			var sum float64
-			var n int
-			for i, pred := range fit.Predict(xv) {
-				if v := validLabels[i*tasks+t]; v == v {
-					sum += (pred - float64(v)) * (pred - float64(v))
-					n++
-				}
-			}
-			if rmse := math.Sqrt(sum / float64(n)); better(true, rmse, bestRMSE) {
-				best, bestRMSE = g, rmse
-			}
-		}
-		copy(p.w[t*d:(t+1)*d], fits[best].W)
-		p.b[t] = fits[best].B
-		p.l2 = append(p.l2, grid[best])
-	}
-	return p, nil
 }
 
 // holdOutTenth splits idx into nine tenths to fit on and a tenth to choose

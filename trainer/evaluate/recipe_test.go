@@ -15,6 +15,7 @@ import (
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/optim"
 	"github.com/micrograph/micrograph/torch/testdevice"
+	"github.com/micrograph/micrograph/trainer/evaluate/linfit"
 	"github.com/micrograph/micrograph/trainer/metrics"
 	"github.com/micrograph/micrograph/trainer/runenv"
 )
@@ -77,11 +78,11 @@ func TestLinearProbeStartHeadIsTheProbe(t *testing.T) {
 		}
 		return all.IndexSelect(0, torch.FromSlice(i).To(f.dev, false))
 	}
-	mean, std := standardisation(rows(f.split.Train))
+	mean, std := linfit.Standardisation(rows(f.split.Train))
 	grid := DefaultLinearEvalConfig().L2Grid
 	lin := DefaultLinearEvalConfig()
-	w, b, _ := fitLogisticGrid(rows(f.split.Train).Sub(mean).Div(std), splitLabels(f.ds, f.split.Train),
-		logisticFit{tasks: 1, grid: grid, steps: lin.Steps, lr: lin.LR, seed: f.seed})
+	w, b, _ := linfit.FitLogistic(rows(f.split.Train).Sub(mean).Div(std), splitLabels(f.ds, f.split.Train),
+		linfit.Logistic{Tasks: 1, Grid: grid, Steps: lin.Steps, LR: lin.LR, Seed: f.seed})
 
 	// The λ: the best valid ROC-AUC over the grid, the earliest on ties.
 	validScores := torch.ToSlice[float32](rows(f.split.Valid).Sub(mean).Div(std).MatMul(w).Add(b))
@@ -132,7 +133,7 @@ func TestSetHeadToProbeArithmetic(t *testing.T) {
 	}
 	defer clf.Free()
 	mean, std := []float32{0.5, -1, 2}, []float32{2, 0.25, 1}
-	p := probe{w: []float64{1, -2, 0.5, 0, 3, -1}, b: []float64{0.1, -0.3}}
+	p := linfit.Probe{W: []float64{1, -2, 0.5, 0, 3, -1}, B: []float64{0.1, -0.3}}
 	lowest := []float32{-4} // of (z−μ)/σ over the train rows
 	s := torch.NewScope()
 	defer s.Close()
@@ -142,9 +143,9 @@ func TestSetHeadToProbeArithmetic(t *testing.T) {
 	out := torch.ToSlice[float32](clf.Head.Lin2.Forward(clf.Head.Lin1.Forward(torch.FromSlice(flat, 3, 3).To(dev, false)).Relu()))
 	for i, row := range z {
 		for task := range 2 {
-			want := p.b[task]
+			want := p.B[task]
 			for j, v := range row {
-				want += p.w[task*3+j] * (float64(v) - float64(mean[j])) / float64(std[j])
+				want += p.W[task*3+j] * (float64(v) - float64(mean[j])) / float64(std[j])
 			}
 			if got := float64(out[i*2+task]); math.Abs(got-want) > 1e-5*(1+math.Abs(want)) {
 				t.Errorf("row %d, task %d: %v, want %v", i, task, got, want)

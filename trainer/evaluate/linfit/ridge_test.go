@@ -1,4 +1,4 @@
-package evaluate
+package linfit
 
 import (
 	"encoding/json"
