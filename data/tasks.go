@@ -1,6 +1,7 @@
 package data
 
 import (
+	"encoding/csv"
 	"fmt"
 	"slices"
 	"strings"
@@ -35,6 +36,34 @@ func ParseTaskType(s string) (TaskType, error) {
 		return Regression, nil
 	}
 	return 0, fmt.Errorf("task type %q: want classification or regression", s)
+}
+
+// ParseTaskTypes reads task types named in one line: NAME=TYPE pairs,
+// comma-separated, a name with a comma quoted as CSV quotes it; "" is none.
+func ParseTaskTypes(spec string) (map[string]TaskType, error) {
+	if spec == "" {
+		return nil, nil
+	}
+	fields, err := csv.NewReader(strings.NewReader(spec)).Read()
+	if err != nil {
+		return nil, err
+	}
+	types := make(map[string]TaskType, len(fields))
+	for _, f := range fields {
+		i := strings.LastIndex(f, "=")
+		if i <= 0 {
+			return nil, fmt.Errorf("want NAME=classification or NAME=regression, got %q", f)
+		}
+		t, err := ParseTaskType(f[i+1:])
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := types[f[:i]]; dup {
+			return nil, fmt.Errorf("task %q named twice", f[:i])
+		}
+		types[f[:i]] = t
+	}
+	return types, nil
 }
 
 // MarshalText writes the type's name, so that JSON files hold words.

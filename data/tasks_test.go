@@ -157,3 +157,25 @@ func csvColumn(t *testing.T, path, name string) []float32 {
 	}
 	return out
 }
+
+// Task types named in one line: pairs, a quoted name with a comma, and
+// what is refused.
+func TestParseTaskTypes(t *testing.T) {
+	got, err := ParseTaskTypes(`a=regression,"b,c=classification"`)
+	if err != nil || len(got) != 2 || got["a"] != Regression || got["b,c"] != Classification {
+		t.Errorf("got %v, %v; want a regression, \"b,c\" classification", got, err)
+	}
+	if got, err := ParseTaskTypes(""); got != nil || err != nil {
+		t.Errorf("empty: %v, %v; want none", got, err)
+	}
+	for spec, want := range map[string]string{
+		"a":                             `want NAME=classification or NAME=regression, got "a"`,
+		"=regression":                   `want NAME=classification or NAME=regression, got "=regression"`,
+		"a=ordinal":                     `task type "ordinal": want classification or regression`,
+		"a=regression,a=classification": `task "a" named twice`,
+	} {
+		if _, err := ParseTaskTypes(spec); err == nil || err.Error() != want {
+			t.Errorf("%q: %v, want %s", spec, err, want)
+		}
+	}
+}

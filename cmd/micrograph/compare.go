@@ -1,12 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"path/filepath"
-	"strings"
 
-	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/trainer/evaluate/suite"
 	"github.com/micrograph/micrograph/trainer/report"
 )
@@ -29,47 +25,17 @@ func runCompare(args []string) error {
 	if fs.NArg() == 0 {
 		return usageError{fmt.Errorf("no result files")}
 	}
-	if isSuite(fs.Arg(0)) {
+	if suite.IsArm(fs.Arg(0)) {
 		return compareSuites(fs.Args())
 	}
 	return report.CompareResults(stdout, fs.Args())
 }
 
-// suiteArg splits a compare argument into the method's name and the suite
-// result file: NAME=PATH, or PATH named after its folder; PATH is a suite's
-// --out folder or its suite.json.
-func suiteArg(arg string) (name, file string) {
-	name, path, named := strings.Cut(arg, "=")
-	if !named {
-		path = arg
-	}
-	file = suite.ResultFile(path)
-	if !named {
-		name = filepath.Base(filepath.Dir(file))
-	}
-	return name, file
-}
-
-// isSuite tells whether a compare argument is a suite result: its file holds
-// suite entries.
-func isSuite(arg string) bool {
-	_, file := suiteArg(arg)
-	var probe struct {
-		Entries []json.RawMessage `json:"entries"`
-	}
-	return inputfile.ReadJSON(file, &probe) == nil && probe.Entries != nil
-}
-
-// compareSuites prints suite.CompareArms of the suites named.
+// compareSuites prints suite.CompareArms of the suites named (suite.ParseArm).
 func compareSuites(args []string) error {
-	var arms []suite.Arm
-	for _, arg := range args {
-		name, file := suiteArg(arg)
-		r, err := suite.ReadResult(file)
-		if err != nil {
-			return fmt.Errorf("%w (compare suites with suites)", err)
-		}
-		arms = append(arms, suite.Arm{Name: name, Result: r})
+	arms, err := suite.ReadArms(args)
+	if err != nil {
+		return fmt.Errorf("%w (compare suites with suites)", err)
 	}
 	c, err := suite.CompareArms(arms)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/micrograph/micrograph/trainer/pretrain"
 	"github.com/micrograph/micrograph/trainer/runenv"
 	"github.com/micrograph/micrograph/trainer/runfolder"
+	"github.com/micrograph/micrograph/trainer/runpool"
 	"github.com/spf13/pflag"
 )
 
@@ -49,56 +50,6 @@ func describeSplit(s pretrain.Split, cores int) string {
 // cpuCores is the cores this process may run on (its affinity mask).
 func cpuCores() int { return runtime.NumCPU() }
 
-// How finetune, linear-eval and suite spread their runs (seeds, folds,
-// encoders) over a CPU's cores when --jobs is not given: one process per
-// core, each run on one libtorch thread, as many as the memory allows and
-// no more than there are runs; the cores left over go to threads in each.
-// Runs share nothing, so side by side they scale with the cores, where one
-// run's threads mostly wait on each other (docs/speed.md).
-
-// jobMemory is what the default reserves in memory for each process of an
-// evaluation's runs beyond the first (the libtorch runtime, the dataset, a
-// model with its optimiser), against /proc/meminfo's MemAvailable.
-const jobMemory = 1 << 30
-
-// runSplit is how an evaluation's runs use the cores: jobs processes side by
-// side (1: one after another in this process), each with threads libtorch
-// threads.
-type runSplit struct{ jobs, threads int }
-
-// splitRuns is the split of runs runs given --jobs and --threads (0 when
-// not given) on cores cores with available bytes of memory free (0:
-// unknown), on a GPU or not. A GPU runs one at a time unless --jobs says
-// otherwise. The threads of each run depend only on the flags, the cores
-// and how many runs there are, never on how many are left to make, so that
-// a suite started again makes its runs as the first call did.
-func splitRuns(jobs, threads, runs, cores int, available int64, gpu bool) runSplit {
-	runs = max(runs, 1)
-	switch {
-	case jobs > 0 && threads > 0:
-		return runSplit{jobs, threads}
-	case jobs > 0:
-		return runSplit{jobs, max(1, cores/min(jobs, runs))}
-	case gpu && threads > 0:
-		return runSplit{1, threads}
-	case gpu:
-		return runSplit{1, cores}
-	}
-	n := cores
-	if threads > 0 {
-		n = cores / threads
-	}
-	n = min(n, runs)
-	if available > 0 {
-		n = min(n, 1+int(available/jobMemory))
-	}
-	n = max(n, 1)
-	if threads == 0 {
-		threads = max(1, cores/n)
-	}
-	return runSplit{n, threads}
-}
-
 // jobsFlag registers --jobs into jobs.
 func jobsFlag(fs *pflag.FlagSet, jobs *int) {
 	fs.IntVar(jobs, "jobs", 0, "runs (seeds, folds, encoders) made side by side, each in a process of its own; 1: one after\n"+
@@ -108,7 +59,8 @@ func jobsFlag(fs *pflag.FlagSet, jobs *int) {
 }
 
 // withJobs sets in env how the command's runs runs use the cores, from
-// --jobs and --threads, and says how when it runs them side by side.
+// --jobs and --threads (runpool.SplitRuns: one process per core by
+// default), and says how when it runs them side by side.
 func withJobs(fs *pflag.FlagSet, jobs, runs int, env runenv.Env) (runenv.Env, error) {
 	if jobs < 0 {
 		return env, usageError{fmt.Errorf("--jobs %d: want 1 or more (or 0, the default)", jobs)}
@@ -118,11 +70,11 @@ func withJobs(fs *pflag.FlagSet, jobs, runs int, env runenv.Env) (runenv.Env, er
 		threads = env.Threads
 	}
 	cores := cpuCores()
-	s := splitRuns(jobs, threads, runs, cores, runenv.AvailableMemory(), env.Device.IsCUDA())
-	env.Jobs, env.Threads = s.jobs, s.threads
-	if s.jobs > 1 {
+	s := runpool.SplitRuns(runpool.SplitRequest{Jobs: jobs, Threads: threads, Runs: runs, Cores: cores, Available: runenv.AvailableMemory(), GPU: env.Device.IsCUDA()})
+	env.Jobs, env.Threads = s.Jobs, s.Threads
+	if s.Jobs > 1 {
 		logf("%d of the %d runs at a time, each in a process of %d libtorch thread(s), on a CPU of %d cores (--jobs and --threads choose)",
-			min(s.jobs, runs), runs, s.threads, cores)
+			min(s.Jobs, runs), runs, s.Threads, cores)
 	}
 	return env, nil
 }

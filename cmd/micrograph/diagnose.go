@@ -95,7 +95,7 @@ func runDiagnose(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeResultJSON(out, r); err != nil {
+	if err := atomicfile.WriteJSON(out, r); err != nil {
 		return err
 	}
 	printf("diagnose %s on %d molecules of %s: effective rank of e %.1f, uniformity %.2f, between-molecule share of node variance %.3f (%.1fs); result in %s",

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -74,7 +72,7 @@ func runFinetune(args []string) error {
 	if err != nil {
 		return flagError(fs, &cfg, err)
 	}
-	if err := writeResultJSON(ev.out, res); err != nil {
+	if err := atomicfile.WriteJSON(ev.out, res); err != nil {
 		return err
 	}
 	selection := fmt.Sprintf("best valid %.4f ± %.4f", res.Valid.Mean, res.Valid.Std)
@@ -159,9 +157,9 @@ func (e *evaluationFlags) check(fs *pflag.FlagSet, c *evaluate.Common, cfg inter
 	if err := rejectArchitectureFlags(fs, c.EncoderPath); err != nil {
 		return err
 	}
-	types, err := parseTaskTypes(e.taskTypes)
+	types, err := data.ParseTaskTypes(e.taskTypes)
 	if err != nil {
-		return err
+		return usageError{fmt.Errorf("--task-types %q: %v", e.taskTypes, err)}
 	}
 	c.TaskTypes = types
 	if err := cfg.Validate(); err != nil {
@@ -178,34 +176,6 @@ func (e *evaluationFlags) check(fs *pflag.FlagSet, c *evaluate.Common, cfg inter
 		return err
 	}
 	return e.rt.checkCache(inputs...)
-}
-
-// parseTaskTypes reads --task-types: NAME=TYPE pairs, comma-separated, CSV
-// quoting for names with commas.
-func parseTaskTypes(spec string) (map[string]data.TaskType, error) {
-	if spec == "" {
-		return nil, nil
-	}
-	fields, err := csv.NewReader(strings.NewReader(spec)).Read()
-	if err != nil {
-		return nil, usageError{fmt.Errorf("--task-types %q: %v", spec, err)}
-	}
-	types := make(map[string]data.TaskType, len(fields))
-	for _, f := range fields {
-		i := strings.LastIndex(f, "=")
-		if i <= 0 {
-			return nil, usageError{fmt.Errorf("--task-types %q: want NAME=classification or NAME=regression, got %q", spec, f)}
-		}
-		t, err := data.ParseTaskType(f[i+1:])
-		if err != nil {
-			return nil, usageError{fmt.Errorf("--task-types %q: %v", spec, err)}
-		}
-		if _, dup := types[f[:i]]; dup {
-			return nil, usageError{fmt.Errorf("--task-types %q: task %q named twice", spec, f[:i])}
-		}
-		types[f[:i]] = t
-	}
-	return types, nil
 }
 
 // architectureFlags are encoderFlags' flags that shape the encoder, which
@@ -238,15 +208,6 @@ func checkWritableFolder(flag, path, dir string) error {
 	}
 	probe.Close()
 	return os.Remove(probe.Name())
-}
-
-// writeResultJSON writes v as indented JSON to path, atomically.
-func writeResultJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // l2GridFlag registers linear evaluation's λ grid, its default written as

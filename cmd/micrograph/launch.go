@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/micrograph/micrograph/data"
@@ -104,44 +102,6 @@ func (p launchPlan) start(command string, grace time.Duration) error {
 		Grace: grace, Stdout: stdout, Stderr: os.Stderr}.Run()
 }
 
-// signalWatch turns the first SIGINT or SIGTERM into closing stop, after
-// first (if set) is called, and a second into ending the process at once
-// (status 130), until Close: the one way pretrain stops on a signal, while
-// it featurises its data as while it trains.
-type signalWatch struct {
-	stop    chan struct{}
-	signals chan os.Signal
-	done    chan struct{}
-}
-
-func watchSignals(first func()) *signalWatch {
-	w := &signalWatch{stop: make(chan struct{}), signals: make(chan os.Signal, 2), done: make(chan struct{})}
-	signal.Notify(w.signals, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		select {
-		case <-w.signals:
-		case <-w.done:
-			return
-		}
-		if first != nil {
-			first()
-		}
-		close(w.stop)
-		select {
-		case <-w.signals:
-			os.Exit(130)
-		case <-w.done:
-		}
-	}()
-	return w
-}
-
-// Close ends the watch.
-func (w *signalWatch) Close() {
-	signal.Stop(w.signals)
-	close(w.done)
-}
-
 // errStoppedFeaturising is a stop, by a signal, while a CSV was featurised
 // into the cache: nothing was written, and the command ends with status 0
 // after saying so (stoppedBeforeWriting).
@@ -158,9 +118,9 @@ func stoppedBeforeWriting(while string) error {
 // it (pretrain.CheckData), stopping at a signal while a CSV is featurised:
 // errStoppedFeaturising.
 func openDataOnce(cfg runfolder.Config, env runenv.Env) error {
-	w := watchSignals(nil)
+	w := runenv.WatchSignals(nil)
 	defer w.Close()
-	env.Stop = w.stop
+	env.Stop = w.Stop()
 	err := pretrain.CheckData(cfg, env)
 	if errors.Is(err, data.ErrStopped) {
 		return errStoppedFeaturising

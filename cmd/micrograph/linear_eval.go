@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 )
 
@@ -57,7 +58,7 @@ func runLinearEval(args []string) error {
 	if err != nil {
 		return flagError(fs, &cfg, err)
 	}
-	if err := writeResultJSON(ev.out, res); err != nil {
+	if err := atomicfile.WriteJSON(ev.out, res); err != nil {
 		return err
 	}
 	selection := fmt.Sprintf("valid %.4f ± %.4f", res.Valid.Mean, res.Valid.Std)

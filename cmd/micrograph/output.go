@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/micrograph/micrograph/internal/inputfile"
+	"github.com/micrograph/micrograph/internal/samefile"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
@@ -56,55 +56,35 @@ func checkOutputFolder(flag, dir string, inputs ...input) error {
 	return checkPlace(flag, dir, inputs)
 }
 
-// checkPlace refuses an output path that is a run's own file (runOwning)
+// checkPlace refuses an output path that is a run's own file (runfolder.Owning)
 // or one of inputs, or lies inside an input dataset folder.
 func checkPlace(flag, path string, inputs []input) error {
-	if run, what := runOwning(path); run != "" {
+	if run, what := runfolder.Owning(path); run != "" {
 		return usageError{fmt.Errorf("%s %s is %s of the pre-training run %s, which only pretrain writes: choose a place outside the run's config.json, log.jsonl, lock and checkpoints/", flag, path, what, run)}
 	}
 	for _, in := range inputs {
 		if in.path == "" {
 			continue
 		}
-		if same(path, in.path) {
+		if samefile.Same(path, in.path) {
 			return usageError{fmt.Errorf("%s %s is the input %s %s: writing it would replace what is read; choose another file", flag, path, in.flag, in.path)}
 		}
-		if in.dataset && within(path, in.path) {
+		if in.dataset && samefile.Within(path, in.path) {
 			return usageError{fmt.Errorf("%s %s is inside the input folder %s %s, which is only read; choose another place", flag, path, in.flag, in.path)}
 		}
 	}
 	return nil
 }
 
-// runOwning is the run folder, if any, one of whose own files or folders
-// (runfolder.OwnFile) path is, with what it is to the run: every folder
-// above path that is a run's (runfolder.IsRun) is asked, symbolic links
-// resolved. ("", "") when none.
-func runOwning(path string) (run, what string) {
-	p := resolved(path)
-	for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
-		if runfolder.IsRun(dir) {
-			if rel, err := filepath.Rel(dir, p); err == nil {
-				if what := runfolder.OwnFile(rel); what != "" {
-					return dir, what
-				}
-			}
-		}
-		if dir == filepath.Dir(dir) {
-			return "", ""
-		}
-	}
-}
-
 // checkRunInputs refuses, for pretrain --run run, an input that is the
 // run folder itself or one of its own files: the run writes them.
 func checkRunInputs(run string, inputs ...input) error {
-	r := resolved(run)
+	r := samefile.Resolve(run)
 	for _, in := range inputs {
 		if in.path == "" {
 			continue
 		}
-		p := resolved(in.path)
+		p := samefile.Resolve(in.path)
 		if p == r {
 			return usageError{fmt.Errorf("%s %s is the run folder --run %s, which the run writes", in.flag, in.path, run)}
 		}
@@ -115,48 +95,4 @@ func checkRunInputs(run string, inputs ...input) error {
 		}
 	}
 	return nil
-}
-
-// same tells whether a and b are the same file: the same one on disk when
-// both exist (hard links and symbolic links included), else the same
-// path once made absolute with the links of what exists resolved.
-func same(a, b string) bool {
-	sa, errA := os.Stat(a)
-	sb, errB := os.Stat(b)
-	if errA == nil && errB == nil {
-		return os.SameFile(sa, sb)
-	}
-	return resolved(a) == resolved(b)
-}
-
-// within tells whether path lies inside the folder dir (after resolving
-// symbolic links of what exists).
-func within(path, dir string) bool {
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return false
-	}
-	d, p := resolved(dir), resolved(filepath.Dir(path))
-	return p == d || strings.HasPrefix(p, d+string(filepath.Separator))
-}
-
-// absolute is path made absolute and clean; on failure, path cleaned.
-func absolute(path string) string {
-	if a, err := filepath.Abs(path); err == nil {
-		return a
-	}
-	return filepath.Clean(path)
-}
-
-// resolved is path absolute with the symbolic links of its longest
-// existing part resolved: the file itself when it exists, else the folders
-// above it that do.
-func resolved(path string) string {
-	a := absolute(path)
-	if r, err := filepath.EvalSymlinks(a); err == nil {
-		return r
-	}
-	if dir := filepath.Dir(a); dir != a {
-		return filepath.Join(resolved(dir), filepath.Base(a))
-	}
-	return a
 }

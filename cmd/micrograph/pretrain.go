@@ -176,14 +176,14 @@ func runPretrain(args []string) error {
 		cublasDeterminism()
 	}
 	var opened atomic.Bool // a stop before the data is open (a CSV featurised) ends at once, and says so after
-	w := watchSignals(func() {
+	w := runenv.WatchSignals(func() {
 		if opened.Load() {
 			logf("signal received: finishing the step and checkpointing (again to quit at once)")
 		}
 	})
 	defer w.Close()
 	env := plan.env
-	env.Stop = w.stop
+	env.Stop = w.Stop()
 	sayJobWait(plan.job, c.jf.timeout)
 	res, err := pretrain.Run(c.run, c.cfg, env, pretrain.Options{Resume: c.resume, Job: plan.job, Timeout: c.jf.timeout,
 		Opened: func() { opened.Store(true) }})

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/evaluate/suite"
 )
@@ -94,25 +93,16 @@ func runSuite(args []string) error {
 	if err := checkSuiteOutputs(out, &cfg, &rt); err != nil {
 		return err
 	}
-	res, runErr := suite.Run(cfg, env, suite.Options{RunFiles: filepath.Join(out, "runs")})
+	res, runErr := suite.Run(cfg, env, suite.Options{RunFiles: filepath.Join(out, suite.RunsFolder)})
 	if res == nil {
 		return flagError(fs, &cfg, runErr)
 	}
 	// The table goes to stdout first, so that a failed write loses nothing.
 	table := res.Markdown()
 	fmt.Fprint(stdout, table)
-	name := "suite"
-	if runErr != nil {
-		name = "suite-partial" // the evaluations finished before the failure
-	}
-	md, js := filepath.Join(out, name+".md"), filepath.Join(out, name+".json")
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return errors.Join(runErr, err)
-	}
-	if err := atomicfile.WriteFile(md, []byte(table), 0o644); err != nil {
-		return errors.Join(runErr, err)
-	}
-	if err := writeResultJSON(js, res); err != nil {
+	// After a failure, the evaluations finished before it, as partial.
+	md, js, err := res.Save(out, table, runErr != nil)
+	if err != nil {
 		return errors.Join(runErr, err)
 	}
 	if runErr != nil {
@@ -135,11 +125,6 @@ func checkResultFolder(flag, dir string) error {
 	return checkWritableFolder(flag, dir, filepath.Dir(dir))
 }
 
-// suiteOutputs are the files suite writes into its --out folder: the table
-// and the results, or their partial forms after a failure, and the runs
-// kept as they finish.
-var suiteOutputs = []string{"suite.md", "suite.json", "suite-partial.md", "suite-partial.json", "runs"}
-
 // checkSuiteOutputs refuses an --out folder or --cache at which suite would
 // write over one of its inputs (the encoders, the benchmarks, the earlier
 // suite of --random-from) or a run's own files.
@@ -161,7 +146,7 @@ func checkSuiteOutputs(out string, cfg *suite.Config, rt *runtimeFlags) error {
 	if err := checkOutputFolder("--out", out, inputs...); err != nil {
 		return err
 	}
-	for _, name := range suiteOutputs {
+	for _, name := range suite.OutputFiles {
 		if err := checkPlace("--out "+out+": its "+name, filepath.Join(out, name), inputs); err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@
 package atomicfile
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -141,6 +142,16 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 		_, err := w.Write(data)
 		return err
 	})
+}
+
+// WriteJSON writes v as indented JSON and a newline to path, atomically:
+// a command's result file.
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // WriteDir creates the folder path, which must not exist yet, with what fill

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/micrograph/micrograph/internal/samefile"
 )
 
 // ownFiles are the names a run writes at the top of its folder, with what
@@ -54,4 +56,24 @@ func OwnFile(rel string) string {
 		}
 	}
 	return ""
+}
+
+// Owning is the run folder, if any, one of whose own files or folders
+// (OwnFile) path is, with what it is to the run: every folder above path
+// that is a run's (IsRun) is asked, symbolic links resolved. ("", "") when
+// none.
+func Owning(path string) (run, what string) {
+	p := samefile.Resolve(path)
+	for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
+		if IsRun(dir) {
+			if rel, err := filepath.Rel(dir, p); err == nil {
+				if what := OwnFile(rel); what != "" {
+					return dir, what
+				}
+			}
+		}
+		if dir == filepath.Dir(dir) {
+			return "", ""
+		}
+	}
 }

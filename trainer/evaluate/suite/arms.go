@@ -1,11 +1,14 @@
 package suite
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/trainer/evaluate"
 	"github.com/micrograph/micrograph/trainer/metrics"
 )
@@ -243,4 +246,43 @@ func joinProtocols(ps []evaluate.Protocol) string {
 		names[i] = string(p)
 	}
 	return strings.Join(names, ", ")
+}
+
+// ParseArm splits an argument naming an arm into the method's name and the
+// suite result file: NAME=PATH, or PATH named after its folder; PATH is a
+// suite's output folder or its suite.json.
+func ParseArm(arg string) (name, file string) {
+	name, path, named := strings.Cut(arg, "=")
+	if !named {
+		path = arg
+	}
+	file = ResultFile(path)
+	if !named {
+		name = filepath.Base(filepath.Dir(file))
+	}
+	return name, file
+}
+
+// IsArm tells whether an argument (as ParseArm reads it) names a suite
+// result: its file holds suite entries.
+func IsArm(arg string) bool {
+	_, file := ParseArm(arg)
+	var probe struct {
+		Entries []json.RawMessage `json:"entries"`
+	}
+	return inputfile.ReadJSON(file, &probe) == nil && probe.Entries != nil
+}
+
+// ReadArms reads the arms args name (ParseArm), in order.
+func ReadArms(args []string) ([]Arm, error) {
+	var arms []Arm
+	for _, arg := range args {
+		name, file := ParseArm(arg)
+		r, err := ReadResult(file)
+		if err != nil {
+			return nil, err
+		}
+		arms = append(arms, Arm{Name: name, Result: r})
+	}
+	return arms, nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/trainer/evaluate"
@@ -38,6 +39,34 @@ type Entry struct {
 	// Replicate i is encoder i, or the random encoders drawn from its seeds.
 	Replicate int `json:"replicate"`
 	evaluate.Outcome
+}
+
+// RunsFolder is the folder, in a suite's output folder, that keeps each
+// finished run (Options.RunFiles).
+const RunsFolder = "runs"
+
+// OutputFiles are the files a suite writes into its output folder: the
+// table and the results (Save), or their partial forms after a failure, and
+// the runs kept as they finish.
+var OutputFiles = []string{"suite.md", "suite.json", "suite-partial.md", "suite-partial.json", RunsFolder}
+
+// Save writes table (the result's Markdown) and the result into the folder
+// dir, made if missing: suite.md and suite.json, or after a failure
+// (partial: the evaluations finished before it) suite-partial.md and
+// suite-partial.json. It returns the two files' paths.
+func (r *Result) Save(dir, table string, partial bool) (md, js string, err error) {
+	name := "suite"
+	if partial {
+		name = "suite-partial"
+	}
+	md, js = filepath.Join(dir, name+".md"), filepath.Join(dir, name+".json")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return md, js, err
+	}
+	if err := atomicfile.WriteFile(md, []byte(table), 0o644); err != nil {
+		return md, js, err
+	}
+	return md, js, atomicfile.WriteJSON(js, r)
 }
 
 // ResultFile is the suite.json of a suite's --out folder, or path itself
