@@ -386,6 +386,7 @@ func TestAtomCuts(t *testing.T) {
 		{[]int{5, 1, 1, 1, 1, 5}, 3, []int{0, 1, 5, 6}},        // 5 | 4 | 5 of 14
 		{[]int{1, 1, 1, 1, 1, 1, 1, 20}, 3, []int{0, 6, 7, 8}}, // every part keeps a molecule
 		{[]int{3}, 2, []int{0, 1, 1}},                          // fewer molecules than parts
+		{[]int{3}, 3, []int{0, 1, 1, 1}},                       // the empty parts stay at the end
 	} {
 		if got := atomCuts(tc.atoms, tc.k); !slices.Equal(got, tc.want) {
 			t.Errorf("atomCuts(%v, %d) = %v, want %v", tc.atoms, tc.k, got, tc.want)
