@@ -97,7 +97,14 @@ func (alone) sameCheckpoint(_ string, ck *runfolder.Checkpoint) (*runfolder.Chec
 func (alone) shares(_ *model.MicroGraph, out model.Output) model.Losses { return out.Losses }
 
 func (alone) beginSum(values []*torch.Tensor, _ bool) (*torch.Tensor, error) {
-	return torch.Stack(values, 0).ToDType(torch.Float64), nil
+	return lossRecord(values), nil
+}
+
+// lossRecord is a step's loss values stacked in float64, outside the
+// autograd graph: a record to log (and, in a job, to sum over the ranks in
+// place), which backpropagation never needs.
+func lossRecord(values []*torch.Tensor) *torch.Tensor {
+	return torch.NoGradValue(func() *torch.Tensor { return torch.Stack(values, 0).ToDType(torch.Float64) })
 }
 
 func (alone) endSum() error { return nil }
@@ -252,7 +259,7 @@ func (j *job) beginSum(values []*torch.Tensor, stop bool) (*torch.Tensor, error)
 	if stop {
 		stopFlag = 1
 	}
-	all := torch.Stack(append(values, torch.Full(nil, stopFlag, values[0].Options())), 0).ToDType(torch.Float64)
+	all := lossRecord(append(values, torch.Full(nil, stopFlag, values[0].Options())))
 	if err := j.grads.Begin(all); err != nil {
 		return nil, err
 	}
