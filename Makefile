@@ -72,10 +72,12 @@ $(BUILD)/shim/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch.sh Makefile
 omp_flag = $(if $(filter debian,$(call torch_var,TORCH_MODE)),-fopenmp)
 
 # The fused kernels' CPU loops (torch/shim/kernels/*_cpu.cpp) vectorise for
-# AVX2+FMA (floating-point selects need -fno-trapping-math; reductions say
-# where they may be reordered, with `omp simd` pragmas); the shim offers them
-# only on CPUs that have both (mg_fused_kernels).
-$(BUILD)/shim/kernels/%_cpu.o: CXXFLAGS += -O3 -mavx2 -mfma -fno-trapping-math -fopenmp-simd
+# AVX2+FMA (floating-point selects need -fno-trapping-math, square roots
+# -fno-math-errno: the loops never read errno; reductions say where they may
+# be reordered, with `omp simd` pragmas); the shim offers them only on CPUs
+# that have both (mg_fused_kernels).
+KERNEL_FLAGS := -O3 -mavx2 -mfma -fno-trapping-math -fno-math-errno -fopenmp-simd
+$(BUILD)/shim/kernels/%_cpu.o: CXXFLAGS += $(KERNEL_FLAGS)
 $(BUILD)/shim/kernels/%_cpu.o: omp_flag =
 
 # The lane-wise loops (kernels/isa.h) are compiled a second time for AVX-512,
@@ -84,8 +86,8 @@ $(BUILD)/shim/kernels/%_cpu.o: omp_flag =
 # of its loops (checked when the shim links): a function compiled for AVX-512
 # that the AVX2 build could also call would stop an AVX2-only CPU.
 AVX512_KERNELS := adam batch_norm dropout embedding_bag_sum gen_aggregate group_mean
-AVX512_FLAGS := -O3 -mavx2 -mfma -mavx512f -mavx512vl -mavx512bw -mavx512dq -mprefer-vector-width=512 \
-	-fno-trapping-math -fopenmp-simd -DMG_ISA=mg::Isa::avx512
+AVX512_FLAGS := $(KERNEL_FLAGS) -mavx512f -mavx512vl -mavx512bw -mavx512dq -mprefer-vector-width=512 \
+	-DMG_ISA=mg::Isa::avx512
 AVX512_OBJ := $(patsubst %,$(BUILD)/shim/kernels/%_cpu_avx512.o,$(AVX512_KERNELS))
 $(BUILD)/shim/kernels/%_cpu_avx512.o: CXXFLAGS += $(AVX512_FLAGS)
 $(BUILD)/shim/kernels/%_cpu_avx512.o: omp_flag =
@@ -203,7 +205,7 @@ $(CUDA_CHECK)/%.cu.o: torch/shim/%.cu $(SHIM_HDR)
 
 # The same flags as `make shim`, plus MG_WITH_CUDA, -Werror and the folder of
 # the generated header (searched after libtorch's own, which may have it).
-$(CUDA_CHECK)/kernels/%_cpu.o: CXXFLAGS += -O3 -mavx2 -mfma -fno-trapping-math -fopenmp-simd
+$(CUDA_CHECK)/kernels/%_cpu.o: CXXFLAGS += $(KERNEL_FLAGS)
 $(CUDA_CHECK)/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch.sh | $(CUDA_CHECK_MACROS)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -Werror -DMG_WITH_CUDA -D_GLIBCXX_USE_CXX11_ABI=$(call torch_var,TORCH_ABI) \

@@ -121,9 +121,9 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 		const bool learn_t = ctx->saved_data["learn_t"].toBool();
 		auto go = grads[0].contiguous();
 		const int64_t n = out.size(0), d = out.size(1);
-		auto grad_pre = at::empty({src.size(0), d}, out.options());
 		at::Tensor grad_h, grad_table, grad_t_parts;
 		if (out.is_cuda()) {
+			auto grad_pre = at::empty({src.size(0), d}, out.options());
 			auto messages = ctx->saved_data["messages"].toTensor();
 			if (learn_t) grad_t_parts = at::empty_like(out);
 #ifdef MG_WITH_CUDA
@@ -140,35 +140,31 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 			// deterministic (sorted) when deterministic algorithms are on.
 			grad_h = at::zeros_like(out).index_add_(0, src, grad_pre);
 			grad_table = at::zeros({rows, d}, out.options()).index_add_(0, bond, grad_pre);
+			grad_h.add_(go); // x = h + out
 		} else {
 			const auto &h = saved[5], &table = saved[6];
-			grad_t_parts = at::empty({n}, out.options());
-			grad_h = at::zeros_like(out);
+			grad_h = at::empty_like(out);
 			grad_table = at::zeros({rows, d}, out.options());
+			at::Tensor parts = learn_t ? at::empty_like(out) : at::Tensor();
 			AT_DISPATCH_FLOATING_TYPES(out.scalar_type(), "gen_aggregate_backward", [&] {
 				const scalar_t tv = t.item<scalar_t>();
-				at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
-					std::vector<scalar_t> scratch(d);
-					// A learned temperature's gradient sums across the lanes:
-					// its loop runs in the AVX2 build on every CPU.
-					auto loop = learn_t ? &mg::gen_backward<scalar_t, mg::Isa::avx2> : MG_CPU_LOOP(mg::gen_backward, scalar_t);
-					loop(h.data_ptr<scalar_t>(), table.data_ptr<scalar_t>(), bond.data_ptr<int64_t>(),
-					                 src.data_ptr<int64_t>(), rowptr.data_ptr<int64_t>(), tv, learn_t, d, begin, end,
-					                 out.data_ptr<scalar_t>(), zmax.data_ptr<scalar_t>(),
-					                 den.data_ptr<scalar_t>(), go.data_ptr<scalar_t>(),
-					                 grad_pre.data_ptr<scalar_t>(), grad_t_parts.data_ptr<scalar_t>(),
-					                 scratch.data());
-				});
-				// Sum the edges' gradients into their source nodes and
-				// table rows, in edge order; threads take channels.
+				scalar_t *GTC = learn_t ? parts.data_ptr<scalar_t>() : nullptr;
 				at::parallel_for(0, d, 32, [&](int64_t c0, int64_t c1) {
-					MG_CPU_LOOP(mg::gen_scatter_back, scalar_t)(grad_pre.data_ptr<scalar_t>(), src.data_ptr<int64_t>(),
-					                     bond.data_ptr<int64_t>(), src.numel(), d, c0, c1,
-					                     grad_h.data_ptr<scalar_t>(), grad_table.data_ptr<scalar_t>());
+					MG_CPU_LOOP(mg::gen_backward, scalar_t)(
+					    h.data_ptr<scalar_t>(), table.data_ptr<scalar_t>(), bond.data_ptr<int64_t>(),
+					    src.data_ptr<int64_t>(), rowptr.data_ptr<int64_t>(), tv, learn_t, n, d, c0, c1,
+					    out.data_ptr<scalar_t>(), zmax.data_ptr<scalar_t>(), den.data_ptr<scalar_t>(),
+					    go.data_ptr<scalar_t>(), grad_h.data_ptr<scalar_t>(), grad_table.data_ptr<scalar_t>(), GTC);
 				});
+				if (learn_t) {
+					grad_t_parts = at::empty({n}, out.options());
+					at::parallel_for(0, n, 64, [&](int64_t begin, int64_t end) {
+						mg::gen_temperature_parts<scalar_t, mg::Isa::avx2>(GTC, d, begin, end,
+						                                                  grad_t_parts.data_ptr<scalar_t>());
+					});
+				}
 			});
 		}
-		grad_h.add_(go); // x = h + out
 		at::Tensor grad_t;
 		if (learn_t) grad_t = grad_t_parts.sum().reshape(t.sizes());
 		return {grad_h, grad_table, at::Tensor(), grad_t, at::Tensor(), at::Tensor(), at::Tensor()};

@@ -63,21 +63,22 @@ template <typename T, Isa isa = Isa::avx2>
 void gen_forward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R, T t, int64_t d,
                  int64_t begin, int64_t end, T *O, T *Z, T *D, T *X);
 
-// Nodes [begin, end) of the backward pass on the CPU: the gradient of the
-// messages' pre-activations (GP, per edge) from the output's gradient G, and
-// each node's part of the temperature's gradient (GT) when learn_t. scratch
-// holds d values.
+// Channels [c0, c1) of the backward pass on the CPU, for all n nodes: from
+// the output's gradient G, each edge's gradient (never stored) added into its
+// source node's row of GH and its bond's row of GTab, edges in order, then G
+// itself into GH (x = h + out). GH's slice is overwritten; GTab's must start
+// at zero. When learn_t, GTC gets each (node, channel)'s part of the
+// temperature's gradient, which gen_temperature_parts sums per node. Threads
+// split the channels, so every sum runs in the same order at any count.
 template <typename T, Isa isa = Isa::avx2>
 void gen_backward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R, T t, bool learn_t,
-                  int64_t d, int64_t begin, int64_t end, const T *O, const T *Z, const T *D, const T *G, T *GP, T *GT,
-                  T *scratch);
+                  int64_t n, int64_t d, int64_t c0, int64_t c1, const T *O, const T *Z, const T *D, const T *G, T *GH,
+                  T *GTab, T *GTC);
 
-// The sums of backward on the CPU, channels [c0, c1): each edge's gradient
-// GP[k] (d values) added into its source node's row of GH and its bond's row
-// of GTab, edges in order (deterministic; threads split the channels).
+// Nodes [begin, end): GT[i] = Σ_c GTC[i, c]. The sum runs across the lanes
+// of a vector, so it is called in its AVX2 build on every CPU.
 template <typename T, Isa isa = Isa::avx2>
-void gen_scatter_back(const T *GP, const int64_t *S, const int64_t *B, int64_t edges, int64_t d, int64_t c0,
-                      int64_t c1, T *GH, T *GTab);
+void gen_temperature_parts(const T *GTC, int64_t d, int64_t begin, int64_t end, T *GT);
 
 #if defined(MG_WITH_CUDA) || defined(__CUDACC__)
 // The same for all n nodes at once on a GPU, launched on stream; t points to

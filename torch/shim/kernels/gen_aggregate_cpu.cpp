@@ -55,30 +55,41 @@ void gen_forward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, c
 
 namespace {
 
-// backward_nodes is gen_backward for a fixed learn_t, so that the channel
-// loop has no branch; the temperature's gradient is summed per channel (a
-// vector, not a scalar reduction) and then over channels. The message of a
-// zero pre-activation is exactly ε, so m > ε is the ReLU's gate.
+// backward_slice is gen_backward for a fixed learn_t, so that the channel
+// loop has no branch. The message of a zero pre-activation is exactly ε, so
+// m > ε is the ReLU's gate.
 template <typename T, bool learn_t>
-void backward_nodes(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R, T t, int64_t d,
-                    int64_t begin, int64_t end, const T *O, const T *Z, const T *D, const T *G, T *GP, T *GT, T *gt) {
+void backward_slice(const T *__restrict__ H, const T *__restrict__ Tab, const int64_t *B, const int64_t *S,
+                    const int64_t *R, T t, int64_t n, int64_t d, int64_t c0, int64_t c1, const T *__restrict__ O,
+                    const T *__restrict__ Z, const T *__restrict__ D, const T *__restrict__ G, T *__restrict__ GH,
+                    T *__restrict__ GTab, T *__restrict__ GTC) {
 	const T eps = T(kGENMessageEpsilon);
-	for (int64_t i = begin; i < end; i++) {
+	for (int64_t i = 0; i < n; i++) {
+		for (int64_t c = c0; c < c1; c++) GH[i * d + c] = 0;
+	}
+	for (int64_t i = 0; i < n; i++) {
 		const T *o = O + i * d, *z = Z + i * d, *den = D + i * d, *g = G + i * d;
-		GT[i] = 0;
+		T *gt = learn_t ? GTC + i * d : nullptr;
+		if (learn_t) {
+			for (int64_t c = c0; c < c1; c++) gt[c] = 0;
+		}
 		if (R[i + 1] - R[i] == 1) {
 			// One incoming edge: a = 1 and m = out, so the gradient passes
 			// straight to the message and none goes to t.
-			const T *hj = H + S[R[i]] * d, *ek = Tab + B[R[i]] * d;
-			T *gp = GP + R[i] * d;
-			for (int64_t c = 0; c < d; c++) gp[c] = gen_message(hj[c], ek[c]) > eps ? g[c] : T(0);
+			const int64_t k = R[i];
+			const T *hj = H + S[k] * d, *ek = Tab + B[k] * d;
+			T *gh = GH + S[k] * d, *gtab = GTab + B[k] * d;
+			for (int64_t c = c0; c < c1; c++) {
+				const T gp = gen_message(hj[c], ek[c]) > eps ? g[c] : T(0);
+				gh[c] += gp;
+				gtab[c] += gp;
+			}
 			continue;
 		}
-		for (int64_t c = 0; c < d; c++) gt[c] = 0;
 		for (int64_t k = R[i]; k < R[i + 1]; k++) {
 			const T *hj = H + S[k] * d, *ek = Tab + B[k] * d;
-			T *gp = GP + k * d;
-			for (int64_t c = 0; c < d; c++) {
+			T *gh = GH + S[k] * d, *gtab = GTab + B[k] * d;
+			for (int64_t c = c0; c < c1; c++) {
 				const T m = gen_message(hj[c], ek[c]);
 				// The gate as a factor: with a select GCC would sink the
 				// whole gradient into a branch and not vectorise.
@@ -88,13 +99,16 @@ void backward_nodes(const T *H, const T *Tab, const int64_t *B, const int64_t *S
 					gt[c] += grad * m * (m - o[c]);
 					grad *= 1 + t * (m - o[c]);
 				}
-				gp[c] = grad * on;
+				const T gp = grad * on;
+				gh[c] += gp;
+				gtab[c] += gp;
 			}
 		}
-		T sum = 0;
-#pragma omp simd reduction(+ : sum)
-		for (int64_t c = 0; c < d; c++) sum += gt[c];
-		GT[i] = sum;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		T *gh = GH + i * d;
+		const T *g = G + i * d;
+		for (int64_t c = c0; c < c1; c++) gh[c] += g[c]; // x = h + out
 	}
 }
 
@@ -102,25 +116,23 @@ void backward_nodes(const T *H, const T *Tab, const int64_t *B, const int64_t *S
 
 template <typename T, Isa isa>
 void gen_backward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R, T t, bool learn_t,
-                  int64_t d, int64_t begin, int64_t end, const T *O, const T *Z, const T *D, const T *G, T *GP, T *GT,
-                  T *scratch) {
+                  int64_t n, int64_t d, int64_t c0, int64_t c1, const T *O, const T *Z, const T *D, const T *G, T *GH,
+                  T *GTab, T *GTC) {
 	if (learn_t) {
-		backward_nodes<T, true>(H, Tab, B, S, R, t, d, begin, end, O, Z, D, G, GP, GT, scratch);
+		backward_slice<T, true>(H, Tab, B, S, R, t, n, d, c0, c1, O, Z, D, G, GH, GTab, GTC);
 	} else {
-		backward_nodes<T, false>(H, Tab, B, S, R, t, d, begin, end, O, Z, D, G, GP, GT, scratch);
+		backward_slice<T, false>(H, Tab, B, S, R, t, n, d, c0, c1, O, Z, D, G, GH, GTab, GTC);
 	}
 }
 
 template <typename T, Isa isa>
-void gen_scatter_back(const T *GP, const int64_t *S, const int64_t *B, int64_t edges, int64_t d, int64_t c0,
-                      int64_t c1, T *GH, T *GTab) {
-	for (int64_t k = 0; k < edges; k++) {
-		const T *gp = GP + k * d;
-		T *gh = GH + S[k] * d, *gt = GTab + B[k] * d;
-		for (int64_t c = c0; c < c1; c++) {
-			gh[c] += gp[c];
-			gt[c] += gp[c];
-		}
+void gen_temperature_parts(const T *GTC, int64_t d, int64_t begin, int64_t end, T *GT) {
+	for (int64_t i = begin; i < end; i++) {
+		const T *gt = GTC + i * d;
+		T sum = 0;
+#pragma omp simd reduction(+ : sum)
+		for (int64_t c = 0; c < d; c++) sum += gt[c];
+		GT[i] = sum;
 	}
 }
 
@@ -129,14 +141,12 @@ template void gen_forward<float, MG_ISA>(const float *, const float *, const int
 template void gen_forward<double, MG_ISA>(const double *, const double *, const int64_t *, const int64_t *, const int64_t *,
                                   double, int64_t, int64_t, int64_t, double *, double *, double *, double *);
 template void gen_backward<float, MG_ISA>(const float *, const float *, const int64_t *, const int64_t *, const int64_t *,
-                                  float, bool, int64_t, int64_t, int64_t, const float *, const float *,
+                                  float, bool, int64_t, int64_t, int64_t, int64_t, const float *, const float *,
                                   const float *, const float *, float *, float *, float *);
-template void gen_backward<double, MG_ISA>(const double *, const double *, const int64_t *, const int64_t *, const int64_t *,
-                                   double, bool, int64_t, int64_t, int64_t, const double *, const double *,
-                                   const double *, const double *, double *, double *, double *);
-template void gen_scatter_back<float, MG_ISA>(const float *, const int64_t *, const int64_t *, int64_t, int64_t, int64_t,
-                                      int64_t, float *, float *);
-template void gen_scatter_back<double, MG_ISA>(const double *, const int64_t *, const int64_t *, int64_t, int64_t, int64_t,
-                                       int64_t, double *, double *);
+template void gen_backward<double, MG_ISA>(const double *, const double *, const int64_t *, const int64_t *,
+                                   const int64_t *, double, bool, int64_t, int64_t, int64_t, int64_t, const double *,
+                                   const double *, const double *, const double *, double *, double *, double *);
+template void gen_temperature_parts<float, MG_ISA>(const float *, int64_t, int64_t, int64_t, float *);
+template void gen_temperature_parts<double, MG_ISA>(const double *, int64_t, int64_t, int64_t, double *);
 
 } // namespace mg
