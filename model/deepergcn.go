@@ -87,29 +87,38 @@ func (m *DeeperGCN) forward(g *graph.Graph, p ForwardProbe, update bool) *torch.
 		bonds.shared = m.Bond.Forward(bonds.combos)
 	}
 	drop := nn.Dropout{P: m.Config.Dropout}
-	norm := func(l int, h *torch.Tensor) *torch.Tensor {
+	// normDrop is dropout(ReLU(BN_l(h))), or dropout(BN_l(h)) without relu;
+	// a training step on one process makes it one fused kernel.
+	normDrop := func(l int, h *torch.Tensor, relu bool) *torch.Tensor {
 		if p.NormInput != nil {
 			p.NormInput(l, h)
 		}
 		n := m.Norms[l]
-		if p.BatchStats && update && m.NormAcross != nil {
-			return n.ForwardAcross(h, m.NormAcross)
+		var y *torch.Tensor
+		switch {
+		case p.BatchStats && update && m.NormAcross == nil && p.Dropout:
+			return n.ForwardDropout(h, torch.NormDropout{P: drop.P, ReLU: relu})
+		case p.BatchStats && update && m.NormAcross != nil:
+			y = n.ForwardAcross(h, m.NormAcross)
+		case p.BatchStats && !update:
+			y = torch.BatchNorm(h, n.Weight, n.Bias, nil, nil, true, n.Momentum, n.Eps)
+		default:
+			y = n.Forward(h, p.BatchStats)
 		}
-		if p.BatchStats && !update {
-			return torch.BatchNorm(h, n.Weight, n.Bias, nil, nil, true, n.Momentum, n.Eps)
+		if relu {
+			return drop.ForwardReLU(y, p.Dropout)
 		}
-		return n.Forward(h, p.BatchStats)
+		return drop.Forward(y, p.Dropout)
 	}
 	// Each layer's temporaries go as soon as it is done (autograd keeps
 	// what backpropagation needs), so that later layers reuse warm memory.
 	h := torch.Scoped(func() *torch.Tensor { return m.Convs[0].Forward(m.Atom.Forward(g.Atoms), bonds, g, update, m.cut) })
 	for l := 1; l < len(m.Convs); l++ {
 		h = torch.Scoped(func() *torch.Tensor {
-			x := drop.ForwardReLU(norm(l-1, h), p.Dropout)
-			return m.Convs[l].Forward(x, bonds, g, update, m.cut).Add(h)
+			return m.Convs[l].Forward(normDrop(l-1, h, true), bonds, g, update, m.cut).Add(h)
 		})
 	}
-	return drop.Forward(norm(len(m.Norms)-1, h), p.Dropout)
+	return normDrop(len(m.Norms)-1, h, false)
 }
 
 // Free releases the encoder's constants (its parameters belong to the store).

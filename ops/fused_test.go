@@ -3,6 +3,7 @@ package ops_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -386,7 +387,8 @@ func fusedKernelOutputs(threads int) [][]float64 {
 	beta := torch.Full([]int64{d}, 0.25, f32).SetRequiresGrad(true)
 	mean := torch.Zeros([]int64{d}, f32)
 	variance := torch.Ones([]int64{d}, f32)
-	normed := torch.FusedBatchNorm(dropped.Add(bag), gamma, beta, mean, variance, 0.1, 1e-5)
+	normed := torch.FusedBatchNorm(dropped.Add(bag), gamma, beta, mean, variance, 0.1, 1e-5).
+		Add(torch.FusedBatchNormDropout(out, gamma, beta, mean, variance, 0.1, 1e-5, torch.NormDropout{P: 0.4, ReLU: true}))
 	pooled := torch.FusedGroupMean(normed, torch.Arange(0, n, 1, torch.Options{DType: torch.Int64}), torch.FromSlice(groups),
 		torch.Ones([]int64{n}, f32), 37)
 	normed.Mul(torch.FromSlice(w, n, d).ToDType(torch.Float32)).Sum().Add(pooled.PowScalar(2).Sum()).Backward()
@@ -445,6 +447,74 @@ func TestFusedKernelsSameAtEveryVectorWidth(t *testing.T) {
 	for i, name := range fusedOutputNames {
 		if !slices.Equal(wide[i], narrow[i]) {
 			t.Errorf("%s differs between the AVX-512 and AVX2 builds", name)
+		}
+	}
+}
+
+// sameBits reports whether a and b hold the same values bit for bit (−0 is
+// not +0).
+func sameBits(a, b []float64) bool {
+	return slices.EqualFunc(a, b, func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) })
+}
+
+// Batch norm and dropout fused (with and without a ReLU between them) give
+// FusedBatchNorm followed by FusedReluDropout or FusedDropout bit for bit: the
+// output, the running statistics and the gradients of x, γ and β, in float32
+// and float64, from the same generator state, at one thread and at three.
+func TestFusedBatchNormDropoutIsDropoutOfBatchNorm(t *testing.T) {
+	scope(t)
+	if !torch.FusedKernels(torch.CPU) {
+		t.Skip("no fused CPU kernels here (a CPU without AVX2/FMA)")
+	}
+	defer torch.SetNumThreads(torch.NumThreads())
+	const n, c, p = 700, 90, 0.35
+	r := rand.New(rand.NewPCG(5, 6))
+	xv, gv, wv, bv := randomMatrix(r, n, c), randomMatrix(r, n, c), randomMatrix(r, 1, c), randomMatrix(r, 1, c)
+	run := func(dt torch.DType, relu, fused bool) [][]float64 {
+		o := torch.Options{DType: dt}
+		x := torch.FromSlice(xv, n, c).ToDType(dt).SetRequiresGrad(true)
+		w := torch.FromSlice(wv, c).ToDType(dt).SetRequiresGrad(true)
+		b := torch.FromSlice(bv, c).ToDType(dt).SetRequiresGrad(true)
+		mean, variance := torch.Zeros([]int64{c}, o), torch.Ones([]int64{c}, o)
+		torch.ManualSeed(8)
+		var y *torch.Tensor
+		switch {
+		case fused:
+			y = torch.FusedBatchNormDropout(x, w, b, mean, variance, 0.1, 1e-5, torch.NormDropout{P: p, ReLU: relu})
+		case relu:
+			y = torch.FusedReluDropout(torch.FusedBatchNorm(x, w, b, mean, variance, 0.1, 1e-5), p)
+		default:
+			y = torch.FusedDropout(torch.FusedBatchNorm(x, w, b, mean, variance, 0.1, 1e-5), p)
+		}
+		y.Mul(torch.FromSlice(gv, n, c).ToDType(dt)).Sum().Backward()
+		return [][]float64{values(y), values(mean), values(variance), values(x.Grad()), values(w.Grad()), values(b.Grad())}
+	}
+	names := []string{"output", "running mean", "running variance", "dx", "dγ", "dβ"}
+	for _, threads := range []int{1, 3} {
+		torch.SetNumThreads(threads)
+		for _, dt := range []torch.DType{torch.Float32, torch.Float64} {
+			for _, relu := range []bool{true, false} {
+				fused, composed := run(dt, relu, true), run(dt, relu, false)
+				for i, name := range names {
+					if !sameBits(fused[i], composed[i]) {
+						t.Errorf("%d threads, %s, ReLU %v: the fused %s differs from batch norm then dropout", threads, dt, relu, name)
+					}
+				}
+				zero := 0
+				for _, v := range fused[0] {
+					if v == 0 {
+						zero++
+					}
+				}
+				// Dropout zeroes 35 %; the ReLU about half of the rest too.
+				want := p
+				if relu {
+					want = p + (1-p)/2
+				}
+				if frac := float64(zero) / float64(n*c); math.Abs(frac-want) > 0.03 {
+					t.Errorf("%s, ReLU %v: %.3f of the outputs are zero, want about %.3f", dt, relu, frac, want)
+				}
+			}
 		}
 	}
 }

@@ -65,6 +65,24 @@ func FusedBatchNorm(x, weight, bias, runningMean, runningVar *Tensor, momentum, 
 	})
 }
 
+// NormDropout is what FusedBatchNormDropout applies after the batch norm:
+// dropout of probability P, 0 < P < 1, after a ReLU when ReLU.
+type NormDropout struct {
+	P    float64
+	ReLU bool
+}
+
+// FusedBatchNormDropout is FusedDropout(FusedBatchNorm(x, …), d.P), or
+// FusedReluDropout when d.ReLU, bit for bit and with the same generator
+// draw, without ever storing the batch norm's output: backward rebuilds the
+// mask and the ReLU's gate from x (shim/kernels/batch_norm.h).
+func FusedBatchNormDropout(x, weight, bias, runningMean, runningVar *Tensor, momentum, eps float64, d NormDropout) *Tensor {
+	return newTensor("batch_norm_dropout", func(out *C.mg_tensor) C.mg_error {
+		return C.mg_fused_batch_norm_dropout(x.c(), weight.c(), bias.c(), runningMean.c(), runningVar.c(),
+			C.double(momentum), C.double(eps), C.double(d.P), cbool(d.ReLU), out)
+	})
+}
+
 // FusedNormalize is x.Normalize(2, 1, eps) for 2-d x: each row over
 // max(its L2 norm, eps) (shim/kernels/normalize.h).
 func FusedNormalize(x *Tensor, eps float64) *Tensor {

@@ -50,6 +50,22 @@ func (b *BatchNorm1d) Forward(x *torch.Tensor, train bool) *torch.Tensor {
 	return torch.BatchNorm(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar, train, b.Momentum, b.Eps)
 }
 
+// ForwardDropout is training-mode Forward followed by d (a dropout, after a
+// ReLU when d.ReLU), in one fused kernel where both would run in theirs
+// (torch.FusedBatchNormDropout): the same values and generator draws, and
+// the normalised x is never stored.
+func (b *BatchNorm1d) ForwardDropout(x *torch.Tensor, d torch.NormDropout) *torch.Tensor {
+	if x.Dim() == 2 && x.Size(0) > 1 && d.P > 0 && d.P < 1 && torch.FusedKernelsFor(x) {
+		b.NumBatchesTracked.AddScalarInPlace(1)
+		return torch.FusedBatchNormDropout(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar, b.Momentum, b.Eps, d)
+	}
+	drop := Dropout{P: d.P}
+	if d.ReLU {
+		return drop.ForwardReLU(b.Forward(x, true), true)
+	}
+	return drop.Forward(b.Forward(x, true), true)
+}
+
 // ForwardAcross normalises x in training with the statistics of every
 // process's rows, where the batch is split across the processes of a
 // data-parallel job in group g (synchronised batch norm): the per-process

@@ -202,6 +202,12 @@ mg_error mg_fused_gen_aggregate(mg_tensor h, mg_tensor table, mg_tensor bond, mg
 /* Training-mode batch norm of 2-d x; updates running_mean and running_var in place. */
 mg_error mg_fused_batch_norm(mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor running_mean,
                              mg_tensor running_var, double momentum, double eps, mg_tensor *out);
+/* mg_fused_batch_norm followed by mg_fused_dropout (mg_fused_relu_dropout when
+ * relu), bit for bit, without storing the batch norm's output
+ * (kernels/batch_norm.h). */
+mg_error mg_fused_batch_norm_dropout(mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor running_mean,
+                                     mg_tensor running_var, double momentum, double eps, double p, int relu,
+                                     mg_tensor *out);
 /* The rows of 2-d a over max(their L2 norm, eps). */
 mg_error mg_fused_normalize(mg_tensor a, double eps, mg_tensor *out);
 /* mg_adam_step's update, one loop per parameter. */

@@ -18,8 +18,17 @@
 // its parameter gradients), then backward_apply with the global GW, GB and
 // count.
 //
-// Files: batch_norm_cpu.cpp (CPU loops), batch_norm.cpp (autograd function and
-// mg_fused_batch_norm).
+// Batch norm followed by dropout (dropout.h), and optionally a ReLU between
+// them, is one more autograd function: forward writes only the dropout's
+// output Z = Y·scale where it passes Y (the mask keeps the element, and with
+// the ReLU Y > 0), else 0; backward gates Z's gradient row by row on its way
+// into batch norm's sums and input gradient, by Z > 0 after a ReLU, else by
+// the mask made again from its seed, so that neither Y nor its gradient is
+// ever stored. Its values are those of the two functions one after the
+// other, bit for bit.
+//
+// Files: batch_norm_cpu.cpp (CPU loops), batch_norm.cpp (autograd functions,
+// mg_fused_batch_norm and mg_fused_batch_norm_dropout).
 #pragma once
 
 #include <cstdint>
@@ -37,6 +46,20 @@ void batch_norm_forward(const T *X, const T *W, const T *B, int64_t n, int64_t c
 template <typename T, Isa isa = Isa::avx2>
 void batch_norm_backward(const T *X, const T *G, const T *W, const T *M, const T *V, int64_t n, int64_t c, int64_t c0,
                          int64_t c1, T *GX, T *GW, T *GB);
+// M, V and VAR, the first phase of batch_norm_forward.
+template <typename T, Isa isa = Isa::avx2>
+void batch_norm_statistics(const T *X, int64_t n, int64_t c, int64_t c0, int64_t c1, T eps, T *M, T *V, T *VAR);
+// Batch norm then dropout of seed and p (after a ReLU when relu), given the
+// statistics: Z (n×c).
+template <typename T, Isa isa = Isa::avx2>
+void batch_norm_dropout_apply(const T *X, const T *W, const T *B, const T *M, const T *V, int64_t n, int64_t c,
+                              int64_t c0, int64_t c1, uint64_t seed, float p, T scale, bool relu, T *Z);
+// Its backward from Z's gradient G: GX, GW and GB as batch_norm_backward
+// gives them from the dropout's input gradient; GY holds c values.
+template <typename T, Isa isa = Isa::avx2>
+void batch_norm_dropout_backward(const T *X, const T *G, const T *Z, const T *W, const T *M, const T *V, int64_t n,
+                                 int64_t c, int64_t c0, int64_t c1, uint64_t seed, float p, T scale, bool relu, T *GX,
+                                 T *GW, T *GB, T *GY);
 template <typename T, Isa isa = Isa::avx2>
 void batch_norm_sums(const T *X, int64_t n, int64_t c, int64_t c0, int64_t c1, T *S);
 template <typename T, Isa isa = Isa::avx2>

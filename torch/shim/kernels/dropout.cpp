@@ -14,17 +14,10 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// draw_seed is one draw from the CPU generator, the mask's seed.
-uint64_t draw_seed() {
-	auto gen = at::globalContext().defaultGenerator(at::kCPU);
-	std::lock_guard<std::mutex> lock(gen.mutex());
-	return at::check_generator<at::CPUGeneratorImpl>(gen)->random64();
-}
-
 // Dropout as an autograd function: the seed is all that backward needs.
 struct FastDropout : public torch::autograd::Function<FastDropout> {
 	static at::Tensor forward(AutogradContext *ctx, const at::Tensor &x, double p) {
-		const uint64_t seed = draw_seed();
+		const uint64_t seed = mg_dropout_seed();
 		ctx->saved_data["seed"] = static_cast<int64_t>(seed);
 		ctx->saved_data["p"] = p;
 		return apply_mask(x, seed, p);
@@ -53,7 +46,7 @@ struct FastDropout : public torch::autograd::Function<FastDropout> {
 // x, whose sign is the ReLU's gate.
 struct FastReluDropout : public torch::autograd::Function<FastReluDropout> {
 	static at::Tensor forward(AutogradContext *ctx, const at::Tensor &x, double p) {
-		const uint64_t seed = draw_seed();
+		const uint64_t seed = mg_dropout_seed();
 		auto xc = x.contiguous();
 		auto y = at::empty_like(xc);
 		AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "relu_dropout", [&] {
@@ -88,6 +81,12 @@ struct FastReluDropout : public torch::autograd::Function<FastReluDropout> {
 };
 
 } // namespace
+
+uint64_t mg_dropout_seed() {
+	auto gen = at::globalContext().defaultGenerator(at::kCPU);
+	std::lock_guard<std::mutex> lock(gen.mutex());
+	return at::check_generator<at::CPUGeneratorImpl>(gen)->random64();
+}
 
 mg_error mg_fused_dropout(mg_tensor a, double p, mg_tensor *out) {
 	MG_TRY({

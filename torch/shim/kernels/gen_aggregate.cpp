@@ -150,11 +150,13 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 				const scalar_t tv = t.item<scalar_t>();
 				scalar_t *GTC = learn_t ? parts.data_ptr<scalar_t>() : nullptr;
 				at::parallel_for(0, d, 32, [&](int64_t c0, int64_t c1) {
+					std::vector<uint8_t> touched(n);
 					MG_CPU_LOOP(mg::gen_backward, scalar_t)(
 					    h.data_ptr<scalar_t>(), table.data_ptr<scalar_t>(), bond.data_ptr<int64_t>(),
 					    src.data_ptr<int64_t>(), rowptr.data_ptr<int64_t>(), tv, learn_t, n, d, c0, c1,
 					    out.data_ptr<scalar_t>(), zmax.data_ptr<scalar_t>(), den.data_ptr<scalar_t>(),
-					    go.data_ptr<scalar_t>(), grad_h.data_ptr<scalar_t>(), grad_table.data_ptr<scalar_t>(), GTC);
+					    go.data_ptr<scalar_t>(), grad_h.data_ptr<scalar_t>(), grad_table.data_ptr<scalar_t>(), GTC,
+					    touched.data());
 				});
 				if (learn_t) {
 					grad_t_parts = at::empty({n}, out.options());

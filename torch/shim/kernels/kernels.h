@@ -14,6 +14,9 @@
 // Whether the CPU has AVX2 and FMA, which the *_cpu.cpp files are compiled for.
 bool mg_avx2_fma();
 
+// One draw from the CPU generator: the seed of a dropout mask (dropout.h).
+uint64_t mg_dropout_seed();
+
 // Whether the lane-wise CPU loops run in their AVX-512 build (isa.h): the CPU
 // has AVX-512 F, VL, BW and DQ, and MICROGRAPH_NO_AVX512 is not set in the
 // environment (which tests and users can set to run the AVX2 build).
