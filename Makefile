@@ -85,7 +85,7 @@ $(BUILD)/shim/kernels/%_cpu.o: omp_flag =
 # twice as wide. Each such object may define only the AVX-512 instantiations
 # of its loops (checked when the shim links): a function compiled for AVX-512
 # that the AVX2 build could also call would stop an AVX2-only CPU.
-AVX512_KERNELS := adam batch_norm dropout embedding_bag_sum gen_aggregate group_mean
+AVX512_KERNELS := adam batch_norm dropout embedding_bag_sum gen_aggregate group_mean linear_residual
 AVX512_FLAGS := $(KERNEL_FLAGS) -mavx512f -mavx512vl -mavx512bw -mavx512dq -mprefer-vector-width=512 \
 	-DMG_ISA=mg::Isa::avx512
 AVX512_OBJ := $(patsubst %,$(BUILD)/shim/kernels/%_cpu_avx512.o,$(AVX512_KERNELS))

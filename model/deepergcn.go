@@ -115,7 +115,7 @@ func (m *DeeperGCN) forward(g *graph.Graph, p ForwardProbe, update bool) *torch.
 	h := torch.Scoped(func() *torch.Tensor { return m.Convs[0].Forward(m.Atom.Forward(g.Atoms), bonds, g, update, m.cut) })
 	for l := 1; l < len(m.Convs); l++ {
 		h = torch.Scoped(func() *torch.Tensor {
-			return m.Convs[l].Forward(normDrop(l-1, h, true), bonds, g, update, m.cut).Add(h)
+			return m.Convs[l].ForwardAdd(normDrop(l-1, h, true), h, bonds, g, update, m.cut)
 		})
 	}
 	return normDrop(len(m.Norms)-1, h, false)

@@ -81,38 +81,50 @@ type bondLookup struct {
 // batch's bonds (the shared table is ignored when the layer has its own
 // encoder).
 func (c *GENConv) Forward(h *torch.Tensor, bonds bondLookup, g *graph.Graph, train bool, cut stopGradient) *torch.Tensor {
+	return c.update(c.aggregate(h, bonds, g, cut), train, (*nn.Linear).Forward)
+}
+
+// ForwardAdd is Forward(h, …).Add(residual), the res+ block's sum, made by
+// the MLP's last layer (nn.Linear.ForwardAdd).
+func (c *GENConv) ForwardAdd(h, residual *torch.Tensor, bonds bondLookup, g *graph.Graph, train bool, cut stopGradient) *torch.Tensor {
+	last := func(l *nn.Linear, x *torch.Tensor) *torch.Tensor { return l.ForwardAdd(x, residual) }
+	return c.update(c.aggregate(h, bonds, g, cut), train, last)
+}
+
+// aggregate is h + agg, the MLP's input.
+func (c *GENConv) aggregate(h *torch.Tensor, bonds bondLookup, g *graph.Graph, cut stopGradient) *torch.Tensor {
 	table := bonds.shared
 	if c.Bond != nil {
 		table = c.Bond.Forward(bonds.combos)
 	}
-	var x *torch.Tensor
 	if !c.unfused && torch.FusedAggregation(h.Device()) {
 		t := c.T
 		if t == nil {
 			t = c.fixedT
 		}
-		x = torch.FusedGENAggregate(h, table, bonds.index, t, g.Src, g.RowPtr, c.T != nil)
+		return torch.FusedGENAggregate(h, table, bonds.index, t, g.Src, g.RowPtr, c.T != nil)
+	}
+	e := table.IndexSelect(0, bonds.index)
+	m := h.IndexSelect(0, g.Src).Add(e).Relu().AddScalar(torch.GENMessageEpsilon)
+	var a *torch.Tensor
+	if c.T != nil {
+		a = ops.SegmentSoftmax(m.Mul(c.T), g.RowPtr, g.Dst)
 	} else {
-		e := table.IndexSelect(0, bonds.index)
-		m := h.IndexSelect(0, g.Src).Add(e).Relu().AddScalar(torch.GENMessageEpsilon)
-		var a *torch.Tensor
-		if c.T != nil {
-			a = ops.SegmentSoftmax(m.Mul(c.T), g.RowPtr, g.Dst)
-		} else {
-			a = cut(c.name, torch.NoGradValue(func() *torch.Tensor { return ops.SegmentSoftmax(m.MulScalar(c.t), g.RowPtr, g.Dst) }))
-		}
-		x = h.Add(m.Mul(a).SegmentReduce(g.RowPtr, torch.ReduceSum))
+		a = cut(c.name, torch.NoGradValue(func() *torch.Tensor { return ops.SegmentSoftmax(m.MulScalar(c.t), g.RowPtr, g.Dst) }))
 	}
+	return h.Add(m.Mul(a).SegmentReduce(g.RowPtr, torch.ReduceSum))
+}
+
+// update is the MLP on x, its last Linear applied by last.
+func (c *GENConv) update(x *torch.Tensor, train bool, last func(*nn.Linear, *torch.Tensor) *torch.Tensor) *torch.Tensor {
 	if c.Lin != nil {
-		return c.Lin.Forward(x)
+		return last(c.Lin, x)
 	}
-	for i, l := range c.MLP {
-		x = l.Forward(x)
-		if i < len(c.Norm) {
-			x = c.Norm[i].Forward(x, train).Relu()
-		}
+	n := len(c.MLP) - 1
+	for i, l := range c.MLP[:n] {
+		x = c.Norm[i].Forward(l.Forward(x), train).Relu()
 	}
-	return x
+	return last(c.MLP[n], x)
 }
 
 // Free releases the layer's constants.

@@ -388,7 +388,8 @@ func fusedKernelOutputs(threads int) [][]float64 {
 	mean := torch.Zeros([]int64{d}, f32)
 	variance := torch.Ones([]int64{d}, f32)
 	normed := torch.FusedBatchNorm(dropped.Add(bag), gamma, beta, mean, variance, 0.1, 1e-5).
-		Add(torch.FusedBatchNormDropout(out, gamma, beta, mean, variance, 0.1, 1e-5, torch.NormDropout{P: 0.4, ReLU: true}))
+		Add(torch.FusedBatchNormDropout(out, gamma, beta, mean, variance, 0.1, 1e-5, torch.NormDropout{P: 0.4, ReLU: true})).
+		Add(torch.FusedLinearResidual(out, torch.FromSlice(randomMatrix(r, d, d), d, d).ToDType(torch.Float32), beta, bag))
 	pooled := torch.FusedGroupMean(normed, torch.Arange(0, n, 1, torch.Options{DType: torch.Int64}), torch.FromSlice(groups),
 		torch.Ones([]int64{n}, f32), 37)
 	normed.Mul(torch.FromSlice(w, n, d).ToDType(torch.Float32)).Sum().Add(pooled.PowScalar(2).Sum()).Backward()
@@ -513,6 +514,45 @@ func TestFusedBatchNormDropoutIsDropoutOfBatchNorm(t *testing.T) {
 				}
 				if frac := float64(zero) / float64(n*c); math.Abs(frac-want) > 0.03 {
 					t.Errorf("%s, ReLU %v: %.3f of the outputs are zero, want about %.3f", dt, relu, frac, want)
+				}
+			}
+		}
+	}
+}
+
+// The fused linear layer with its residual gives Linear(x, W, b).Add(r) bit
+// for bit, values and the gradients of x, W, b and r, in float32 and
+// float64, at one thread and at three.
+func TestFusedLinearResidualIsLinearPlusResidual(t *testing.T) {
+	scope(t)
+	if !torch.FusedKernels(torch.CPU) {
+		t.Skip("no fused CPU kernels here (a CPU without AVX2/FMA)")
+	}
+	defer torch.SetNumThreads(torch.NumThreads())
+	const n, in, out = 500, 70, 90
+	r := rand.New(rand.NewPCG(7, 8))
+	xv, wv, bv, rv, gv := randomMatrix(r, n, in), randomMatrix(r, out, in), randomMatrix(r, 1, out), randomMatrix(r, n, out), randomMatrix(r, n, out)
+	run := func(dt torch.DType, fused bool) [][]float64 {
+		x := torch.FromSlice(xv, n, in).ToDType(dt).SetRequiresGrad(true)
+		w := torch.FromSlice(wv, out, in).ToDType(dt).SetRequiresGrad(true)
+		b := torch.FromSlice(bv, out).ToDType(dt).SetRequiresGrad(true)
+		res := torch.FromSlice(rv, n, out).ToDType(dt).SetRequiresGrad(true)
+		var z *torch.Tensor
+		if fused {
+			z = torch.FusedLinearResidual(x, w, b, res)
+		} else {
+			z = torch.Linear(x, w, b).Add(res)
+		}
+		z.Mul(torch.FromSlice(gv, n, out).ToDType(dt)).Sum().Backward()
+		return [][]float64{values(z), values(x.Grad()), values(w.Grad()), values(b.Grad()), values(res.Grad())}
+	}
+	for _, threads := range []int{1, 3} {
+		torch.SetNumThreads(threads)
+		for _, dt := range []torch.DType{torch.Float32, torch.Float64} {
+			fused, composed := run(dt, true), run(dt, false)
+			for i, name := range []string{"output", "dx", "dW", "db", "dresidual"} {
+				if !sameBits(fused[i], composed[i]) {
+					t.Errorf("%d threads, %s: the fused %s differs from Linear then Add", threads, dt, name)
 				}
 			}
 		}

@@ -83,6 +83,16 @@ func FusedBatchNormDropout(x, weight, bias, runningMean, runningVar *Tensor, mom
 	})
 }
 
+// FusedLinearResidual is Linear(x, weight, bias).Add(residual) for 2-d x,
+// bit for bit, with one pass after the product instead of two: the bias is
+// added with the residual rather than copied into every row for the
+// product (shim/kernels/linear_residual.h).
+func FusedLinearResidual(x, weight, bias, residual *Tensor) *Tensor {
+	return newTensor("linear_residual", func(out *C.mg_tensor) C.mg_error {
+		return C.mg_fused_linear_residual(x.c(), weight.c(), bias.c(), residual.c(), out)
+	})
+}
+
 // FusedNormalize is x.Normalize(2, 1, eps) for 2-d x: each row over
 // max(its L2 norm, eps) (shim/kernels/normalize.h).
 func FusedNormalize(x *Tensor, eps float64) *Tensor {

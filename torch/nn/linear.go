@@ -45,3 +45,13 @@ func (l *Linear) Forward(x *torch.Tensor) *torch.Tensor {
 	}
 	return torch.Linear(x.ToDType(dt), l.Weight.ToDType(dt), b).ToDType(x.DType())
 }
+
+// ForwardAdd is Forward(x).Add(residual), in one fused pass after the
+// product where the fused kernels take x (torch.FusedLinearResidual): the
+// same values.
+func (l *Linear) ForwardAdd(x, residual *torch.Tensor) *torch.Tensor {
+	if l.Bias != nil && x.Dim() == 2 && l.store.compute == x.DType() && torch.FusedKernelsFor(x) {
+		return torch.FusedLinearResidual(x, l.Weight, l.Bias, residual)
+	}
+	return l.Forward(x).Add(residual)
+}

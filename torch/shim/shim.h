@@ -208,6 +208,10 @@ mg_error mg_fused_batch_norm(mg_tensor x, mg_tensor weight, mg_tensor bias, mg_t
 mg_error mg_fused_batch_norm_dropout(mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor running_mean,
                                      mg_tensor running_var, double momentum, double eps, double p, int relu,
                                      mg_tensor *out);
+/* x·weightᵀ + bias + residual for 2-d x, the bits of mg_linear's result
+ * plus residual, in one pass after the product (kernels/linear_residual.h). */
+mg_error mg_fused_linear_residual(mg_tensor x, mg_tensor weight, mg_tensor bias, mg_tensor residual,
+                                  mg_tensor *out);
 /* The rows of 2-d a over max(their L2 norm, eps). */
 mg_error mg_fused_normalize(mg_tensor a, double eps, mg_tensor *out);
 /* mg_adam_step's update, one loop per parameter. */
