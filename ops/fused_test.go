@@ -334,11 +334,7 @@ func TestMinCutKernelMatchesComposed(t *testing.T) {
 // on 1 and on 3 threads (runs resumed or repeated on another thread count
 // differ only in libtorch's own sums).
 func TestFusedKernelsIndependentOfThreads(t *testing.T) {
-	scope(t)
-	if !torch.FusedKernels(torch.CPU) {
-		t.Skip("no fused CPU kernels here (a CPU without AVX2/FMA)")
-	}
-	defer torch.SetNumThreads(torch.NumThreads())
+	threadsTest(t)
 	one, three := fusedKernelOutputs(1), fusedKernelOutputs(3)
 	for i, name := range fusedOutputNames {
 		if !slices.Equal(one[i], three[i]) {
@@ -452,6 +448,17 @@ func TestFusedKernelsSameAtEveryVectorWidth(t *testing.T) {
 	}
 }
 
+// threadsTest starts a test of the fused CPU kernels that sets the thread
+// count: it skips where they do not run and restores the count at the end.
+func threadsTest(t *testing.T) {
+	scope(t)
+	if !torch.FusedKernels(torch.CPU) {
+		t.Skip("no fused CPU kernels here (a CPU without AVX2/FMA)")
+	}
+	threads := torch.NumThreads()
+	t.Cleanup(func() { torch.SetNumThreads(threads) })
+}
+
 // sameBits reports whether a and b hold the same values bit for bit (−0 is
 // not +0).
 func sameBits(a, b []float64) bool {
@@ -463,11 +470,7 @@ func sameBits(a, b []float64) bool {
 // output, the running statistics and the gradients of x, γ and β, in float32
 // and float64, from the same generator state, at one thread and at three.
 func TestFusedBatchNormDropoutIsDropoutOfBatchNorm(t *testing.T) {
-	scope(t)
-	if !torch.FusedKernels(torch.CPU) {
-		t.Skip("no fused CPU kernels here (a CPU without AVX2/FMA)")
-	}
-	defer torch.SetNumThreads(torch.NumThreads())
+	threadsTest(t)
 	const n, c, p = 700, 90, 0.35
 	r := rand.New(rand.NewPCG(5, 6))
 	xv, gv, wv, bv := randomMatrix(r, n, c), randomMatrix(r, n, c), randomMatrix(r, 1, c), randomMatrix(r, 1, c)
@@ -524,11 +527,7 @@ func TestFusedBatchNormDropoutIsDropoutOfBatchNorm(t *testing.T) {
 // for bit, values and the gradients of x, W, b and r, in float32 and
 // float64, at one thread and at three.
 func TestFusedLinearResidualIsLinearPlusResidual(t *testing.T) {
-	scope(t)
-	if !torch.FusedKernels(torch.CPU) {
-		t.Skip("no fused CPU kernels here (a CPU without AVX2/FMA)")
-	}
-	defer torch.SetNumThreads(torch.NumThreads())
+	threadsTest(t)
 	const n, in, out = 500, 70, 90
 	r := rand.New(rand.NewPCG(7, 8))
 	xv, wv, bv, rv, gv := randomMatrix(r, n, in), randomMatrix(r, out, in), randomMatrix(r, 1, out), randomMatrix(r, n, out), randomMatrix(r, n, out)
