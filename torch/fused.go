@@ -74,8 +74,9 @@ type NormDropout struct {
 
 // FusedBatchNormDropout is FusedDropout(FusedBatchNorm(x, …), d.P), or
 // FusedReluDropout when d.ReLU, bit for bit and with the same generator
-// draw, without ever storing the batch norm's output: backward rebuilds the
-// mask and the ReLU's gate from x (shim/kernels/batch_norm.h).
+// draw, without ever storing the batch norm's output: backward gates the
+// gradient by the output (after a ReLU) or by the mask's seed
+// (shim/kernels/batch_norm.h).
 func FusedBatchNormDropout(x, weight, bias, runningMean, runningVar *Tensor, momentum, eps float64, d NormDropout) *Tensor {
 	return newTensor("batch_norm_dropout", func(out *C.mg_tensor) C.mg_error {
 		return C.mg_fused_batch_norm_dropout(x.c(), weight.c(), bias.c(), runningMean.c(), runningVar.c(),

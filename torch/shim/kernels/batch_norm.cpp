@@ -11,6 +11,14 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+// check_training_input refuses what training-mode batch norm cannot
+// normalise: one row (no variance), or parameters of another width.
+void check_training_input(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b) {
+	const int64_t c = x.size(1);
+	TORCH_CHECK(x.size(0) > 1, "batch_norm: expected more than 1 value per channel when training");
+	TORCH_CHECK(w.numel() == c && b.numel() == c, "batch_norm: ", c, " channels, weight ", w.sizes());
+}
+
 // update_running moves the running statistics towards the batch's, with its
 // unbiased variance, as PyTorch does, outside autograd.
 void update_running(at::Tensor &running_mean, at::Tensor &running_var, const at::Tensor &mean, const at::Tensor &var,
@@ -26,9 +34,8 @@ struct BatchNormTrain : public torch::autograd::Function<BatchNormTrain> {
 	static at::Tensor forward(AutogradContext *ctx, const at::Tensor &x, const at::Tensor &w, const at::Tensor &b,
 	                          at::Tensor running_mean, at::Tensor running_var, double momentum, double eps) {
 		auto xc = x.contiguous(), wc = w.contiguous(), bc = b.contiguous();
+		check_training_input(xc, wc, bc);
 		const int64_t n = xc.size(0), c = xc.size(1);
-		TORCH_CHECK(n > 1, "batch_norm: expected more than 1 value per channel when training");
-		TORCH_CHECK(wc.numel() == c && bc.numel() == c, "batch_norm: ", c, " channels, weight ", wc.sizes());
 		auto y = at::empty_like(xc), mean = at::empty({c}, xc.options()), invstd = at::empty({c}, xc.options());
 		auto var = at::empty({c}, xc.options());
 		AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "batch_norm", [&] {
@@ -71,9 +78,8 @@ struct BatchNormDropout : public torch::autograd::Function<BatchNormDropout> {
 	                          at::Tensor running_mean, at::Tensor running_var, double momentum, double eps, double p,
 	                          bool relu) {
 		auto xc = x.contiguous(), wc = w.contiguous(), bc = b.contiguous();
+		check_training_input(xc, wc, bc);
 		const int64_t n = xc.size(0), c = xc.size(1);
-		TORCH_CHECK(n > 1, "batch_norm: expected more than 1 value per channel when training");
-		TORCH_CHECK(wc.numel() == c && bc.numel() == c, "batch_norm: ", c, " channels, weight ", wc.sizes());
 		auto mean = at::empty({c}, xc.options()), invstd = at::empty({c}, xc.options()), var = at::empty({c}, xc.options());
 		AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "batch_norm_statistics", [&] {
 			at::parallel_for(0, c, mg_batch_norm_grain(n), [&](int64_t c0, int64_t c1) {

@@ -150,7 +150,7 @@ struct GENAggregate : public torch::autograd::Function<GENAggregate> {
 				const scalar_t tv = t.item<scalar_t>();
 				scalar_t *GTC = learn_t ? parts.data_ptr<scalar_t>() : nullptr;
 				at::parallel_for(0, d, 32, [&](int64_t c0, int64_t c1) {
-					std::vector<uint8_t> touched(n);
+					std::vector<uint8_t> touched(n); // zeros
 					MG_CPU_LOOP(mg::gen_backward, scalar_t)(
 					    h.data_ptr<scalar_t>(), table.data_ptr<scalar_t>(), bond.data_ptr<int64_t>(),
 					    src.data_ptr<int64_t>(), rowptr.data_ptr<int64_t>(), tv, learn_t, n, d, c0, c1,

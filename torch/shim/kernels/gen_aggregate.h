@@ -67,9 +67,10 @@ void gen_forward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, c
 // the output's gradient G, each edge's gradient (never stored) added into its
 // source node's row of GH and its bond's row of GTab, edges in order, then G
 // itself into GH (x = h + out). GH's slice is overwritten; GTab's must start
-// at zero; touched holds n bytes. When learn_t, GTC gets each (node, channel)'s part of the
-// temperature's gradient, which gen_temperature_parts sums per node. Threads
-// split the channels, so every sum runs in the same order at any count.
+// at zero, and touched (n bytes, one per node: its row written yet) too.
+// When learn_t, GTC gets each (node, channel)'s part of the temperature's
+// gradient, which gen_temperature_parts sums per node. Threads split the
+// channels, so every sum runs in the same order at any count.
 template <typename T, Isa isa = Isa::avx2>
 void gen_backward(const T *H, const T *Tab, const int64_t *B, const int64_t *S, const int64_t *R, T t, bool learn_t,
                   int64_t n, int64_t d, int64_t c0, int64_t c1, const T *O, const T *Z, const T *D, const T *G, T *GH,

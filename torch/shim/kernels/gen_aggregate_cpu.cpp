@@ -102,7 +102,6 @@ void backward_slice(const T *__restrict__ H, const T *__restrict__ Tab, const in
                     const T *__restrict__ Z, const T *__restrict__ D, const T *__restrict__ G, T *__restrict__ GH,
                     T *__restrict__ GTab, T *__restrict__ GTC, uint8_t *touched) {
 	const T eps = T(kGENMessageEpsilon);
-	for (int64_t i = 0; i < n; i++) touched[i] = 0;
 	for (int64_t i = 0; i < n; i++) {
 		const T *o = O + i * d, *z = Z + i * d, *den = D + i * d, *g = G + i * d;
 		T *gt = learn_t ? GTC + i * d : nullptr;
