@@ -3,9 +3,10 @@
 #
 #   default  PyTorch's CUDA image: its PyTorch's libtorch (CUDA 12.8, NCCL),
 #            for NVIDIA GPUs. Build: docker build -t micrograph .
-#   Debian   a Debian 12 base (debian:12, or the one scripts/image-test.sh
-#            makes with debootstrap): Debian's libtorch 1.13.1, CPU only.
-#            Build: docker build --build-arg BASE=debian:12 -t micrograph:cpu .
+#   Debian   a Debian 12 or 13 base (debian:12 or debian:13, or the one
+#            scripts/image-test.sh makes with debootstrap): Debian's
+#            libtorch, 1.13.1 or 2.6.0, CPU only.
+#            Build: docker build --build-arg BASE=debian:13 -t micrograph:cpu .
 #
 # Go and Debian's RDKit are added to either.
 ARG BASE=pytorch/pytorch:2.7.1-cuda12.8-cudnn9-devel

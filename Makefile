@@ -7,12 +7,17 @@
 #   make deps       install what is missing (Debian packages)
 #   make test       deps, build, then every test
 #   make run        deps, build, then the main job on the embedded dataset
+#   make torch2-check compile (not link, not run) every shim source against a
+#                   libtorch 2.x (Debian 13's 2.6 headers, fetched, not installed;
+#                   third_party/libtorch2.sh); make test runs it
 #   make cuda-check compile (not link, not run) the CUDA build's sources without
 #                   a GPU; installs Debian's CUDA toolkit first (third_party/cuda-toolkit.sh)
 #   make gpu-check  prepare .gpu/, what scripts/gpu-check.sh needs on a GPU machine
 #                   without Go or RDKit (scripts/gpu-prepare.sh; docs/testing.md)
-#   make image-test build the Docker image on a Debian 12 base with buildah and
-#                   run the program in it (scripts/image-test.sh)
+#   make debian13-test  make test in a Debian 13 root (debootstrap), against its
+#                   libtorch 2.6 and python3-torch 2.6 (scripts/debian13-test.sh)
+#   make image-test build the Docker image on a Debian base with buildah and run
+#                   the program in it (DEBIAN=12 or 13; scripts/image-test.sh)
 #
 # libtorch is found by third_party/libtorch.sh: LIBTORCH=DIR, else the torch
 # package of $(PYTHON), else Debian's libtorch-dev (installed by `make deps`).
@@ -39,7 +44,8 @@ SHIM_TESTING := $(LIB)/libmgtorch_testing.so
 # `make test` and `make run` pass -j$(JOBS) to the make that builds them.
 JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 
-.PHONY: all build shim chem deps test run clean cuda-check cuda-check-objects image-test gpu-check gpu-check-dry-run
+.PHONY: all build shim chem deps test run clean cuda-check cuda-check-objects torch2-check torch2-check-objects \
+	debian13-test image-test gpu-check gpu-check-dry-run
 
 all: build
 
@@ -176,6 +182,9 @@ NVCC_CCBIN ?= g++-11
 CUDA_CHECK_OBJ := $(patsubst torch/shim/%.cu,$(CUDA_CHECK)/%.cu.o,$(CUDA_SRC)) \
 	$(patsubst torch/shim/%.cpp,$(CUDA_CHECK)/%.o,$(SHIM_SRC)) \
 	$(patsubst %,$(CUDA_CHECK)/kernels/%_cpu_avx512.o,$(AVX512_KERNELS))
+# The same C++ sources with MG_WITH_CUDA against libtorch 2.x's CUDA headers
+# (third_party/libtorch2.sh; the .cu files include no libtorch header).
+CUDA_CHECK_TORCH2_OBJ := $(patsubst torch/shim/%.cpp,$(CUDA_CHECK)/torch2/%.o,$(SHIM_SRC))
 # The one generated header of c10/cuda that a CPU libtorch lacks (CMake writes
 # it from cuda_cmake_macros.h.in when it builds c10_cuda as a shared library).
 CUDA_CHECK_MACROS := $(CUDA_CHECK)/include/c10/cuda/impl/cuda_cmake_macros.h
@@ -190,9 +199,9 @@ cuda-check: deps
 	@missing=$$(comm -23 <(nm -C $(CUDA_CHECK_OBJ) | sed -n 's/^ *U //p' | grep -E '(^| )mg(::|_)' | sort -u) \
 		<(nm -C $(CUDA_CHECK_OBJ) | sed -n 's/^[0-9a-f]* [TWVRDB] //p' | sort -u)); \
 	if [ -n "$$missing" ]; then echo "cuda-check: called but defined by no object:" >&2; echo "$$missing" >&2; exit 1; fi
-	@echo "cuda-check: compiled $(words $(CUDA_CHECK_OBJ)) files into $(CUDA_CHECK) (nothing linked or run)"
+	@echo "cuda-check: compiled $(words $(CUDA_CHECK_OBJ)) files into $(CUDA_CHECK), and $(words $(CUDA_CHECK_TORCH2_OBJ)) against libtorch $(call torch2_var,TORCH2_VERSION)'s CUDA headers into $(CUDA_CHECK)/torch2 (nothing linked or run)"
 
-cuda-check-objects: $(CUDA_CHECK_OBJ)
+cuda-check-objects: $(CUDA_CHECK_OBJ) $(CUDA_CHECK_TORCH2_OBJ)
 
 $(CUDA_CHECK_MACROS):
 	@mkdir -p $(@D)
@@ -210,12 +219,61 @@ $(CUDA_CHECK)/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch.sh | $(CUDA
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -Werror -DMG_WITH_CUDA -D_GLIBCXX_USE_CXX11_ABI=$(call torch_var,TORCH_ABI) \
 		$(call torch_var,TORCH_INCLUDES) -isystem $(CUDA_CHECK)/include -c $< -o $@
+$(CUDA_CHECK)/torch2/kernels/%_cpu.o: CXXFLAGS += $(KERNEL_FLAGS)
+$(CUDA_CHECK)/torch2/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch2.sh
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -Werror -DMG_WITH_CUDA -D_GLIBCXX_USE_CXX11_ABI=1 \
+		$(call torch2_includes,$(call torch2_var,TORCH2_CUDA)) -c $< -o $@
 $(CUDA_CHECK)/kernels/%_cpu_avx512.o: CXXFLAGS += $(AVX512_FLAGS)
 $(CUDA_CHECK)/kernels/%_cpu_avx512.o: torch/shim/kernels/%_cpu.cpp $(SHIM_HDR) third_party/libtorch.sh | $(CUDA_CHECK_MACROS)
 	@mkdir -p $(@D)
 	$(CXX) $(CXXFLAGS) -Werror -DMG_WITH_CUDA -D_GLIBCXX_USE_CXX11_ABI=$(call torch_var,TORCH_ABI) \
 		$(call torch_var,TORCH_INCLUDES) -isystem $(CUDA_CHECK)/include -c $< -o $@
 # ---- end of cuda-check ----
+
+# ---- make torch2-check: the shim against a libtorch 2.x, on any machine ----
+# Every machine this is developed on has Debian 12's libtorch 1.13, while GPU
+# machines and the CUDA image have PyTorch 2.x, whose C++ API differs in
+# places (torch/shim/compat.h). So `make test` also compiles every C++ source
+# of the shim, its kernels (both vector widths) and the test-only reader
+# library against Debian 13's libtorch 2.6 headers, which
+# third_party/libtorch2.sh fetches (installing nothing): objects into
+# build/torch2-check with the flags `make shim` uses and -Werror, nothing
+# linked or run. `make cuda-check` compiles the CUDA build's sources against
+# the same version's CUDA headers.
+torch2_env = $(eval torch2_env := $$(shell sh third_party/libtorch2.sh | tr '\n' ';'))$(torch2_env)
+torch2_var = $(shell printf '%s' '$(torch2_env)' | tr ';' '\n' | sed -n 's/^$(1)=//p')
+torch2_includes = -isystem $(1)/torch/csrc/api/include -isystem $(1)
+TORCH2_CHECK := $(BUILD)/torch2-check
+TORCH2_CHECK_OBJ := $(patsubst torch/shim/%.cpp,$(TORCH2_CHECK)/%.o,$(SHIM_SRC)) \
+	$(patsubst %,$(TORCH2_CHECK)/kernels/%_cpu_avx512.o,$(AVX512_KERNELS)) \
+	$(patsubst $(TESTING_DIR)/%.cpp,$(TORCH2_CHECK)/testing/%.o,$(wildcard $(TESTING_DIR)/*.cpp))
+
+torch2-check:
+	@$(MAKE) --no-print-directory -j$(JOBS) torch2-check-objects
+	@echo "torch2-check: compiled $(words $(TORCH2_CHECK_OBJ)) files against libtorch $(call torch2_var,TORCH2_VERSION) into $(TORCH2_CHECK) (nothing linked or run)"
+
+torch2-check-objects: $(TORCH2_CHECK_OBJ)
+
+# The flags of `make shim` against Debian's libtorch (OpenMP but in the CPU
+# loops), plus -Werror.
+torch2_omp = -fopenmp
+define compile_against_torch2
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -Werror $(torch2_omp) -D_GLIBCXX_USE_CXX11_ABI=1 \
+		$(call torch2_includes,$(call torch2_var,TORCH2_CPU)) -c $< -o $@
+endef
+$(TORCH2_CHECK)/kernels/%_cpu.o: CXXFLAGS += $(KERNEL_FLAGS)
+$(TORCH2_CHECK)/kernels/%_cpu.o: torch2_omp =
+$(TORCH2_CHECK)/kernels/%_cpu_avx512.o: CXXFLAGS += $(AVX512_FLAGS)
+$(TORCH2_CHECK)/kernels/%_cpu_avx512.o: torch2_omp =
+$(TORCH2_CHECK)/kernels/%_cpu_avx512.o: torch/shim/kernels/%_cpu.cpp $(SHIM_HDR) third_party/libtorch2.sh
+	$(compile_against_torch2)
+$(TORCH2_CHECK)/testing/%.o: $(TESTING_DIR)/%.cpp $(TESTING_DIR)/testing.h third_party/libtorch2.sh
+	$(compile_against_torch2)
+$(TORCH2_CHECK)/%.o: torch/shim/%.cpp $(SHIM_HDR) third_party/libtorch2.sh
+	$(compile_against_torch2)
+# ---- end of torch2-check ----
 
 # ---- The GPU check (docs/testing.md) ----
 # gpu-check prepares .gpu/ here, where Go and RDKit are: the binaries, the
@@ -232,11 +290,19 @@ gpu-check-dry-run:
 	bash scripts/gpu-check-dry-run.sh
 # ---- end of the GPU check ----
 
-# Builds the image from ./Dockerfile on a Debian 12 base (Debian's CPU
-# libtorch) with buildah and runs micrograph in it: version, pretrain, a kill
-# and --resume, export, and PyTorch reading the export.
+# The whole of `make test` in a Debian 13 root (debootstrap, chroot), against
+# Debian 13's libtorch 2.6 and with its python3-torch 2.6
+# (scripts/debian13-test.sh; docs/install.md#libtorch-versions).
+debian13-test:
+	bash scripts/debian13-test.sh
+
+# Builds the image from ./Dockerfile on a Debian base (DEBIAN=12, the
+# default, or 13: Debian's CPU libtorch 1.13 or 2.6) with buildah and runs
+# micrograph in it: version, pretrain, a kill and --resume, export, and
+# PyTorch reading the export.
+DEBIAN ?= 12
 image-test:
-	bash scripts/image-test.sh
+	bash scripts/image-test.sh --debian $(DEBIAN)
 
 build:
 	@$(MAKE) --no-print-directory -j$(JOBS) shim chem
@@ -247,6 +313,7 @@ deps:
 
 test: deps
 	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory torch2-check
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 45m ./...
 	bash scripts/gpu-check-dry-run.sh

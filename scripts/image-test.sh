@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# `make image-test`: builds ./Dockerfile on a Debian 12 base (Debian's CPU
-# libtorch) and runs micrograph in the image, on a machine with neither a
-# Docker daemon nor Docker Hub: buildah builds and runs the image, debootstrap
-# makes the base from Debian's mirror.
+# `make image-test`: builds ./Dockerfile on a Debian base (Debian's CPU
+# libtorch: 1.13 on Debian 12, 2.6 on Debian 13) and runs micrograph in the
+# image, on a machine with neither a Docker daemon nor Docker Hub: buildah
+# builds and runs the image, debootstrap makes the base from Debian's mirror.
 #
-#   1. base     debootstrap Debian 12 (minbase) once, kept as
-#               .cache/image/debian-12.tar, imported into buildah as
-#               localhost/micrograph-base:debian-12 (PATH set as debian:12 sets it)
-#   2. build    buildah bud --build-arg BASE=that -t localhost/micrograph:debian-12
+#   scripts/image-test.sh [--debian 12|13]     (default 12; make image-test DEBIAN=13)
+#
+#   1. base     debootstrap Debian N (minbase) once, kept as
+#               .cache/image/debian-N.tar, imported into buildah as
+#               localhost/micrograph-base:debian-N (PATH set as debian:N sets it)
+#   2. build    buildah bud --build-arg BASE=that -t localhost/micrograph:debian-N
 #   3. run      in a container of the image: micrograph version; synth; a
 #               20-step pretrain killed (SIGKILL) after its first checkpoint,
 #               then --resume to step 20; export; python3's torch.load of the
@@ -15,16 +17,30 @@
 #
 # Everything buildah stores stays in .cache/image/ (git-ignored; delete it to
 # start over); the machine's apt sources are not touched. Needs root, buildah
-# and debootstrap (Debian 12: apt-get install buildah debootstrap). buildah
+# and debootstrap (Debian: apt-get install buildah debootstrap). buildah
 # runs with the vfs storage driver and chroot isolation, which need no kernel
 # overlay support, no user namespaces and no OCI runtime. The container is
 # removed on exit, nothing is left running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+debian=12
+while (($#)); do
+	case $1 in
+	--debian) debian=$2 && shift ;;
+	*) echo "usage: image-test.sh [--debian 12|13]" >&2 && exit 2 ;;
+	esac
+	shift
+done
+case $debian in
+12) suite=bookworm ;;
+13) suite=trixie ;;
+*) echo "image-test: --debian takes 12 or 13, not $debian" >&2 && exit 2 ;;
+esac
+
 cache=$PWD/.cache/image
-base=localhost/micrograph-base:debian-12
-image=localhost/micrograph:debian-12
+base=localhost/micrograph-base:debian-$debian
+image=localhost/micrograph:debian-$debian
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 bah() { buildah --root "$cache/storage" --runroot "$cache/run" --storage-driver vfs "$@"; }
 
@@ -37,19 +53,19 @@ step() { printf '\n== [%ss] %s\n' "$((SECONDS - start))" "$*" >&2; }
 
 # 1. The base, made once. debootstrap writes into a scratch folder that is
 # tarred and deleted, so a half-made base is never taken for a whole one.
-if [ ! -e "$cache/debian-12.tar" ]; then
-	step "debootstrap Debian 12 → $cache/debian-12.tar"
+if [ ! -e "$cache/debian-$debian.tar" ]; then
+	step "debootstrap Debian $debian → $cache/debian-$debian.tar"
 	rm -rf "$cache/rootfs"
-	debootstrap --variant=minbase bookworm "$cache/rootfs" "$mirror"
+	debootstrap --variant=minbase "$suite" "$cache/rootfs" "$mirror"
 	rm -rf "$cache/rootfs/var/cache/apt/archives/"*.deb "$cache/rootfs/var/lib/apt/lists/"*_Packages
-	tar -C "$cache/rootfs" -cf "$cache/debian-12.tar.part" .
-	mv "$cache/debian-12.tar.part" "$cache/debian-12.tar"
+	tar -C "$cache/rootfs" -cf "$cache/debian-$debian.tar.part" .
+	mv "$cache/debian-$debian.tar.part" "$cache/debian-$debian.tar"
 	rm -rf "$cache/rootfs"
 fi
 if ! bah inspect --type image "$base" >/dev/null 2>&1; then
 	step "import the base as $base"
 	ctr=$(bah from scratch)
-	bah add "$ctr" "$cache/debian-12.tar" /
+	bah add "$ctr" "$cache/debian-$debian.tar" /
 	bah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --cmd bash "$ctr"
 	bah commit --rm "$ctr" "$base"
 fi

@@ -63,8 +63,14 @@ pip=$(python 'import os, torch
 d = os.path.dirname(torch.__file__ or "")
 if os.path.isdir(os.path.join(d, "include", "torch")):
     print(d, int(torch._C._GLIBCXX_USE_CXX11_ABI))' 2>/dev/null || true)
+# Debian's python3-torch (Debian 13's has include/ and lib/) is Debian's
+# libtorch-dev under the package's folder: its libraries are links into
+# /usr/lib/<multiarch>. Built against as Debian's, below (OpenMP and all).
 if [ -n "$pip" ]; then
 	set -- $pip
+	case $(readlink -f "$1/lib/libtorch.so" 2>/dev/null) in /usr/lib/*-linux-gnu/*) pip="" ;; esac
+fi
+if [ -n "$pip" ]; then
 	# CUDA wheels take NCCL from the nvidia-nccl package; its nccl.h lets the
 	# shim build c10d's NCCL process group (torch/shim/distributed.cpp).
 	nccl=$(python 'import os, nvidia.nccl

@@ -21,6 +21,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "compat.h"
 #include "internal.h"
 
 namespace {
@@ -34,11 +35,11 @@ size_t size_class(size_t n) {
 	return (n + step - 1) / step * step;
 }
 
-class PooledCPUAllocator final : public c10::Allocator {
+class PooledCPUAllocator final : public mg::CPUAllocator {
 public:
 	explicit PooledCPUAllocator(c10::Allocator *small) : small_(small) {}
 
-	c10::DataPtr allocate(size_t n) const override {
+	c10::DataPtr allocate_bytes(size_t n) const override {
 		if (n < kPoolMin) return small_->allocate(n);
 		size_t cls = size_class(n);
 		void *p = nullptr;

@@ -6,7 +6,6 @@
 // with Debian's libgloo-dev and inside PyTorch wheels, NCCL's with the CUDA
 // build. A backend whose headers are absent is left out and asking for it is
 // an error, so the shim still builds everywhere.
-#include <torch/version.h>
 
 #if __has_include(<gloo/algorithm.h>)
 #ifndef USE_C10D_GLOO
@@ -47,23 +46,15 @@
 #include <string>
 #include <vector>
 
+#include "compat.h"
 #include "internal.h"
 #include "kernels/batch_norm.h"
 #include "kernels/kernels.h"
 #include "kernels/sinkhorn.h"
 
-// PyTorch 2 split ProcessGroup into a dispatching front and per-device
-// Backends; the backends (ProcessGroupGloo, ProcessGroupNCCL) keep the
-// collective methods of 1.13's ProcessGroup under the new base class.
-#if TORCH_VERSION_MAJOR >= 2
-using mg_backend_base = c10d::Backend;
-#else
-using mg_backend_base = c10d::ProcessGroup;
-#endif
-
 struct mg_group_s {
 	c10::intrusive_ptr<c10d::Store> store;
-	c10::intrusive_ptr<mg_backend_base> pg;
+	c10::intrusive_ptr<mg::C10dBackend> pg;
 	std::chrono::milliseconds timeout;
 	int rank;
 	int size;
@@ -143,7 +134,7 @@ c10d::ReduceOp reduce_op(int op) {
 }
 
 // Starts an all-reduce of t on pg (the group's own, or mg_grad_sum's).
-c10::intrusive_ptr<c10d::Work> start_all_reduce(mg_group g, mg_backend_base &pg, at::Tensor &t, int op) {
+c10::intrusive_ptr<c10d::Work> start_all_reduce(mg_group g, mg::C10dBackend &pg, at::Tensor &t, int op) {
 	TORCH_CHECK(t.is_contiguous(), "all-reduce needs a contiguous tensor");
 	std::vector<at::Tensor> ts{t};
 	c10d::AllreduceOptions o;
@@ -176,7 +167,7 @@ at::Tensor all_gather(mg_group g, const at::Tensor &x, int kind) {
 }
 
 // A backend of name for these processes on store.
-c10::intrusive_ptr<mg_backend_base> make_backend(const std::string &name, const std::string &addr,
+c10::intrusive_ptr<mg::C10dBackend> make_backend(const std::string &name, const std::string &addr,
                                                  const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
                                                  std::chrono::milliseconds timeout) {
 	if (name == "gloo") {
@@ -288,7 +279,7 @@ struct BatchNormAcross : public torch::autograd::Function<BatchNormAcross> {
 			});
 		});
 		{
-			at::NoGradGuard no_grad;
+			c10::NoGradGuard no_grad;
 			running_mean.mul_(1 - momentum).add_(mean, momentum);
 			running_var.mul_(1 - momentum).add_(variance * (count / (count - 1)), momentum);
 		}
@@ -348,7 +339,7 @@ struct mg_grad_sum_s {
 	};
 
 	mg_group g;
-	c10::intrusive_ptr<mg_backend_base> pg; // a second group of the same processes
+	c10::intrusive_ptr<mg::C10dBackend> pg; // a second group of the same processes
 	std::vector<at::Tensor> params;
 	std::vector<unsigned> hooks;
 	std::vector<Bucket> buckets;
@@ -414,7 +405,7 @@ struct mg_grad_sum_s {
 		TORCH_CHECK(!arrived[i], "gradient sum: parameter ", i, " received two gradients in one step");
 		TORCH_CHECK(grad.layout() == at::kStrided, "gradient sum: parameter ", i, " has a sparse gradient");
 		{
-			at::NoGradGuard no_grad;
+			c10::NoGradGuard no_grad;
 			slot(i).copy_(grad);
 		}
 		arrived[i] = 1;
@@ -459,7 +450,7 @@ struct mg_grad_sum_s {
 			Timed timed(g, MG_KIND_GRADIENTS, 0);
 			finish(g, b.work);
 		}
-		at::NoGradGuard no_grad;
+		c10::NoGradGuard no_grad;
 		for (size_t i = 0; i < params.size(); i++) {
 			if (arrived[i]) params[i].grad().copy_(slot(static_cast<int>(i)));
 		}

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
 #include <cmath>
 #include <vector>
@@ -30,7 +31,7 @@ std::vector<at::Tensor> mg_unwrap_all(const mg_tensor *ts, int n);
 template <typename Update>
 void mg_adam_each(const mg_tensor *params, const mg_tensor *exp_avg, const mg_tensor *exp_avg_sq, int64_t *steps,
                   int n, double beta1, double beta2, Update update) {
-	at::NoGradGuard no_grad;
+	c10::NoGradGuard no_grad;
 	for (int i = 0; i < n; i++) {
 		auto &p = params[i]->t;
 		at::Tensor grad = p.grad();

@@ -195,7 +195,7 @@ mg_error mg_zero_grad(const mg_tensor *params, int n) {
 
 mg_error mg_clip_grad_norm(const mg_tensor *params, int n, double max_norm, mg_tensor *total_norm) {
 	MG_TRY({
-		at::NoGradGuard no_grad;
+		c10::NoGradGuard no_grad;
 		std::vector<at::Tensor> norms;
 		for (int i = 0; i < n; i++) {
 			const auto &g = params[i]->t.grad();

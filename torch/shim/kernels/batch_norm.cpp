@@ -23,7 +23,7 @@ void check_training_input(const at::Tensor &x, const at::Tensor &w, const at::Te
 // unbiased variance, as PyTorch does, outside autograd.
 void update_running(at::Tensor &running_mean, at::Tensor &running_var, const at::Tensor &mean, const at::Tensor &var,
                     int64_t n, double momentum) {
-	at::NoGradGuard no_grad;
+	c10::NoGradGuard no_grad;
 	running_mean.mul_(1 - momentum).add_(mean, momentum);
 	running_var.mul_(1 - momentum).add_(var * (static_cast<double>(n) / (n - 1)), momentum);
 }
