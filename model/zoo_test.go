@@ -3,9 +3,12 @@ package model_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"math"
 	"os"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/micrograph/micrograph/data"
@@ -61,6 +64,11 @@ var pinnedEmbeddings = map[string][4]float64{
 	"CC(C)Cc1ccc(cc1)C(C)C(=O)O":   {-0.54113084, 0.92256135, 0.4792453, -1.1059054},     // ibuprofen
 }
 
+// pinnedSMILES lists pinnedEmbeddings' molecules, which the GPU check's
+// RDKit recording also holds (scripts/gpu-prepare.sh), for a machine without
+// RDKit.
+const pinnedSMILES = "testdata/pinned-smiles.txt"
+
 // shippedName is the model the embeddings were pinned for.
 const shippedName = "micrograph-molhiv-v1"
 
@@ -80,10 +88,20 @@ func TestShippedModelEmbeddingsArePinned(t *testing.T) {
 	if err := torch.LoadState(store.State(), state); err != nil {
 		t.Fatal(err)
 	}
+	listed, err := os.ReadFile(pinnedSMILES)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(listed)); !slices.Equal(slices.Sorted(maps.Keys(pinnedEmbeddings)), slices.Sorted(slices.Values(got))) {
+		t.Fatalf("%s lists %q, not the pinned molecules", pinnedSMILES, got)
+	}
 	for smiles, want := range pinnedEmbeddings {
-		ds, kept, _, err := data.FeaturizeRows([]data.Row{{SMILES: smiles}}, 1, data.Limits{})
-		if err != nil || len(kept) != 1 {
+		ds, kept, rejected, err := data.FeaturizeRows([]data.Row{{SMILES: smiles}}, 1, data.Limits{})
+		switch {
+		case err != nil:
 			t.Fatalf("%s: %v", smiles, err)
+		case len(kept) != 1:
+			t.Fatalf("%s: not featurised: %+v", smiles, rejected)
 		}
 		var b feed.Batch
 		if err := feed.Collate(ds, []int32{0}, &b); err != nil {

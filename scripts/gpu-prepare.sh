@@ -7,8 +7,9 @@
 #                         package with a CUDA path, stripped; they link libmgtorch.so
 #                         by name, and the check rebuilds it there
 #   .gpu/chem.rec         RDKit's featurisations of the synthetic datasets' molecules
-#                         (seeds 1-16, 2,000 each), which the tests featurise there
-#                         (MICROGRAPH_CHEM_RECORDING)
+#                         (seeds 1-16, 2,000 each) and of the shipped model's pinned
+#                         molecules (model/testdata/pinned-smiles.txt), which the
+#                         tests featurise there (MICROGRAPH_CHEM_RECORDING)
 #   .gpu/shared/          what the check needs of the shared folder, in its layout:
 #                         data/ogb/ogbg_molhiv (bench, released, resume; the tests),
 #                         data/ogb/ogbg_molbace (the tests), bench/ref_micrograph.py
@@ -60,7 +61,8 @@ done
 tar -C "$out/bin" -czf "$out/bin.tar.gz" .
 rm -rf "$out/bin"
 
-$GO run ./cmd/synth-recording -out "$out/chem.rec" -seeds "$seeds" -molecules "$molecules"
+$GO run ./cmd/synth-recording -out "$out/chem.rec" -seeds "$seeds" -molecules "$molecules" \
+	-smiles model/testdata/pinned-smiles.txt
 
 if [[ $shared != none ]]; then
 	mkdir -p "$out/shared/data/ogb" "$out/shared/bench"

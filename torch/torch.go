@@ -47,6 +47,7 @@ import "C"
 
 import (
 	"errors"
+	"os"
 	"unsafe"
 )
 
@@ -144,9 +145,13 @@ func SetNumThreads(n int) { check("set_num_threads", C.mg_set_num_threads(C.int(
 func NumThreads() int { return int(C.mg_get_num_threads()) }
 
 // SetDeterministic makes libtorch use deterministic algorithms only, and fail
-// where an operation has none (PyTorch's use_deterministic_algorithms). On
-// CUDA, cuBLAS also needs CUBLAS_WORKSPACE_CONFIG=:4096:8 in the environment
-// before the first GPU call.
+// where an operation has none (PyTorch's use_deterministic_algorithms).
+// Turned on, it also gives cuBLAS the fixed workspace its deterministic
+// products need (CUBLAS_WORKSPACE_CONFIG=:4096:8, unless set), which cuBLAS
+// reads when the process first uses it: call it before any GPU work.
 func SetDeterministic(on bool) error {
+	if on && os.Getenv("CUBLAS_WORKSPACE_CONFIG") == "" {
+		os.Setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+	}
 	return checkErr("set_deterministic", C.mg_set_deterministic(cbool(on)))
 }

@@ -37,9 +37,6 @@ func runBench(args []string) error {
 	if plan.ranks > 1 {
 		return plan.start("bench", pretrain.DefaultTimeout+30*time.Second)
 	}
-	if pc.Deterministic {
-		cublasDeterminism()
-	}
 	sayJobWait(plan.job, pretrain.DefaultTimeout)
 	res, err := pretrain.Bench(cfg, plan.env, pretrain.Options{Job: plan.job})
 	if err != nil {

@@ -36,7 +36,8 @@ func runFinetune(args []string) error {
 			"and sider it did best on valid, and over ten seeds it is +0.81 points ahead of training from\n"+
 			"scratch, no gain measured (95 % interval [-0.54, +2.16]; docs/finetune-study.md).\n"+
 			"The runs (seeds, folds) are made side by side, one per core by default (--jobs), each\n"+
-			"giving what it gives alone with the same --threads.")
+			"giving what it gives alone with the same --threads; on a GPU too, where the runs use\n"+
+			"deterministic algorithms only (docs/commands.md#what-holds-on-each-device).")
 	var ev evaluationFlags
 	ev.register(fs, &cfg.Common, "random initialisation", "", "epoch")
 	fs.IntVar(&cfg.Epochs, "epochs", cfg.Epochs, "epochs per run")

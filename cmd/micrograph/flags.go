@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/micrograph/micrograph/data"
@@ -92,14 +91,6 @@ const cacheFlagHelp = "folder for featurised CSVs and dataset caches; dataset fo
 // precisionFlag registers --precision into p.
 func precisionFlag(fs *pflag.FlagSet, p *model.Precision) {
 	fs.StringVar((*string)(p), "precision", string(*p), model.PrecisionHelp)
-}
-
-// cublasDeterminism makes cuBLAS deterministic, as --deterministic needs; it
-// reads the setting at its first call, so this must come before any GPU work.
-func cublasDeterminism() {
-	if os.Getenv("CUBLAS_WORKSPACE_CONFIG") == "" {
-		os.Setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-	}
 }
 
 // limitFlags registers the bounds on what one CSV row may ask of RDKit; rows

@@ -30,7 +30,8 @@ func runLinearEval(args []string) error {
 			"per task and λ (mean squared error + λ·‖w‖², intercept free) instead, the λ with the lowest\n"+
 			"valid RMSE, and report test RMSE and MAE (lower is better).\n"+
 			"The runs (seeds, folds) are made side by side, one per core by default (--jobs), each\n"+
-			"giving what it gives alone with the same --threads.")
+			"giving what it gives alone with the same --threads; on a GPU too, where the runs use\n"+
+			"deterministic algorithms only (docs/commands.md#what-holds-on-each-device).")
 	var ev evaluationFlags
 	ev.register(fs, &cfg.Common, "a random encoder, the baseline", " (the classifiers' initialisation; a random encoder's too)", "λ")
 	l2GridFlag(fs, &cfg.L2Grid, "l2-grid", "L2 strengths λ tried: each task minimises mean BCE + λ/2·‖w‖²")

@@ -50,7 +50,10 @@ func pretrainFlags(cfg *runfolder.Config, run *string, resume *bool, objective *
 	fs.IntVar(&cfg.Keep, "keep", cfg.Keep, "checkpoints kept")
 	fs.IntVar(&cfg.LogEvery, "log-every", cfg.LogEvery, "steps between log.jsonl lines")
 	fs.BoolVar(&cfg.SkipNonFinite, "skip-nonfinite", cfg.SkipNonFinite, "skip the update of a batch whose loss is NaN or Inf instead of stopping")
-	fs.BoolVar(&cfg.Deterministic, "deterministic", cfg.Deterministic, "deterministic algorithms only: repeated GPU runs give bit-identical losses")
+	fs.BoolVar(&cfg.Deterministic, "deterministic", cfg.Deterministic, "deterministic algorithms only: on a GPU, repeated runs and a run resumed after a stop\n"+
+		"give the uninterrupted run's losses bit for bit; without it they agree to float32 rounding of\n"+
+		"sums in another order, then drift apart (on the CPU they are always bit for bit;\n"+
+		"docs/commands.md#what-holds-on-each-device)")
 	precisionFlag(fs, &cfg.Precision)
 	splitFlags(fs, cfg)
 	fs.IntVar(&job.nproc, "nproc", 1, "local processes sharing each batch (data-parallel; Gloo on CPUs, NCCL on GPUs);\n"+
@@ -171,9 +174,6 @@ func runPretrain(args []string) error {
 		return err
 	case plan.ranks > 1:
 		return plan.start("pretrain", c.jf.timeout+30*time.Second)
-	}
-	if c.cfg.Deterministic {
-		cublasDeterminism()
 	}
 	var opened atomic.Bool // a stop before the data is open (a CSV featurised) ends at once, and says so after
 	w := runenv.WatchSignals(func() {

@@ -34,7 +34,8 @@ func runSuite(args []string) error {
 			"(DIR is made if missing; its parent must exist). The settings of the finetune and linear-eval\n"+
 			"commands apply; --seeds to both evaluations, the column flags to every CSV benchmark.\n"+
 			"The runs of every evaluation (seeds, folds, encoders, both sides) are made side by side, one\n"+
-			"per core by default (--jobs), each giving what it gives alone with the same --threads, and each\n"+
+			"per core by default (--jobs), each giving what it gives alone with the same --threads (on a GPU\n"+
+			"too: the runs use deterministic algorithms only; docs/commands.md#what-holds-on-each-device), and each\n"+
 			"is kept in DIR/runs as it finishes: the same command started again, after a stop or with more\n"+
 			"--seeds, makes only the runs DIR/runs lacks and ends with the table an uninterrupted call gives\n"+
 			"(a run is kept under everything it depends on: the data's and the encoder's content, the\n"+

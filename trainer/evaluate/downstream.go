@@ -363,6 +363,9 @@ func (c Common) open(env runenv.Env) (_ *session, err error) {
 	if err := c.Precision.Check(env.Device); err != nil {
 		return nil, err // before any file is read
 	}
+	if err := reproducible(env.Device); err != nil {
+		return nil, err
+	}
 	arch, state, err := downstreamEncoder(c.EncoderPath, c.Encoder)
 	if err != nil {
 		return nil, err
@@ -387,3 +390,17 @@ func (c Common) open(env runenv.Env) (_ *session, err error) {
 
 // close frees the encoder's weights.
 func (s *session) close() { torch.FreeNamed(s.state) }
+
+// reproducible makes an evaluation's runs on dev give the same bits whenever
+// they run: alone or side by side, in a suite resumed or not, as an
+// ensemble's member or a single model. On the CPU every kernel already does;
+// on a GPU, scatter-adds sum in a varying order unless libtorch is limited to
+// deterministic algorithms, so it is, for the rest of the process (an
+// evaluation's results are compared run against run; pre-training asks for it
+// with --deterministic).
+func reproducible(dev torch.Device) error {
+	if !dev.IsCUDA() {
+		return nil
+	}
+	return torch.SetDeterministic(true)
+}

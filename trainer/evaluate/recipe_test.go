@@ -34,6 +34,10 @@ func baceRun(t *testing.T, recipe Recipe) (*finetuner, *model.Classifier) {
 	cfg := DefaultFinetuneConfig()
 	cfg.Encoder, cfg.Epochs, cfg.Recipe = recipeEncoder, 2, recipe
 	dev := testdevice.Get(t)
+	if err := reproducible(dev); err != nil { // as every evaluation's session does
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { torch.SetDeterministic(false) })
 	f := &finetuner{cfg: &cfg, name: "bace", ds: ds, split: ds.Split, dev: dev, workers: 1, seed: 3}
 	torch.ManualSeed(f.seed)
 	clf, err := model.NewClassifier(recipeEncoder, ds.NumTasks(), dev, torch.Float32)
