@@ -249,9 +249,12 @@ TORCH2_CHECK_OBJ := $(patsubst torch/shim/%.cpp,$(TORCH2_CHECK)/%.o,$(SHIM_SRC))
 	$(patsubst %,$(TORCH2_CHECK)/kernels/%_cpu_avx512.o,$(AVX512_KERNELS)) \
 	$(patsubst $(TESTING_DIR)/%.cpp,$(TORCH2_CHECK)/testing/%.o,$(wildcard $(TESTING_DIR)/*.cpp))
 
+# Where the build's own libtorch is 2.x already, the build was that check.
 torch2-check:
-	@$(MAKE) --no-print-directory -j$(JOBS) torch2-check-objects
-	@echo "torch2-check: compiled $(words $(TORCH2_CHECK_OBJ)) files against libtorch $(call torch2_var,TORCH2_VERSION) into $(TORCH2_CHECK) (nothing linked or run)"
+	@v='$(call torch_var,TORCH_VERSION)'; if [ "$${v%%.*}" -ge 2 ] 2>/dev/null; then \
+		echo "torch2-check: the build's own libtorch is $$v: nothing more to compile"; else \
+		$(MAKE) --no-print-directory -j$(JOBS) torch2-check-objects && \
+		echo "torch2-check: compiled $(words $(TORCH2_CHECK_OBJ)) files against libtorch $(call torch2_var,TORCH2_VERSION) into $(TORCH2_CHECK) (nothing linked or run)"; fi
 
 torch2-check-objects: $(TORCH2_CHECK_OBJ)
 

@@ -76,8 +76,18 @@ mnt() { # mnt SOURCE TARGET [OPTIONS]: bind SOURCE at TARGET in the root
 	mounts=("$root$2" "${mounts[@]}")
 	if [[ ${3:-} == ro ]]; then mount -o remount,bind,ro "$root$2"; fi
 }
-cleanup() { for m in "${mounts[@]}"; do umount -l "$m" 2>/dev/null || true; done; }
+# On the way out (the test's end, a failure, SIGINT or SIGTERM), every process
+# still running in the root is stopped, then the mounts are undone.
+cleanup() {
+	local p
+	for p in /proc/[0-9]*; do
+		[[ $(readlink "$p/root" 2>/dev/null) == "$root" ]] && kill -KILL "${p#/proc/}" 2>/dev/null
+	done
+	for m in "${mounts[@]}"; do umount -l "$m" 2>/dev/null || true; done
+}
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 mount -t proc proc "$root/proc" && mounts=("$root/proc" "${mounts[@]}")
 mount -t sysfs sysfs "$root/sys" && mounts=("$root/sys" "${mounts[@]}")
 mnt /dev /dev

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Finds libtorch and prints make variable assignments, one per line:
 #   TORCH_MODE      libtorch | pip | debian | none
+#   TORCH_VERSION   its version, from torch/version.h (e.g. 1.13.0, 2.6.0)
 #   TORCH_INCLUDES  -I flags for the C++ shim (with NCCL's nccl.h, when a CUDA wheel has it)
 #   TORCH_LIBDIR    directory holding libtorch*.so and libc10*.so
 #   TORCH_ABI       value of _GLIBCXX_USE_CXX11_ABI the library was built with
@@ -25,6 +26,8 @@ emit() {
 	# /usr/include is already searched; naming it again with -isystem breaks #include_next.
 	if [ "$2" = /usr/include ]; then inc=""; else inc="-isystem $2 "; fi
 	echo "TORCH_MODE=$1"
+	echo "TORCH_VERSION=$(sed -n 's/^#define TORCH_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' \
+		"$2/torch/csrc/api/include/torch/version.h" 2>/dev/null | paste -sd.)"
 	echo "TORCH_INCLUDES=$inc-isystem $2/torch/csrc/api/include${extra_includes:-}"
 	echo "TORCH_LIBDIR=$3"
 	echo "TORCH_ABI=$4"

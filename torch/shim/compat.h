@@ -55,4 +55,18 @@ using C10dBackend = c10d::Backend;
 #else
 using C10dBackend = c10d::ProcessGroup;
 #endif
+
+// use_classic_tcpstore sets c10d::TCPStoreOptions o to the store's classic
+// backend, the only one before 2.2. Since 2.4 the options ask for the libuv
+// backend by default, which a libtorch built without libuv (Debian's)
+// refuses ("use_libuv was requested but PyTorch was build without libuv
+// support"): distributed.cpp then asks again with this.
+template <typename TCPStoreOptions>
+void use_classic_tcpstore(TCPStoreOptions &o) {
+#if MG_TORCH_AT_LEAST(2, 2)
+	o.useLibUV = false;
+#else
+	(void)o;
+#endif
+}
 } // namespace mg

@@ -476,7 +476,15 @@ mg_error mg_group_new(const char *backend, const char *master_addr, int master_p
 		so.numWorkers = static_cast<std::size_t>(size);
 		so.waitWorkers = true;
 		so.timeout = g->timeout;
-		auto tcp = c10::make_intrusive<c10d::TCPStore>(g->addr, so);
+		c10::intrusive_ptr<c10d::TCPStore> tcp;
+		try {
+			tcp = c10::make_intrusive<c10d::TCPStore>(g->addr, so);
+		} catch (const c10::Error &e) {
+			// A libtorch without libuv refuses its own default backend.
+			if (std::string(e.what()).find("libuv") == std::string::npos) throw;
+			mg::use_classic_tcpstore(so);
+			tcp = c10::make_intrusive<c10d::TCPStore>(g->addr, so);
+		}
 		// One prefix per group, as torch.distributed names its default group.
 		g->store = c10::make_intrusive<c10d::PrefixStore>("default_pg", tcp);
 		g->pg = make_backend(g->backend, g->addr, g->store, rank, size, g->timeout);
