@@ -99,3 +99,14 @@ func InFile(path string, err error) error {
 	}
 	return errors.New(path + ": " + err.Error())
 }
+
+// Note adds note to the reason of err's field ("… must be positive" →
+// "… must be positive; note"), for a caller that knows the circumstance
+// the field was checked in; other errors pass unchanged.
+func Note(err error, note string) error {
+	var fe *Error
+	if !errors.As(err, &fe) {
+		return err
+	}
+	return &Error{Name: fe.Name, Value: fe.Value, Reason: fe.Reason + "; " + note, err: fe.err}
+}

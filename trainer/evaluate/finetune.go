@@ -420,7 +420,9 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 			fmt.Fprintf(f.progress, "finetune %s: seed %d, %s split, epoch %d/%d: loss %.4f%s, test %s %.4f (%.1fs)\n",
 				f.name, f.seed, f.split.Name, epoch, f.cfg.Epochs, loss, validText, metric, run.testCurve()[epoch-1], time.Since(epochStart).Seconds())
 		}
-		if recipe.Patience > 0 && epoch-run.BestEpoch >= recipe.Patience {
+		// Patience counts from the best valid epoch: without a valid part
+		// (refused by Validate) there is none, and nothing stops.
+		if recipe.Patience > 0 && len(f.split.Valid) > 0 && epoch-run.BestEpoch >= recipe.Patience {
 			run.StoppedAt = epoch
 			break
 		}
