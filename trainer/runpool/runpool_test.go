@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -182,5 +183,44 @@ func TestPoolStopsAtDonesError(t *testing.T) {
 	}
 	if slices.Contains(seen, 5) {
 		t.Errorf("job 5 ran after done failed")
+	}
+}
+
+// WorkerEnv leaked into the environment of a process no pool started (any
+// value, the pool's own format included) is refused before anything is
+// read: the process, its stdin an open pipe nobody writes to, ends with
+// status 2 and one line naming the variable, rather than waiting for ever.
+func TestLeakedWorkerVariableIsNamedNotServed(t *testing.T) {
+	for _, value := range []string{"1", fmt.Sprintf("%d-token", os.Getpid()+1), "1-token"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), runpool.WorkerEnv+"="+value)
+		stdin, err := cmd.StdinPipe() // held open: a worker that reads it waits
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		var deadline <-chan time.Time
+		if d, ok := t.Deadline(); ok {
+			deadline = time.After(time.Until(d) - 30*time.Second) // the hang, reported before go test's own timeout
+		}
+		select {
+		case err = <-exited:
+		case <-deadline:
+			cmd.Process.Kill()
+			<-exited
+			t.Fatalf("%s=%q: the process still waits on its stdin", runpool.WorkerEnv, value)
+		}
+		stdin.Close()
+		var exit *exec.ExitError
+		want := runpool.WorkerEnv + "=" + fmt.Sprintf("%q", value) + " is set in the environment, but this process was not started by a pool of runs"
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(stderr.String(), want) || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("%s=%q: %v, stderr %q; want status 2 and one line %q", runpool.WorkerEnv, value, err, stderr.String(), want)
+		}
 	}
 }
