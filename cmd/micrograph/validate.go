@@ -43,6 +43,7 @@ var hints = []struct {
 	{suite.ErrRandomRunsStale, "leave --random-from out"},
 	{data.ErrNoSMILESColumn, "--smiles-columns NAME names it"},
 	{data.ErrNotANumber, "--target-columns A,B names the label columns, or --ignore-columns those that are not"},
+	{data.ErrUnnamedColumn, "--target-columns A,B names the label columns"},
 }
 
 // hintsFor is the hints for err, each in parentheses after a space, or "".

@@ -269,6 +269,13 @@ func (c FinetuneConfig) Plan(common Common, env runenv.Env) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.Save != "" {
+		// What each saved member's model.json will say, checked before the
+		// training rather than when the first member is written.
+		if err := infer.CheckTaskNames(se.ds.Tasks); err != nil {
+			return nil, fmt.Errorf("save %s: cannot hold the models of %s: %w", c.Save, c.Data, err)
+		}
+	}
 	run := res.Config
 	return &Plan{
 		Runs:    planRuns(RunSpec{Finetune: &run}, c.Seed, splits),
