@@ -227,6 +227,7 @@ func parseArgs(fs *pflag.FlagSet, args []string) error {
 		}
 		return usageError{err}
 	}
+	renamedFlags(fs)
 	for _, name := range namingFlags {
 		if f := fs.Lookup(name); f != nil && fs.Changed(name) && f.Value.Type() == "string" && f.Value.String() == "" {
 			return usageError{fmt.Errorf("--%s is empty: it names a file, folder or model", name)}

@@ -80,7 +80,7 @@ func flagFor(fs *pflag.FlagSet, cfg any, path string) string {
 	if addr, ok := field.Addr(cfg, path); ok {
 		var name string
 		fs.VisitAll(func(f *pflag.Flag) {
-			if v := reflect.ValueOf(f.Value); name == "" && v.Kind() == reflect.Pointer && v.Pointer() == addr {
+			if v := reflect.ValueOf(f.Value); name == "" && f.Deprecated == "" && v.Kind() == reflect.Pointer && v.Pointer() == addr {
 				name = f.Name
 			}
 		})

@@ -412,8 +412,8 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 			return run, fmt.Errorf("epoch %d: %w", epoch, err)
 		}
 		if math.IsNaN(loss) || math.IsInf(loss, 0) {
-			return run, fmt.Errorf("epoch %d: the training loss is %v: the model diverged (is the learning rate %g too high, or the encoder %s damaged?)",
-				epoch, loss, f.cfg.LR, encoderName(f.cfg.EncoderPath))
+			return run, fmt.Errorf("epoch %d: the training loss is %v: the model diverged (is %s too high, or the encoder %s damaged?)",
+				epoch, loss, recipe.steps(), encoderName(f.cfg.EncoderPath))
 		}
 		run.TrainLoss = append(run.TrainLoss, metrics.Value(loss))
 		weights.apply() // what is evaluated, selected and saved
