@@ -344,6 +344,9 @@ type finetuner struct {
 	workers    int       // goroutines collating batches
 	progress   io.Writer // one line per epoch; nil is silent
 	seed       uint64
+	// observe, for tests, sees the classifier before the first step (epoch
+	// 0) and after each epoch's steps, before its evaluation.
+	observe func(epoch int, clf *model.Classifier)
 }
 
 // run trains from a fresh classifier (pre-trained encoder weights from state
@@ -398,6 +401,9 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 	defer loader.Close()
 
 	validLabels, testLabels := splitLabels(f.ds, f.split.Valid), splitLabels(f.ds, f.split.Test)
+	if f.observe != nil {
+		f.observe(0, clf)
+	}
 	metric := "ROC-AUC"
 	if f.regression {
 		metric = "RMSE"
@@ -414,6 +420,9 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 		if math.IsNaN(loss) || math.IsInf(loss, 0) {
 			return run, fmt.Errorf("epoch %d: the training loss is %v: the model diverged (is %s too high, or the encoder %s damaged?)",
 				epoch, loss, recipe.steps(), encoderName(f.cfg.EncoderPath))
+		}
+		if f.observe != nil {
+			f.observe(epoch, clf)
 		}
 		run.TrainLoss = append(run.TrainLoss, metrics.Value(loss))
 		weights.apply() // what is evaluated, selected and saved
