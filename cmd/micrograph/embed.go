@@ -229,10 +229,8 @@ func checkSavedModelFlag(dir string) error {
 }
 
 // savedModelInputs are what predict reads of --model's folder, for
-// checkOutput: the files of its model or of every member of its ensemble,
-// which no output may be under any name (a link to a member's weights),
-// and the members' folders, which no output may lie inside (beside the
-// members, in the ensemble's folder, is fine).
+// checkOutput: its model's or every member's files, no output's under any
+// name, and the members' folders, no output inside (beside them is fine).
 func savedModelInputs(dir string) []input {
 	if dir == "" {
 		return nil

@@ -121,20 +121,9 @@ func columnFlags(fs *pflag.FlagSet, c *data.Columns) {
 	fs.StringSliceVar(&c.Ignore, "ignore-columns", c.Ignore, "a CSV's columns that are neither SMILES nor labels (names, notes, descriptors),\n"+
 		"written as --target-columns; every other column is a label")
 	// featurize's names before --smiles-columns and --target-columns: they
-	// still work, with a note naming the new flag (renamedFlags).
+	// still work, with a note naming the new flag (parseArgs).
 	fs.StringVar(&c.SMILES, "smiles-col", c.SMILES, "")
 	fs.StringSliceVar(&c.Targets, "label-cols", c.Targets, "")
 	fs.MarkDeprecated("smiles-col", "--smiles-columns")
 	fs.MarkDeprecated("label-cols", "--target-columns")
-}
-
-// renamedFlags says, on notes, for each flag of fs given by a former name
-// (pflag's deprecated flags, whose Deprecated is the new name), that the
-// flag is now the new one.
-func renamedFlags(fs *pflag.FlagSet) {
-	fs.Visit(func(f *pflag.Flag) {
-		if f.Deprecated != "" {
-			fmt.Fprintf(notes, "micrograph: --%s is now %s (the old name is read for a while)\n", f.Name, f.Deprecated)
-		}
-	})
 }
