@@ -35,13 +35,13 @@ func Errorf(name string, value any, format string, args ...any) error {
 	return &Error{Name: name, Value: value, Reason: reason.Error(), err: errors.Unwrap(reason)}
 }
 
-// Format writes a value as a user would type it: strings quoted (a long
-// one, read from a file, shortened: inputfile.Quote), floats in their
-// shortest form.
+// Format writes a value as a user would type it: strings quoted (whole up
+// to 256 bytes, such as a path; a longer one, read from a file, shortened:
+// inputfile.QuoteValue), floats in their shortest form.
 func Format(v any) string {
 	switch x := v.(type) {
 	case string:
-		return inputfile.Quote(x)
+		return inputfile.QuoteValue(x)
 	case float64:
 		return fmt.Sprintf("%g", x)
 	case float32:
