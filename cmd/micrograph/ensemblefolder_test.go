@@ -61,9 +61,9 @@ func TestEnsembleIsItsFolder(t *testing.T) {
 	for _, tc := range []struct {
 		ens, want string
 	}{
-		{linkedMember, "micrograph predict: ensemble " + linkedMember + `: member "b": ` + filepath.Join(linkedMember, "b") + " is " + elsewhere +
+		{linkedMember, "micrograph predict: ensemble " + linkedMember + `: member "b": ` + filepath.Join(linkedMember, "b") + " resolves to " + elsewhere +
 			", outside the ensemble's folder: an ensemble holds its members (copy the model in, or save a new ensemble)\n"},
-		{linkedWeights, "micrograph predict: ensemble " + linkedWeights + `: member "b": ` + filepath.Join(linkedWeights, "b", infer.ModelWeights) + " is " +
+		{linkedWeights, "micrograph predict: ensemble " + linkedWeights + `: member "b": ` + filepath.Join(linkedWeights, "b", infer.ModelWeights) + " resolves to " +
 			filepath.Join(elsewhere, infer.ModelWeights) + ", outside the ensemble's folder: an ensemble holds its members (copy the model in, or save a new ensemble)\n"},
 		{twice, "micrograph predict: ensemble " + twice + `: members "a" and "b" are the same folder, ` + filepath.Join(twice, "a") + "\n"},
 	} {

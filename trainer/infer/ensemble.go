@@ -165,7 +165,7 @@ func (m *EnsembleManifest) confined(dir string) error {
 				continue // LoadModel says what is missing
 			}
 			if !samefile.Inside(p, dir) {
-				return fmt.Errorf("member %s: %s is %s, outside the ensemble's folder: an ensemble holds its members (copy the model in, or save a new ensemble)",
+				return fmt.Errorf("member %s: %s resolves to %s, outside the ensemble's folder: an ensemble holds its members (copy the model in, or save a new ensemble)",
 					inputfile.Quote(mem.Dir), p, samefile.Resolve(p))
 			}
 		}
