@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/micrograph/micrograph/data/synthetic"
+	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/runfolder"
 )
 
@@ -53,5 +54,42 @@ func TestSuiteFolderIsOneSuites(t *testing.T) {
 	}
 	if code, _, errs := runCLI(t, append(args, "--seeds", "2")...); code != 0 {
 		t.Errorf("more seeds: status %d, %s", code, errs)
+	}
+}
+
+// A kept run is keyed by the encoder's content: the same suite with an
+// encoder whose weights differ (suite.json removed, runs/ kept) takes the
+// run without pre-training, which depends only on the architecture, and
+// makes the pre-trained one again; the first encoder's run is not reused.
+func TestKeptRunOfAnotherEncoderIsNotReused(t *testing.T) {
+	dir := t.TempDir()
+	bace := filepath.Join(dir, "ogbg_molbace")
+	if _, err := synthetic.Write(bace, synthetic.Options{Molecules: 80, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	first := writeTinyEncoder(t)
+	second := writeEncoder(t, func(state []torch.Named) {
+		for _, n := range state {
+			if n.Tensor.DType() == torch.Float32 {
+				n.Tensor.CopyFrom(n.Tensor.MulScalar(1.5), false)
+			}
+		}
+	})
+	out := filepath.Join(dir, "out")
+	args := func(encoder string) []string {
+		return []string{"suite", "--encoder", encoder, "--datasets", bace, "--out", out, "--evaluations", "finetune", "--protocols", "scaffold",
+			"--seeds", "1", "--epochs", "1", "--jobs", "1", "--threads", "1", "--device", "cpu", "--cache", filepath.Join(dir, "cache")}
+	}
+	if code, _, errs := runCLI(t, args(first)...); code != 0 {
+		t.Fatalf("suite: status %d, %s", code, errs)
+	}
+	os.Remove(filepath.Join(out, "suite.json"))
+	if code, _, errs := runCLI(t, args(second)...); code != 0 {
+		t.Fatalf("another encoder: status %d, %s", code, errs)
+	}
+	pre, _ := filepath.Glob(filepath.Join(out, "runs", "*-pretrained-*.json"))
+	random, _ := filepath.Glob(filepath.Join(out, "runs", "*-random-*.json"))
+	if len(pre) != 2 || len(random) != 1 {
+		t.Errorf("kept runs: pre-trained %q, random %q; want one pre-trained run per encoder and the random one shared", pre, random)
 	}
 }
