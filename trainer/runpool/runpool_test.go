@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +25,12 @@ type job struct {
 	Sleep time.Duration `json:"sleep,omitempty"`
 	Fail  bool          `json:"fail,omitempty"`
 	Exit  bool          `json:"exit,omitempty"`
+	// PIDFile, when set, receives the process's id before the job fails or
+	// ends it; AwaitGone makes the job wait, before anything else, until
+	// the process whose id that file holds is gone (reaped by the pool,
+	// which ends a process once it has seen its job fail).
+	PIDFile   string `json:"pid_file,omitempty"`
+	AwaitGone string `json:"await_gone,omitempty"`
 }
 
 // result is a test job's: N², the process that made it, how many jobs that
@@ -40,6 +48,19 @@ func (w *squarer) Do(spec json.RawMessage) (json.RawMessage, error) {
 	var j job
 	if err := json.Unmarshal(spec, &j); err != nil {
 		return nil, err
+	}
+	for j.AwaitGone != "" {
+		b, _ := os.ReadFile(j.AwaitGone)
+		if pid, err := strconv.Atoi(string(b)); err == nil {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+				break
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if j.PIDFile != "" {
+		os.WriteFile(j.PIDFile+".tmp", []byte(strconv.Itoa(os.Getpid())), 0o644)
+		os.Rename(j.PIDFile+".tmp", j.PIDFile)
 	}
 	if j.Say != "" && w.env.Progress != nil {
 		fmt.Fprintln(w.env.Progress, j.Say)
@@ -137,8 +158,10 @@ func TestPoolRunsJobsInProcesses(t *testing.T) {
 
 // A job that fails, or whose process ends, is a *JobError naming the job;
 // no job is handed out after it, and the job under way finishes and is
-// handed on. Job 1 fails at once while job 0 takes 3 s, so the failure is
-// seen first: jobs 2–5 are never started.
+// handed on. Job 0 waits until the process of job 1 is gone, which the
+// pool ends once it has seen job 1 fail (or which job 1 ends), so the
+// failure is seen first whatever the machine's load: jobs 2–5 are never
+// started.
 func TestPoolStopsAtAFailure(t *testing.T) {
 	env := runenv.Default()
 	env.Jobs = 2
@@ -151,7 +174,10 @@ func TestPoolStopsAtAFailure(t *testing.T) {
 		{"process ending", job{N: 1, Exit: true}, "exit status 3 during job 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			jobs := []job{{N: 0, Sleep: 3 * time.Second}, tc.bad, {N: 2}, {N: 3}, {N: 4}, {N: 5}}
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			bad := tc.bad
+			bad.PIDFile = pidFile
+			jobs := []job{{N: 0, AwaitGone: pidFile}, bad, {N: 2}, {N: 3}, {N: 4}, {N: 5}}
 			results, _, err := run(t, env, jobs)
 			var je *runpool.JobError
 			if !errors.As(err, &je) || je.Job != 1 || !strings.Contains(err.Error(), tc.says) {
