@@ -179,11 +179,21 @@ func (c Columns) selectColumns(source string, header []string, withLabels bool) 
 	}
 	for i, h := range header {
 		if i != s.smiles && i != s.id && !slices.Contains(c.Ignore, h) {
+			if strings.TrimSpace(h) == "" {
+				// Its task would have no name: refused here, before any
+				// training, rather than when a model is saved.
+				return nil, fmt.Errorf("%s:1: column %d %w (a comma at the end of each line, or a table's unnamed index column), and every column but the SMILES one is a label unless the label columns are named",
+					source, i+1, ErrUnnamedColumn)
+			}
 			s.labels = append(s.labels, i)
 		}
 	}
 	return s, nil
 }
+
+// ErrUnnamedColumn is the error of a header whose column taken as a label
+// by default has no name (a caller may say how to name the labels).
+var ErrUnnamedColumn = errors.New("has no name")
 
 // defaultSMILES is the default rule's SMILES column among the candidates,
 // or -1.

@@ -228,11 +228,18 @@ func checkSavedModelFlag(dir string) error {
 	return usageError{fmt.Errorf("--model %s is a shipped pre-trained encoder, which predicts nothing until fine-tuned on labels: micrograph finetune --encoder %s --data LABELLED.csv --out result.json --save DIR, then predict --model DIR", dir, dir)}
 }
 
-// savedModelInputs are the files of predict --model's folder, for
-// checkOutput.
+// savedModelInputs are what predict reads of --model's folder, for
+// checkOutput: its model's or every member's files, no output's under any
+// name, and the members' folders, no output inside (beside them is fine).
 func savedModelInputs(dir string) []input {
 	if dir == "" {
 		return nil
 	}
-	return []input{{"--model", dir, false}, {"--model", filepath.Join(dir, infer.ModelWeights), false}, {"--model", filepath.Join(dir, infer.ModelInfo), false}}
+	var inputs []input
+	for _, f := range infer.ModelFiles(dir) {
+		st, err := os.Stat(f)
+		member := f != dir && err == nil && st.IsDir()
+		inputs = append(inputs, input{"--model", f, member})
+	}
+	return inputs
 }

@@ -111,4 +111,10 @@ func columnFlags(fs *pflag.FlagSet, c *data.Columns) {
 		"but the SMILES one, mol_id and --ignore-columns)")
 	fs.StringSliceVar(&c.Ignore, "ignore-columns", c.Ignore, "a CSV's columns that are neither SMILES nor labels (names, notes, descriptors),\n"+
 		"written as --target-columns; every other column is a label")
+	// featurize's names before --smiles-columns and --target-columns: they
+	// still work, with a note naming the new flag (parseArgs).
+	fs.StringVar(&c.SMILES, "smiles-col", c.SMILES, "")
+	fs.StringSliceVar(&c.Targets, "label-cols", c.Targets, "")
+	fs.MarkDeprecated("smiles-col", "--smiles-columns")
+	fs.MarkDeprecated("label-cols", "--target-columns")
 }

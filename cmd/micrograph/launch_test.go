@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -173,10 +174,16 @@ func TestPretrainJobRendezvousFailsInOneLine(t *testing.T) {
 // A job environment left in a shell (as after a torchrun session) makes
 // pretrain and bench say at once, before waiting, which rank of how many
 // they are, where they wait and for how long; SIGTERM or SIGINT during the
-// wait ends pretrain within seconds with status 0, one line saying so and
-// no run folder, and ends bench as a signal ends any command (128 + its
-// number). pretrain used to wait silently for the whole timeout, and to
-// answer SIGTERM with "finishing the step" and go on waiting.
+// wait ends pretrain with status 0, one line saying so and no run folder,
+// and ends bench as a signal ends any command (128 + its number). pretrain
+// used to wait silently for the whole timeout, and to answer SIGTERM with
+// "finishing the step" and go on waiting.
+//
+// The signal is sent once the process is in the wait, an event, not after
+// a pause: rank 1 has connected to the test's listener on MASTER_PORT (held
+// by the test, so no other process can take it), rank 0 listens on its
+// port (found in /proc/net). Nothing depends on how fast a busy machine is
+// but the test's own deadline, which only reports a hang.
 func TestStrayJobEnvironmentSpeaksAndStops(t *testing.T) {
 	if !torch.HasBackend(torch.Gloo) {
 		t.Skip("the shim was built without Gloo")
@@ -186,12 +193,6 @@ func TestStrayJobEnvironmentSpeaksAndStops(t *testing.T) {
 	if _, err := synthetic.Write(synth, synthetic.Options{Molecules: 40, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
-	free, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := free.Addr().(*net.TCPAddr).Port
-	free.Close() // nobody serves it: rank 1 waits for rank 0, rank 0 for rank 1
 	small := []string{"--data", synth, "--hidden", "8", "--layers", "1", "--motifs", "4", "--batch-size", "8", "--device", "cpu", "--threads", "1"}
 	for _, tc := range []struct {
 		name   string
@@ -201,13 +202,40 @@ func TestStrayJobEnvironmentSpeaksAndStops(t *testing.T) {
 		code   int
 		last   string
 	}{
-		{"pretrain rank 1, SIGTERM", 1, []string{"pretrain", "--run", filepath.Join(dir, "run1"), "--max-steps", "1", "--timeout", "3m"}, syscall.SIGTERM, 0,
+		{"pretrain rank 1, SIGTERM", 1, []string{"pretrain", "--run", filepath.Join(dir, "run1"), "--max-steps", "1", "--timeout", "30m"}, syscall.SIGTERM, 0,
 			"micrograph: stopped while waiting for the other processes of the job: nothing was written; the same command starts again"},
-		{"pretrain rank 0, SIGINT", 0, []string{"pretrain", "--run", filepath.Join(dir, "run0"), "--max-steps", "1", "--timeout", "3m"}, syscall.SIGINT, 0,
+		{"pretrain rank 0, SIGINT", 0, []string{"pretrain", "--run", filepath.Join(dir, "run0"), "--max-steps", "1", "--timeout", "30m"}, syscall.SIGINT, 0,
 			"micrograph: stopped while waiting for the other processes of the job: nothing was written; the same command starts again"},
 		{"bench rank 1, SIGINT", 1, []string{"bench", "--steps", "1", "--warmup", "0"}, syscall.SIGINT, 130, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			hang := hangReport(t)
+			// inWait is closed once the process waits for the other rank.
+			inWait := make(chan struct{})
+			var port int
+			if tc.rank == 1 {
+				store, err := net.Listen("tcp", "127.0.0.1:0") // rank 0's store, which never answers
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer store.Close()
+				port = store.Addr().(*net.TCPAddr).Port
+				go func() {
+					if conn, err := store.Accept(); err == nil {
+						defer conn.Close()
+						close(inWait)
+						io.Copy(io.Discard, conn) // held open, unanswered, until the process ends
+					}
+				}()
+			} else {
+				port = freePort(t)
+				go func() {
+					for !listening(port) {
+						time.Sleep(20 * time.Millisecond)
+					}
+					close(inWait)
+				}()
+			}
 			env := distributed.Env{Rank: tc.rank, WorldSize: 2, MasterAddr: "127.0.0.1", MasterPort: port}
 			c := exec.Command(os.Args[0], append(tc.args, small...)...)
 			c.Env = append(append(os.Environ(), env.Vars()...), asMainEnv+"=1")
@@ -228,7 +256,6 @@ func TestStrayJobEnvironmentSpeaksAndStops(t *testing.T) {
 			}()
 			wait := fmt.Sprintf("micrograph: rank %d of 2, as the environment says (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT): once the data is open, waiting up to ", tc.rank)
 			var seen []string
-			deadline := time.After(60 * time.Second)
 			for len(seen) == 0 || !strings.HasPrefix(seen[len(seen)-1], wait) {
 				select {
 				case l, ok := <-lines:
@@ -237,14 +264,19 @@ func TestStrayJobEnvironmentSpeaksAndStops(t *testing.T) {
 						t.Fatalf("ended before saying what it waits for: %q", seen)
 					}
 					seen = append(seen, l)
-				case <-deadline:
+				case <-hang:
 					c.Process.Kill()
 					c.Wait()
-					t.Fatalf("said nothing of the wait within 60 s: %q", seen)
+					t.Fatalf("said nothing of the wait: %q", seen)
 				}
 			}
-			time.Sleep(time.Second) // into the wait
-			start := time.Now()
+			select {
+			case <-inWait:
+			case <-hang:
+				c.Process.Kill()
+				c.Wait()
+				t.Fatalf("never reached the wait: %q", seen)
+			}
 			c.Process.Signal(tc.signal)
 			ended := make(chan error, 1)
 			go func() {
@@ -255,18 +287,17 @@ func TestStrayJobEnvironmentSpeaksAndStops(t *testing.T) {
 			}()
 			select {
 			case err = <-ended:
-			case <-time.After(20 * time.Second):
+			case <-hang:
 				c.Process.Kill()
 				<-ended
-				t.Fatalf("still waiting 20 s after the signal: %q", seen)
+				t.Fatalf("still waiting after the signal: %q", seen)
 			}
-			t.Logf("ended %.1fs after the signal: %v", time.Since(start).Seconds(), err)
 			code := 0
 			var exit *exec.ExitError
 			if errors.As(err, &exit) {
 				code = exit.ExitCode()
 			}
-			if code != tc.code || (tc.last != "" && seen[len(seen)-1] != tc.last) {
+			if code != tc.code || (tc.last != "" && seen[len(seen)-1] != tc.last) || (tc.last == "" && len(seen) != 1) {
 				t.Errorf("status %d, stderr %q; want status %d ending with %q", code, seen, tc.code, tc.last)
 			}
 			if tc.args[0] == "pretrain" {
@@ -276,4 +307,42 @@ func TestStrayJobEnvironmentSpeaksAndStops(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hangReport fires 30 s before the test's deadline (never without one): a
+// test waiting on an event reports it as a hang rather than letting go
+// test's timeout end every test at once.
+func hangReport(t *testing.T) <-chan time.Time {
+	d, ok := t.Deadline()
+	if !ok {
+		return nil
+	}
+	return time.After(time.Until(d) - 30*time.Second)
+}
+
+// freePort is a TCP port nobody on this machine listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// listening tells whether a socket on this machine listens on TCP port
+// (IPv4 or IPv6), from /proc/net's tables.
+func listening(port int) bool {
+	local := fmt.Sprintf(":%04X", port)
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, _ := os.ReadFile(table)
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) > 3 && strings.HasSuffix(f[1], local) && f[3] == "0A" {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -227,6 +227,11 @@ func parseArgs(fs *pflag.FlagSet, args []string) error {
 		}
 		return usageError{err}
 	}
+	fs.Visit(func(f *pflag.Flag) { // a former name (pflag's deprecated flag) says the new one
+		if f.Deprecated != "" {
+			fmt.Fprintf(notes, "micrograph: --%s is now %s (the old name is read for a while)\n", f.Name, f.Deprecated)
+		}
+	})
 	for _, name := range namingFlags {
 		if f := fs.Lookup(name); f != nil && fs.Changed(name) && f.Value.Type() == "string" && f.Value.String() == "" {
 			return usageError{fmt.Errorf("--%s is empty: it names a file, folder or model", name)}

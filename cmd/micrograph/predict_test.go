@@ -473,7 +473,7 @@ func TestScoreCommandsMisuse(t *testing.T) {
 		{[]string{"embed", "--encoder", filepath.Join(tmp, "none.pt"), "--data", in, "--out", npy}, 1, "none.json"},
 		{[]string{"embed", "--encoder", encoder, "--data", filepath.Join(tmp, "none.csv"), "--out", csvOut}, 1, "dataset " + filepath.Join(tmp, "none.csv") + ": no such file or directory"},
 		{[]string{"embed", "--encoder", encoder, "--data", noSMILES, "--out", csvOut}, 1, `no-smiles.csv:1: no SMILES column: no column is named "smiles" or "mol" or has "smiles" in its name; the columns are ["name" "structure"] (--smiles-columns NAME names it)`},
-		{[]string{"predict", "--model", tmp, "--data", in, "--out", csvOut}, 1, "model " + tmp + ": open " + filepath.Join(tmp, "model.json")},
+		{[]string{"predict", "--model", tmp, "--data", in, "--out", csvOut}, 1, tmp + " holds neither ensemble.json (an ensemble) nor model.json (one saved model)"},
 	}
 	for _, tc := range tests {
 		code, out, errs := runCLI(t, tc.args...)

@@ -94,6 +94,14 @@ func runSuite(args []string) error {
 	if err := checkSuiteOutputs(out, &cfg, &rt); err != nil {
 		return err
 	}
+	if err := suite.CheckSameSuite(out, cfg); err != nil {
+		return flagError(fs, &cfg, err)
+	}
+	unlock, err := suite.LockFolder(out)
+	if err != nil {
+		return fmt.Errorf("--out %w", err)
+	}
+	defer unlock()
 	res, runErr := suite.Run(cfg, env, suite.Options{RunFiles: filepath.Join(out, suite.RunsFolder)})
 	if res == nil {
 		return flagError(fs, &cfg, runErr)

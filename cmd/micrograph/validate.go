@@ -43,6 +43,7 @@ var hints = []struct {
 	{suite.ErrRandomRunsStale, "leave --random-from out"},
 	{data.ErrNoSMILESColumn, "--smiles-columns NAME names it"},
 	{data.ErrNotANumber, "--target-columns A,B names the label columns, or --ignore-columns those that are not"},
+	{data.ErrUnnamedColumn, "--target-columns A,B names the label columns"},
 }
 
 // hintsFor is the hints for err, each in parentheses after a space, or "".
@@ -79,7 +80,7 @@ func flagFor(fs *pflag.FlagSet, cfg any, path string) string {
 	if addr, ok := field.Addr(cfg, path); ok {
 		var name string
 		fs.VisitAll(func(f *pflag.Flag) {
-			if v := reflect.ValueOf(f.Value); name == "" && v.Kind() == reflect.Pointer && v.Pointer() == addr {
+			if v := reflect.ValueOf(f.Value); name == "" && f.Deprecated == "" && v.Kind() == reflect.Pointer && v.Pointer() == addr {
 				name = f.Name
 			}
 		})

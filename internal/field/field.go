@@ -35,13 +35,13 @@ func Errorf(name string, value any, format string, args ...any) error {
 	return &Error{Name: name, Value: value, Reason: reason.Error(), err: errors.Unwrap(reason)}
 }
 
-// Format writes a value as a user would type it: strings quoted (a long
-// one, read from a file, shortened: inputfile.Quote), floats in their
-// shortest form.
+// Format writes a value as a user would type it: strings quoted (whole up
+// to 256 bytes, such as a path; a longer one, read from a file, shortened:
+// inputfile.QuoteValue), floats in their shortest form.
 func Format(v any) string {
 	switch x := v.(type) {
 	case string:
-		return inputfile.Quote(x)
+		return inputfile.QuoteValue(x)
 	case float64:
 		return fmt.Sprintf("%g", x)
 	case float32:
@@ -98,4 +98,15 @@ func InFile(path string, err error) error {
 		return nil
 	}
 	return errors.New(path + ": " + err.Error())
+}
+
+// Note adds note to the reason of err's field ("… must be positive" →
+// "… must be positive; note"), for a caller that knows the circumstance
+// the field was checked in; other errors pass unchanged.
+func Note(err error, note string) error {
+	var fe *Error
+	if !errors.As(err, &fe) {
+		return err
+	}
+	return &Error{Name: fe.Name, Value: fe.Value, Reason: fe.Reason + "; " + note, err: fe.err}
 }

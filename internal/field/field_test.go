@@ -2,6 +2,7 @@ package field_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -71,5 +72,19 @@ func TestAddr(t *testing.T) {
 		if ok != (tc.want != 0) || got != tc.want {
 			t.Errorf("Addr(%q) = %#x, %v; want %#x", tc.name, got, ok, tc.want)
 		}
+	}
+}
+
+// A string value is shown whole up to 256 bytes (a path under a long
+// TMPDIR), and only a longer one, a file's content where a name was
+// expected, is cut to its first 64 bytes and its length.
+func TestFormatShowsPathsWhole(t *testing.T) {
+	path := "/tmp/a-long-temporary-folder-for-issue-48-tests/TestSomething123/001/ogbg_molbace/encoder.pt"
+	if got := field.Format(path); got != `"`+path+`"` {
+		t.Errorf("Format(%d-byte path) = %s, want it whole", len(path), got)
+	}
+	long := strings.Repeat("x", 257)
+	if got, want := field.Format(long), `"`+strings.Repeat("x", 64)+`"… (257 bytes)`; got != want {
+		t.Errorf("Format(257 bytes) = %s, want %s", got, want)
 	}
 }

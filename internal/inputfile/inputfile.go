@@ -251,6 +251,21 @@ func Quote(s string) string {
 	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }
 
+// valueBytes is how much of a setting's value QuoteValue shows whole.
+const valueBytes = 256
+
+// QuoteValue quotes a setting's value (a flag's, or a field's read from a
+// file) as Quote does, but whole up to 256 bytes: a path is shown whole, as
+// the command line's messages show any word of that length, and only a
+// longer value (a file's content where a name was expected) is cut to
+// Quote's length.
+func QuoteValue(s string) string {
+	if len(s) <= valueBytes {
+		return strconv.Quote(s)
+	}
+	return Quote(s)
+}
+
 // Shorten cuts text that may hold a file's content (a list it holds, a
 // message that repeats a value) to Quote's length, without quotes.
 func Shorten(s string) string {

@@ -55,3 +55,11 @@ func Resolve(path string) string {
 	}
 	return a
 }
+
+// Inside tells whether path, with every symbolic link followed (its own
+// included), lies strictly inside the folder dir (links resolved too): what
+// a folder holds as its own, not what a link in it points at elsewhere.
+func Inside(path, dir string) bool {
+	d, p := Resolve(dir), Resolve(path)
+	return strings.HasPrefix(p, d+string(filepath.Separator))
+}

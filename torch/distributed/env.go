@@ -11,9 +11,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/micrograph/micrograph/torch"
 )
@@ -104,8 +107,17 @@ func Backend(dev torch.Device) string {
 // Join starts e's process group for tensors on dev, waiting at most
 // timeout for every rank; timeout also bounds each later collective, so a
 // rank that dies makes the others fail within it instead of waiting forever.
+//
+// SIGINT and SIGTERM are blocked on the joining thread (and so on the
+// threads c10d starts from it) while it joins: delivered there, they would
+// interrupt c10d's connect or poll, which fails with "Interrupted system
+// call" before the signal's own handling (a stop, or the end of the
+// command with 128 + its number) is seen; the process's other threads
+// take them.
 func Join(e Env, dev torch.Device, timeout time.Duration) (*torch.ProcessGroup, error) {
-	g, err := torch.NewProcessGroup(Backend(dev), e.MasterAddr, e.MasterPort, e.Rank, e.WorldSize, timeout)
+	g, err := withoutInterrupts(func() (*torch.ProcessGroup, error) {
+		return torch.NewProcessGroup(Backend(dev), e.MasterAddr, e.MasterPort, e.Rank, e.WorldSize, timeout)
+	})
 	if err != nil {
 		if cause := rendezvousCause(e); cause != nil {
 			err = cause
@@ -113,6 +125,22 @@ func Join(e Env, dev torch.Device, timeout time.Duration) (*torch.ProcessGroup, 
 		return nil, fmt.Errorf("joining the job (rank %d of %d): %w", e.Rank, e.WorldSize, err)
 	}
 	return g, nil
+}
+
+// withoutInterrupts runs f on a thread of its own with SIGINT and SIGTERM
+// blocked, then unblocks them.
+func withoutInterrupts[T any](f func() (T, error)) (T, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var set, old unix.Sigset_t
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		set.Val[(sig-1)/64] |= 1 << ((uint(sig) - 1) % 64)
+	}
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, &old); err != nil {
+		return f()
+	}
+	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
+	return f()
 }
 
 // rendezvousCause names, after a failed rendezvous, the two causes that

@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/micrograph/micrograph/data"
@@ -193,14 +192,6 @@ type FinetuneRun struct {
 	std      metrics.Standardizer
 }
 
-// testCurve is the run's test figure of the selection metric, per epoch.
-func (r *FinetuneRun) testCurve() []metrics.Value {
-	if r.TestRMSE != nil {
-		return r.TestRMSE
-	}
-	return r.TestROCAUC
-}
-
 // Finetune trains a classifier (encoder + graph head, model.Classifier) on
 // every split and seed, and reports the test ROC-AUC at the epoch of best
 // valid ROC-AUC, mean ± std over runs (docs/method.md §7); with cross-validation
@@ -278,6 +269,13 @@ func (c FinetuneConfig) Plan(common Common, env runenv.Env) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.Save != "" {
+		// What each saved member's model.json will say, checked before the
+		// training rather than when the first member is written.
+		if err := infer.CheckTaskNames(se.ds.Tasks); err != nil {
+			return nil, fmt.Errorf("save %s: cannot hold the models of %s: %w", c.Save, c.Data, err)
+		}
+	}
 	run := res.Config
 	return &Plan{
 		Runs:    planRuns(RunSpec{Finetune: &run}, c.Seed, splits),
@@ -335,109 +333,6 @@ func better(regression bool, a, b float64) bool {
 	return a > b || math.IsNaN(b) && !math.IsNaN(a)
 }
 
-// memberDir is the folder of seed's model in a saved ensemble.
-func memberDir(seed uint64) string { return fmt.Sprintf("seed-%d", seed) }
-
-// SavedMember is what a saved member's model.json records of the run its
-// weights come from ("training"): the run and its figures at the saved
-// epoch, the metric's (and on regression tasks the test MAE).
-type SavedMember struct {
-	Seed    uint64        `json:"seed"`
-	Split   string        `json:"split"`
-	Epoch   int           `json:"epoch"`
-	Metric  string        `json:"metric"`
-	Valid   metrics.Value `json:"valid"`
-	Test    metrics.Value `json:"test"`
-	TestMAE metrics.Value `json:"test_mae,omitempty"`
-}
-
-// saveMember writes run's model at its selected epoch, with the description
-// predict and PyTorch need, into the new folder dir.
-func saveMember(dir string, cfg *FinetuneConfig, se *session, run *FinetuneRun) error {
-	if run.snapshot == nil {
-		return fmt.Errorf("save %s: seed %d selected no epoch", cfg.Save, run.Seed)
-	}
-	tasks := make([]infer.Task, len(se.types))
-	for j, t := range se.types {
-		tasks[j] = infer.Task{Name: se.ds.Tasks[j], Type: t}
-		if t == data.Regression {
-			tasks[j].Mean, tasks[j].Std = run.std.Mean[j], run.std.Std[j]
-		}
-	}
-	member := SavedMember{Seed: run.Seed, Split: run.Split, Epoch: run.BestEpoch, Metric: MetricROCAUC,
-		Valid: run.BestValid, Test: run.TestAtBest, TestMAE: run.TestMAEAtBest}
-	if se.regression {
-		member.Metric = MetricRMSE
-	}
-	m, err := infer.NewSavedModel(cfg.Encoder, tasks, summarizeDataset(cfg.Data, se.ds, cfg.Protocol), member)
-	if err != nil {
-		return err
-	}
-	return infer.SaveModel(dir, m, run.snapshot)
-}
-
-// SavedEnsemble is where Config.Save's folder is and what its
-// ensemble.json says.
-type SavedEnsemble struct {
-	Dir string `json:"dir"`
-	infer.EnsembleManifest
-}
-
-// keepMembers keeps, of the members res's runs wrote into tmp (the save
-// folder being made), every seed's, or with Config.SaveTop that many with
-// the best valid figures; writes their ensemble.json, best first; and
-// records it in res.Saved.
-func keepMembers(res *FinetuneResult, tmp string) error {
-	regression := res.Metric == MetricRMSE
-	order := make([]int, len(res.Runs))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		return better(regression, float64(res.Runs[order[a]].BestValid), float64(res.Runs[order[b]].BestValid))
-	})
-	e := infer.EnsembleManifest{Format: infer.EnsembleFormat, Version: infer.EnsembleVersion, Selection: "every seed", Metric: res.Metric}
-	keep := len(order)
-	if k := res.Config.SaveTop; k > 0 {
-		keep, e.Selection = min(k, keep), fmt.Sprintf("the %d best by valid", k)
-	}
-	for n, i := range order {
-		r := res.Runs[i]
-		if n >= keep {
-			if err := os.RemoveAll(filepath.Join(tmp, memberDir(r.Seed))); err != nil {
-				return err
-			}
-			continue
-		}
-		e.Members = append(e.Members, infer.EnsembleMember{Dir: memberDir(r.Seed), Seed: r.Seed, Split: r.Split, Epoch: r.BestEpoch,
-			Valid: r.BestValid, Test: r.TestAtBest})
-	}
-	if err := infer.WriteEnsemble(tmp, e); err != nil {
-		return err
-	}
-	res.Saved = &SavedEnsemble{Dir: res.Config.Save, EnsembleManifest: e}
-	return nil
-}
-
-// selectEpochOnFolds applies the paper's selection to one seed's fold runs:
-// each run reports the epoch with the best test figure (highest ROC-AUC,
-// lowest RMSE) averaged over the folds.
-func selectEpochOnFolds(seed uint64, runs []FinetuneRun, regression bool) SelectedEpoch {
-	curves := make([][]metrics.Value, len(runs))
-	for f := range runs {
-		curves[f] = runs[f].testCurve()
-	}
-	best, mean := selectOnFolds(curves, regression)
-	for f := range runs {
-		r := &runs[f]
-		r.BestEpoch, r.TestAtBest, r.TestPerTask = best+1, r.testCurve()[best], toValues(r.testPerTaskByEpoch[best])
-		if regression {
-			r.TestMAEAtBest = r.TestMAE[best]
-		}
-	}
-	return SelectedEpoch{Seed: seed, Epoch: best + 1, FoldMean: metrics.Value(mean)}
-}
-
 // finetuner is one run: a seed on a split.
 type finetuner struct {
 	cfg        *FinetuneConfig
@@ -449,6 +344,9 @@ type finetuner struct {
 	workers    int       // goroutines collating batches
 	progress   io.Writer // one line per epoch; nil is silent
 	seed       uint64
+	// observe, for tests, sees the classifier before the first step (epoch
+	// 0) and after each epoch's steps, before its evaluation.
+	observe func(epoch int, clf *model.Classifier)
 }
 
 // run trains from a fresh classifier (pre-trained encoder weights from state
@@ -503,6 +401,9 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 	defer loader.Close()
 
 	validLabels, testLabels := splitLabels(f.ds, f.split.Valid), splitLabels(f.ds, f.split.Test)
+	if f.observe != nil {
+		f.observe(0, clf)
+	}
 	metric := "ROC-AUC"
 	if f.regression {
 		metric = "RMSE"
@@ -517,8 +418,11 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 			return run, fmt.Errorf("epoch %d: %w", epoch, err)
 		}
 		if math.IsNaN(loss) || math.IsInf(loss, 0) {
-			return run, fmt.Errorf("epoch %d: the training loss is %v: the model diverged (is the learning rate %g too high, or the encoder %s damaged?)",
-				epoch, loss, f.cfg.LR, encoderName(f.cfg.EncoderPath))
+			return run, fmt.Errorf("epoch %d: the training loss is %v: the model diverged (is %s too high, or the encoder %s damaged?)",
+				epoch, loss, recipe.steps(), encoderName(f.cfg.EncoderPath))
+		}
+		if f.observe != nil {
+			f.observe(epoch, clf)
 		}
 		run.TrainLoss = append(run.TrainLoss, metrics.Value(loss))
 		weights.apply() // what is evaluated, selected and saved
@@ -532,7 +436,9 @@ func (f *finetuner) run(state []torch.Named) (FinetuneRun, error) {
 			fmt.Fprintf(f.progress, "finetune %s: seed %d, %s split, epoch %d/%d: loss %.4f%s, test %s %.4f (%.1fs)\n",
 				f.name, f.seed, f.split.Name, epoch, f.cfg.Epochs, loss, validText, metric, run.testCurve()[epoch-1], time.Since(epochStart).Seconds())
 		}
-		if recipe.Patience > 0 && epoch-run.BestEpoch >= recipe.Patience {
+		// Patience counts from the best valid epoch: without a valid part
+		// (refused by Validate) there is none, and nothing stops.
+		if recipe.Patience > 0 && len(f.split.Valid) > 0 && epoch-run.BestEpoch >= recipe.Patience {
 			run.StoppedAt = epoch
 			break
 		}
@@ -584,18 +490,6 @@ func (f *finetuner) evaluateEpoch(run *FinetuneRun, clf *model.Classifier, epoch
 		}
 	}
 	return fmt.Sprintf(", valid %s %.4f", metric, valid.value), nil
-}
-
-// snapshot is a CPU copy of every tensor of the classifier, with its name.
-func snapshot(clf *model.Classifier) []torch.Named {
-	s := torch.NewScope() // the intermediate tensors
-	defer s.Close()
-	state := clf.Store.State()
-	out := make([]torch.Named, len(state))
-	for i, n := range state {
-		out[i] = torch.Named{Name: n.Name, Tensor: n.Tensor.Detach().To(torch.CPU, false).Clone().Unscope()}
-	}
-	return out
 }
 
 // epochSteps is how an epoch's steps run: on which device, with which loss,

@@ -87,6 +87,23 @@ func (r Recipe) encoderLR() float64 {
 	return r.LR
 }
 
+// steps names the settings that size the recipe's steps, for a message
+// on a diverged run: "the learning rate 0.001", then the encoder's rate
+// and the weight decay when set.
+func (r Recipe) steps() string {
+	parts := []string{"the learning rate " + fmtG(r.LR)}
+	if r.EncoderLR > 0 {
+		parts = append(parts, "the encoder's learning rate "+fmtG(r.EncoderLR))
+	}
+	if r.WeightDecay > 0 {
+		parts = append(parts, "the weight decay "+fmtG(r.WeightDecay))
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
+}
+
 // String names the recipe's departures from the paper's, for progress lines
 // and tables: "lr 0.001" alone is the paper's.
 func (r Recipe) String() string {

@@ -397,3 +397,74 @@ func TestRecipeValidation(t *testing.T) {
 		t.Errorf("a valid recipe: %v", err)
 	}
 }
+
+// A whole run with FreezeEpochs 2 of 3: the encoder's weights (running
+// statistics included) are the start's after epochs 1 and 2 while the
+// head's move, and the encoder's move in epoch 3, the first it trains.
+func TestFreezeEpochsInARun(t *testing.T) {
+	f, _ := baceRun(t, Recipe{LR: 1e-3, FreezeEpochs: 2})
+	f.cfg.Epochs = 3
+	var states []map[string][]float64 // by epoch, from the start
+	f.observe = func(epoch int, clf *model.Classifier) { states = append(states, hostState(clf)) }
+	if _, err := f.run(nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(states) != 4 {
+		t.Fatalf("observed %d states, want the start and 3 epochs", len(states))
+	}
+	moved := func(epoch int, prefix string) (moved, all bool) {
+		all = true
+		for name, v := range states[epoch] {
+			if !strings.HasPrefix(name, prefix) || strings.HasSuffix(name, "num_batches_tracked") {
+				continue
+			}
+			same := slices.Equal(v, states[epoch-1][name])
+			moved, all = moved || !same, all && !same
+		}
+		return moved, all
+	}
+	for epoch := 1; epoch <= 3; epoch++ {
+		encoderMoved, _ := moved(epoch, "encoder.")
+		headMoved, _ := moved(epoch, "head.")
+		if encoderMoved != (epoch == 3) || !headMoved {
+			t.Errorf("epoch %d: encoder moved %v, head moved %v; want the encoder frozen in epochs 1 and 2 only, the head always training", epoch, encoderMoved, headMoved)
+		}
+	}
+}
+
+// AdamW's decoupled decay reaches the head and the encoder: one step with
+// weight decay wd differs from the same step without it by exactly
+// −lr·wd·θ₀ on every trained parameter (PyTorch's AdamW: θ ← θ(1 − lr·wd),
+// then Adam's step, the same in both), to float32 rounding.
+func TestWeightDecayReachesHeadAndEncoder(t *testing.T) {
+	const lr, wd = 1e-3, 0.5
+	step := func(recipe Recipe) (before, after map[string][]float64, trained map[string]bool) {
+		f, clf := baceRun(t, recipe)
+		opt := recipe.newOptimizers(clf)
+		defer opt.free()
+		trained = map[string]bool{}
+		for _, v := range clf.Store.Trainable() {
+			trained[v.Name] = true
+		}
+		before = hostState(clf)
+		oneStep(t, f, clf, opt, false)
+		return before, hostState(clf), trained
+	}
+	start, plain, trained := step(Recipe{LR: lr})
+	_, decayed, _ := step(Recipe{LR: lr, WeightDecay: wd})
+	checked := map[string]int{}
+	for name := range trained {
+		for i, v0 := range start[name] {
+			want := -lr * wd * v0
+			got := decayed[name][i] - plain[name][i]
+			// Two float32 updates of values up to |θ₀| + lr apart.
+			if math.Abs(got-want) > 1e-7*(math.Abs(v0)+1) {
+				t.Fatalf("%s[%d]: the decay moved it by %.3g, want −lr·wd·θ₀ = %.3g", name, i, got, want)
+			}
+		}
+		checked[strings.SplitN(name, ".", 2)[0]]++
+	}
+	if checked["head"] == 0 || checked["encoder"] == 0 {
+		t.Errorf("parameters checked by part: %v; want the head's and the encoder's", checked)
+	}
+}

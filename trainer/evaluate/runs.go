@@ -15,6 +15,7 @@ import (
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/failpoint"
+	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/metrics"
 	"github.com/micrograph/micrograph/trainer/runenv"
@@ -129,6 +130,24 @@ func fromValues2(vs [][]metrics.Value) [][]float64 {
 		}
 	}
 	return out
+}
+
+// CheckResult tells whether result, as a run's result kept elsewhere (a
+// suite's run file), is what a run of s gives back: a fine-tuning run's
+// record for a fine-tuning spec, a linear run's for a linear one; else an
+// error saying what it holds instead.
+func (s RunSpec) CheckResult(result json.RawMessage) error {
+	var rec runRecord
+	if err := json.Unmarshal(result, &rec); err != nil {
+		return fmt.Errorf("its result is not a run's: %w", err)
+	}
+	switch {
+	case s.Finetune != nil && rec.Finetune == nil:
+		return fmt.Errorf("its result, %s, is not a fine-tuning run's", inputfile.Shorten(string(result)))
+	case s.Linear != nil && len(rec.Linear) == 0:
+		return fmt.Errorf("its result, %s, is not a linear evaluation run's", inputfile.Shorten(string(result)))
+	}
+	return nil
 }
 
 // decodeRecords reads the results of a plan's runs.

@@ -13,6 +13,7 @@ import (
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/atomicfile"
 	"github.com/micrograph/micrograph/internal/inputfile"
+	"github.com/micrograph/micrograph/internal/samefile"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/metrics"
@@ -83,6 +84,11 @@ type Ensemble struct {
 func LoadEnsemble(dir string, dev torch.Device) (_ *Ensemble, err error) {
 	infoPath := filepath.Join(dir, EnsembleFile)
 	if _, statErr := os.Stat(infoPath); errors.Is(statErr, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(dir, ModelInfo)); errors.Is(err, os.ErrNotExist) {
+			if st, err := os.Stat(dir); err == nil && st.IsDir() {
+				return nil, fmt.Errorf("%s holds neither %s (an ensemble) nor %s (one saved model): want the folder of a saved fine-tuning (its ensemble) or of one of its members", dir, EnsembleFile, ModelInfo)
+			}
+		}
 		m, clf, err := LoadModel(dir, dev)
 		if err != nil {
 			return nil, err
@@ -95,6 +101,9 @@ func LoadEnsemble(dir string, dev torch.Device) (_ *Ensemble, err error) {
 	}
 	if err := man.check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", infoPath, err)
+	}
+	if err := man.confined(dir); err != nil {
+		return nil, fmt.Errorf("ensemble %s: %w", dir, err)
 	}
 	e := &Ensemble{Dir: dir, Manifest: &man}
 	defer func() {
@@ -142,6 +151,59 @@ func (m *EnsembleManifest) check() error {
 		return fmt.Errorf("metric %s, want %q or %q", inputfile.Quote(m.Metric), MetricROCAUC, MetricRMSE)
 	}
 	return nil
+}
+
+// confined checks that the members of the ensemble folder dir are its own:
+// each member's folder and the files a member is loaded from lie inside
+// dir once every symbolic link is followed (a link to a model elsewhere is
+// not a member), and no two members are the same folder under two names.
+func (m *EnsembleManifest) confined(dir string) error {
+	var seen []string
+	for _, mem := range m.Members {
+		for _, p := range MemberFiles(filepath.Join(dir, mem.Dir)) {
+			if _, err := os.Lstat(p); err != nil {
+				continue // LoadModel says what is missing
+			}
+			if !samefile.Inside(p, dir) {
+				return fmt.Errorf("member %s: %s resolves to %s, outside the ensemble's folder: an ensemble holds its members (copy the model in, or save a new ensemble)",
+					inputfile.Quote(mem.Dir), p, samefile.Resolve(p))
+			}
+		}
+		resolved := samefile.Resolve(filepath.Join(dir, mem.Dir))
+		for i, other := range seen {
+			if other == resolved {
+				return fmt.Errorf("members %s and %s are the same folder, %s", inputfile.Quote(m.Members[i].Dir), inputfile.Quote(mem.Dir), resolved)
+			}
+		}
+		seen = append(seen, resolved)
+	}
+	return nil
+}
+
+// MemberFiles are the paths a saved-model folder dir is loaded from: the
+// folder, its description and its weights.
+func MemberFiles(dir string) []string {
+	return []string{dir, filepath.Join(dir, ModelInfo), filepath.Join(dir, ModelWeights)}
+}
+
+// ModelFiles are the paths predict reads of the model folder dir: a saved
+// model's MemberFiles, or an ensemble's manifest and every listed member's
+// (as far as the manifest can be read: what cannot is refused when loaded),
+// for a command that must not write over what it reads.
+func ModelFiles(dir string) []string {
+	files := MemberFiles(dir)
+	infoPath := filepath.Join(dir, EnsembleFile)
+	var man EnsembleManifest
+	if _, err := os.Stat(infoPath); err != nil || inputfile.ReadJSON(infoPath, &man) != nil {
+		return files
+	}
+	files = append(files, infoPath)
+	for _, mem := range man.Members {
+		if mem.Dir != "" {
+			files = append(files, MemberFiles(filepath.Join(dir, mem.Dir))...)
+		}
+	}
+	return files
 }
 
 // agree is nil when m computes what first (named firstName) does, up to

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/atomicfile"
@@ -147,6 +148,18 @@ func LoadModel(dir string, dev torch.Device) (_ *SavedModel, _ *model.Classifier
 	return &m, clf, nil
 }
 
+// CheckTaskNames refuses task names a saved model cannot hold: an empty
+// one, or one given twice (predict's columns are named by them). A
+// fine-tuning that saves its models checks its dataset's before training.
+func CheckTaskNames(names []string) error {
+	for i, n := range names {
+		if strings.TrimSpace(n) == "" || slices.Contains(names[:i], n) {
+			return fmt.Errorf("task %d: the name %s is empty or repeated", i+1, inputfile.Quote(n))
+		}
+	}
+	return nil
+}
+
 // check is the description's own consistency: an architecture that
 // validates, at least one task, named once each, regression scales that
 // can be undone.
@@ -157,10 +170,14 @@ func (m *SavedModel) check() error {
 	if len(m.Tasks) == 0 {
 		return fmt.Errorf("the model has no tasks")
 	}
+	names := make([]string, len(m.Tasks))
 	for i, t := range m.Tasks {
-		if t.Name == "" || slices.ContainsFunc(m.Tasks[:i], func(o Task) bool { return o.Name == t.Name }) {
-			return fmt.Errorf("task %d: the name %s is empty or repeated", i, inputfile.Quote(t.Name))
-		}
+		names[i] = t.Name
+	}
+	if err := CheckTaskNames(names); err != nil {
+		return err
+	}
+	for _, t := range m.Tasks {
 		if t.Type == data.Regression && !(t.Std > 0) {
 			return fmt.Errorf("regression task %q: std %g must be positive", t.Name, t.Std)
 		}

@@ -21,16 +21,46 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
+	"github.com/micrograph/micrograph/internal/inputfile"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/trainer/runenv"
 )
 
 // WorkerEnv is the environment variable that makes a program a process of
-// a pool (ServeIfWorker).
+// a pool (ServeIfWorker). The pool sets it to its own process id and a
+// token of its own ("PID-TOKEN"): a process serves only when its parent is
+// that process, and its hello carries the same token, so that the variable
+// leaked into a user's environment never makes a command wait on its
+// standard input.
 const WorkerEnv = "MICROGRAPH_POOL_WORKER"
+
+// workerValue is WorkerEnv's value for the processes of a pool whose hello
+// carries token.
+func workerValue(token string) string { return fmt.Sprintf("%d-%s", os.Getpid(), token) }
+
+// poolToken is a pool's token: a new one for each pool (the time it
+// starts, in nanoseconds), so that no value of WorkerEnv seen before passes
+// for another pool's. It is no secret, and draws nothing at random: it
+// only ties a process's hello to the variable its parent set.
+func poolToken() string { return strconv.FormatInt(time.Now().UnixNano(), 36) }
+
+// workerToken is the token of WorkerEnv's value, when this process's parent
+// is the process the value names (a pool that started it); else an error
+// that names the variable.
+func workerToken(value string) (string, error) {
+	pid, token, ok := strings.Cut(value, "-")
+	parent, err := strconv.Atoi(pid)
+	if !ok || err != nil || token == "" || parent != os.Getppid() {
+		return "", fmt.Errorf("%s=%s is set in the environment, but this process was not started by a pool of runs "+
+			"(the variable is the pool's own, for the processes it starts): unset it", WorkerEnv, inputfile.Quote(value))
+	}
+	return token, nil
+}
 
 // A Kind is a kind of job: its name, which a process checks against the
 // pool's, and how a process makes the Worker that runs such jobs.
@@ -101,6 +131,7 @@ type (
 		Env      runenv.Env `json:"env"`
 		Progress bool       `json:"progress"` // env.Progress was not nil: write progress on stderr
 		Parent   int        `json:"parent"`   // the pool's process id
+		Token    string     `json:"token"`    // the token of the WorkerEnv the pool set
 	}
 	jobMessage struct {
 		Job  int             `json:"job"`
@@ -113,23 +144,32 @@ type (
 	}
 )
 
-// ServeIfWorker returns at once unless this process was started by a pool
-// (WorkerEnv); then it runs the jobs it is sent with the Worker of the
-// pool's kind, one of kinds, and exits: 0 once its stdin ends, 2 when it
-// cannot serve.
+// ServeIfWorker returns at once unless WorkerEnv is set (not empty); then, started by a
+// pool, it runs the jobs it is sent with the Worker of the pool's kind, one
+// of kinds, and exits: 0 once its stdin ends, 2 when it cannot serve. Set
+// in a process no pool started (leaked from a pool's process into a shell),
+// the variable is refused before anything is read: one line naming it,
+// status 2.
 func ServeIfWorker(kinds ...Kind) {
-	if os.Getenv(WorkerEnv) == "" {
+	value := os.Getenv(WorkerEnv)
+	if value == "" {
 		return
 	}
-	if err := serve(kinds, os.Stdin, os.NewFile(3, "pool answers")); err != nil {
+	token, err := workerToken(value)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "micrograph: %v\n", err)
+		os.Exit(2)
+	}
+	if err := serve(kinds, token, os.Stdin, os.NewFile(3, "pool answers")); err != nil {
 		fmt.Fprintf(os.Stderr, "micrograph: a process of a pool: %v\n", err)
 		os.Exit(2)
 	}
 	os.Exit(0)
 }
 
-// serve is a pool's process: hello, then jobs until in ends.
-func serve(kinds []Kind, in io.Reader, out io.Writer) error {
+// serve is a pool's process of the pool whose token is token: hello, then
+// jobs until in ends.
+func serve(kinds []Kind, token string, in io.Reader, out io.Writer) error {
 	dec := json.NewDecoder(bufio.NewReader(in))
 	var h hello
 	if err := dec.Decode(&h); err != nil {
@@ -137,6 +177,9 @@ func serve(kinds []Kind, in io.Reader, out io.Writer) error {
 	}
 	if os.Getppid() != h.Parent {
 		return errors.New("the pool that started this process has ended")
+	}
+	if h.Token != token {
+		return fmt.Errorf("the pool's hello does not carry the token of %s", WorkerEnv)
 	}
 	var kind *Kind
 	for i := range kinds {
@@ -207,6 +250,7 @@ func runProcesses(env runenv.Env, kind Kind, jobs []json.RawMessage, n int, done
 	if err != nil {
 		return err
 	}
+	token := poolToken()
 	events := make(chan event)
 	procs := make([]*process, 0, n)
 	next := 0 // the next job to hand out
@@ -239,9 +283,9 @@ func runProcesses(env runenv.Env, kind Kind, jobs []json.RawMessage, n int, done
 			fail(fmt.Errorf("handing job %d to process %d: %w", p.job, p.cmd.Process.Pid, err), true)
 		}
 	}
-	h := hello{Kind: kind.Name, Env: env, Progress: env.Progress != nil, Parent: os.Getpid()}
+	h := hello{Kind: kind.Name, Env: env, Progress: env.Progress != nil, Parent: os.Getpid(), Token: token}
 	for i := range n {
-		p, err := startProcess(exe, i, events)
+		p, err := startProcess(exe, workerValue(token), i, events)
 		if err != nil {
 			fail(err, true)
 			break
@@ -298,10 +342,10 @@ func runProcesses(env runenv.Env, kind Kind, jobs []json.RawMessage, n int, done
 }
 
 // startProcess starts the pool's process i, this program with WorkerEnv
-// set, whose answers, stderr lines and end come to events.
-func startProcess(exe string, i int, events chan<- event) (*process, error) {
+// set to worker, whose answers, stderr lines and end come to events.
+func startProcess(exe, worker string, i int, events chan<- event) (*process, error) {
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), WorkerEnv+"=1")
+	cmd.Env = append(os.Environ(), WorkerEnv+"="+worker)
 	// Its own process group, so that a terminal's Ctrl-C reaches the pool,
 	// which ends; SIGKILL as the pool's process dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

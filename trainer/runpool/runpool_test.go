@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +25,12 @@ type job struct {
 	Sleep time.Duration `json:"sleep,omitempty"`
 	Fail  bool          `json:"fail,omitempty"`
 	Exit  bool          `json:"exit,omitempty"`
+	// PIDFile, when set, receives the process's id before the job fails or
+	// ends it; AwaitGone makes the job wait, before anything else, until
+	// the process whose id that file holds is gone (reaped by the pool,
+	// which ends a process once it has seen its job fail).
+	PIDFile   string `json:"pid_file,omitempty"`
+	AwaitGone string `json:"await_gone,omitempty"`
 }
 
 // result is a test job's: N², the process that made it, how many jobs that
@@ -39,6 +48,19 @@ func (w *squarer) Do(spec json.RawMessage) (json.RawMessage, error) {
 	var j job
 	if err := json.Unmarshal(spec, &j); err != nil {
 		return nil, err
+	}
+	for j.AwaitGone != "" {
+		b, _ := os.ReadFile(j.AwaitGone)
+		if pid, err := strconv.Atoi(string(b)); err == nil {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
+				break
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if j.PIDFile != "" {
+		os.WriteFile(j.PIDFile+".tmp", []byte(strconv.Itoa(os.Getpid())), 0o644)
+		os.Rename(j.PIDFile+".tmp", j.PIDFile)
 	}
 	if j.Say != "" && w.env.Progress != nil {
 		fmt.Fprintln(w.env.Progress, j.Say)
@@ -136,8 +158,10 @@ func TestPoolRunsJobsInProcesses(t *testing.T) {
 
 // A job that fails, or whose process ends, is a *JobError naming the job;
 // no job is handed out after it, and the job under way finishes and is
-// handed on. Job 1 fails at once while job 0 takes 3 s, so the failure is
-// seen first: jobs 2–5 are never started.
+// handed on. Job 0 waits until the process of job 1 is gone, which the
+// pool ends once it has seen job 1 fail (or which job 1 ends), so the
+// failure is seen first whatever the machine's load: jobs 2–5 are never
+// started.
 func TestPoolStopsAtAFailure(t *testing.T) {
 	env := runenv.Default()
 	env.Jobs = 2
@@ -150,7 +174,10 @@ func TestPoolStopsAtAFailure(t *testing.T) {
 		{"process ending", job{N: 1, Exit: true}, "exit status 3 during job 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			jobs := []job{{N: 0, Sleep: 3 * time.Second}, tc.bad, {N: 2}, {N: 3}, {N: 4}, {N: 5}}
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			bad := tc.bad
+			bad.PIDFile = pidFile
+			jobs := []job{{N: 0, AwaitGone: pidFile}, bad, {N: 2}, {N: 3}, {N: 4}, {N: 5}}
 			results, _, err := run(t, env, jobs)
 			var je *runpool.JobError
 			if !errors.As(err, &je) || je.Job != 1 || !strings.Contains(err.Error(), tc.says) {
@@ -182,5 +209,44 @@ func TestPoolStopsAtDonesError(t *testing.T) {
 	}
 	if slices.Contains(seen, 5) {
 		t.Errorf("job 5 ran after done failed")
+	}
+}
+
+// WorkerEnv leaked into the environment of a process no pool started (any
+// value, the pool's own format included) is refused before anything is
+// read: the process, its stdin an open pipe nobody writes to, ends with
+// status 2 and one line naming the variable, rather than waiting for ever.
+func TestLeakedWorkerVariableIsNamedNotServed(t *testing.T) {
+	for _, value := range []string{"1", fmt.Sprintf("%d-token", os.Getpid()+1), "1-token"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), runpool.WorkerEnv+"="+value)
+		stdin, err := cmd.StdinPipe() // held open: a worker that reads it waits
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		var deadline <-chan time.Time
+		if d, ok := t.Deadline(); ok {
+			deadline = time.After(time.Until(d) - 30*time.Second) // the hang, reported before go test's own timeout
+		}
+		select {
+		case err = <-exited:
+		case <-deadline:
+			cmd.Process.Kill()
+			<-exited
+			t.Fatalf("%s=%q: the process still waits on its stdin", runpool.WorkerEnv, value)
+		}
+		stdin.Close()
+		var exit *exec.ExitError
+		want := runpool.WorkerEnv + "=" + fmt.Sprintf("%q", value) + " is set in the environment, but this process was not started by a pool of runs"
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(stderr.String(), want) || strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("%s=%q: %v, stderr %q; want status 2 and one line %q", runpool.WorkerEnv, value, err, stderr.String(), want)
+		}
 	}
 }

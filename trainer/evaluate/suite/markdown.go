@@ -158,6 +158,9 @@ func (t *table) footnotes() {
 		sb.WriteString("One pre-trained encoder: its p-values count the evaluation's variance, not pre-training's; evaluate several, from pre-training runs with different seeds.\n")
 	}
 	sb.WriteString("Paper rows: the paper's Tables 1 and 2; it reports no Non-Pretrain feature extraction, and its stated feature-extraction average (69.73) is not the mean of its seven figures (69.89).\n")
+	if line := t.finetuneTraining(); line != "" {
+		sb.WriteString(line)
+	}
 	if r := t.r.RandomFinetune; r != nil {
 		random, pre := settingsDifference(*r, t.r.Config.Finetune)
 		fmt.Fprintf(sb, "Fine-tune, no pre-training: the runs of %s, fine-tuned with %s (the pre-trained encoders with %s).\n",
@@ -166,6 +169,34 @@ func (t *table) footnotes() {
 	if t.star != "" {
 		fmt.Fprintf(sb, "\\* Average over the benchmarks run here (%s), the paper's rows included; paper figures in parentheses are for benchmarks not run.\n", strings.Join(t.ran, ", "))
 	}
+}
+
+// finetuneTraining is the footnote that says how the fine-tuning runs
+// trained: their epochs and recipe, and how many patience stopped early
+// (the epochs each trained are in suite.json, stopped_at); "" without
+// fine-tuning.
+func (t *table) finetuneTraining() string {
+	if !slices.Contains(t.r.Config.Evaluations, EvaluationFinetune) {
+		return ""
+	}
+	c := t.r.Config.Finetune
+	line := fmt.Sprintf("Fine-tune: %d epochs, batch %d, %s", c.Epochs, c.BatchSize, c.Recipe)
+	runs, stopped, fewest := 0, 0, c.Epochs
+	for _, e := range t.r.Entries {
+		if e.Finetune == nil {
+			continue
+		}
+		for _, run := range e.Finetune.Runs {
+			runs++
+			if run.StoppedAt > 0 {
+				stopped, fewest = stopped+1, min(fewest, run.StoppedAt)
+			}
+		}
+	}
+	if stopped > 0 {
+		line += fmt.Sprintf("; patience stopped %d of %d runs early (the earliest after %d epochs)", stopped, runs, fewest)
+	}
+	return line + ".\n"
 }
 
 // percent writes a ROC-AUC summary as the paper does: "77.22 ± 2.02".

@@ -46,9 +46,9 @@ type Entry struct {
 const RunsFolder = "runs"
 
 // OutputFiles are the files a suite writes into its output folder: the
-// table and the results (Save), or their partial forms after a failure, and
-// the runs kept as they finish.
-var OutputFiles = []string{"suite.md", "suite.json", "suite-partial.md", "suite-partial.json", RunsFolder}
+// table and the results (Save), or their partial forms after a failure, the
+// runs kept as they finish, and the lock the suite writing there holds.
+var OutputFiles = []string{"suite.md", "suite.json", "suite-partial.md", "suite-partial.json", RunsFolder, "lock"}
 
 // Save writes table (the result's Markdown) and the result into the folder
 // dir, made if missing: suite.md and suite.json, or after a failure

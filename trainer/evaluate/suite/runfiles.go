@@ -97,6 +97,9 @@ func (s *runStore) read(spec evaluate.RunSpec, e Entry) (json.RawMessage, error)
 		return nil, fmt.Errorf("%s is not the run its name says (seed %d, split %d): it was edited or is another program's; remove it, and the run is made again",
 			path, spec.Seed, spec.Split)
 	}
+	if err := spec.CheckResult(f.Result); err != nil {
+		return nil, fmt.Errorf("%s: %w: it was edited or is another program's; remove it, and the run is made again", path, err)
+	}
 	return f.Result, nil
 }
 

@@ -173,13 +173,21 @@ func (c Config) Validate() error {
 	if err := checkNames("protocols", c.Protocols, isProtocol, evaluate.ProtocolWant); err != nil {
 		return err
 	}
+	// A setting may depend on the protocol (patience needs a valid part):
+	// each evaluation is checked under every protocol the suite runs it
+	// with, as the command of that evaluation alone would check it.
 	for _, name := range c.Evaluations {
 		k, _ := kindOf(name)
 		ev := k.of(c)
-		first := ev.Settings()
-		first.Data, first.EncoderPath, first.Protocol = c.Datasets[0], c.EncoderPaths[0], c.Protocols[0]
-		if err := ev.Check(first); err != nil {
-			return field.Within(name, err)
+		for _, p := range c.Protocols {
+			common := ev.Settings()
+			common.Data, common.EncoderPath, common.Protocol = c.Datasets[0], c.EncoderPaths[0], p
+			if err := ev.Check(common); err != nil {
+				if len(c.Protocols) > 1 {
+					err = field.Note(err, fmt.Sprintf("the suite runs %s under protocol %s", name, p))
+				}
+				return field.Within(name, err)
+			}
 		}
 	}
 	return nil

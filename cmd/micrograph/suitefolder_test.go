@@ -1,0 +1,95 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/micrograph/micrograph/data/synthetic"
+	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/trainer/runfolder"
+)
+
+// A suite's --out folder is one suite's: another suite writing into it is
+// refused while the first holds its lock (status 1, nothing made), and a
+// suite of other settings is refused rather than replace suite.json (status
+// 2, naming the setting and the file); more --seeds complete the suite.
+func TestSuiteFolderIsOneSuites(t *testing.T) {
+	dir := t.TempDir()
+	bace := filepath.Join(dir, "ogbg_molbace")
+	if _, err := synthetic.Write(bace, synthetic.Options{Molecules: 80, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	args := []string{"suite", "--encoder", writeTinyEncoder(t), "--datasets", bace, "--out", out, "--evaluations", "finetune", "--protocols", "scaffold",
+		"--seeds", "1", "--epochs", "1", "--jobs", "1", "--threads", "1", "--device", "cpu", "--cache", filepath.Join(dir, "cache")}
+
+	os.Mkdir(out, 0o755)
+	held, err := runfolder.TakeLock(out) // another suite at work
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(t, args...)
+	want := "micrograph suite: --out " + out + ": another suite writes into it: run folder " + out + " is in use by process "
+	if code != 1 || !strings.HasPrefix(errs, want) || strings.Count(errs, "\n") != 1 {
+		t.Errorf("a held folder: status %d, stderr %q; want 1 and %q", code, errs, want)
+	}
+	if runs, _ := os.ReadDir(filepath.Join(out, "runs")); len(runs) != 0 {
+		t.Errorf("the refused suite kept runs: %v", runs)
+	}
+	held.Release()
+
+	if code, _, errs := runCLI(t, args...); code != 0 {
+		t.Fatalf("suite: status %d, %s", code, errs)
+	}
+	before, _ := os.ReadFile(filepath.Join(out, "suite.json"))
+	code, _, errs = runCLI(t, append(args, "--epochs", "2")...)
+	want = "micrograph suite: --epochs 2 differs from the suite in " + filepath.Join(out, "suite.json") + " (1 there), which this one would replace: choose another folder, or remove that file (see micrograph suite --help)\n"
+	if code != 2 || errs != want {
+		t.Errorf("other settings: status %d, stderr %q; want 2 and %q", code, errs, want)
+	}
+	if after, _ := os.ReadFile(filepath.Join(out, "suite.json")); string(after) != string(before) {
+		t.Error("the refused suite replaced suite.json")
+	}
+	if code, _, errs := runCLI(t, append(args, "--seeds", "2")...); code != 0 {
+		t.Errorf("more seeds: status %d, %s", code, errs)
+	}
+}
+
+// A kept run is keyed by the encoder's content: the same suite with an
+// encoder whose weights differ (suite.json removed, runs/ kept) takes the
+// run without pre-training, which depends only on the architecture, and
+// makes the pre-trained one again; the first encoder's run is not reused.
+func TestKeptRunOfAnotherEncoderIsNotReused(t *testing.T) {
+	dir := t.TempDir()
+	bace := filepath.Join(dir, "ogbg_molbace")
+	if _, err := synthetic.Write(bace, synthetic.Options{Molecules: 80, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	first := writeTinyEncoder(t)
+	second := writeEncoder(t, func(state []torch.Named) {
+		for _, n := range state {
+			if n.Tensor.DType() == torch.Float32 {
+				n.Tensor.CopyFrom(n.Tensor.MulScalar(1.5), false)
+			}
+		}
+	})
+	out := filepath.Join(dir, "out")
+	args := func(encoder string) []string {
+		return []string{"suite", "--encoder", encoder, "--datasets", bace, "--out", out, "--evaluations", "finetune", "--protocols", "scaffold",
+			"--seeds", "1", "--epochs", "1", "--jobs", "1", "--threads", "1", "--device", "cpu", "--cache", filepath.Join(dir, "cache")}
+	}
+	if code, _, errs := runCLI(t, args(first)...); code != 0 {
+		t.Fatalf("suite: status %d, %s", code, errs)
+	}
+	os.Remove(filepath.Join(out, "suite.json"))
+	if code, _, errs := runCLI(t, args(second)...); code != 0 {
+		t.Fatalf("another encoder: status %d, %s", code, errs)
+	}
+	pre, _ := filepath.Glob(filepath.Join(out, "runs", "*-pretrained-*.json"))
+	random, _ := filepath.Glob(filepath.Join(out, "runs", "*-random-*.json"))
+	if len(pre) != 2 || len(random) != 1 {
+		t.Errorf("kept runs: pre-trained %q, random %q; want one pre-trained run per encoder and the random one shared", pre, random)
+	}
+}
