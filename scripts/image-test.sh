@@ -16,8 +16,8 @@
 #               export with weights_only=True
 #
 # Everything buildah stores stays in .cache/image/ (git-ignored; delete it to
-# start over); the machine's apt sources are not touched. Needs root, buildah
-# and debootstrap (Debian: apt-get install buildah debootstrap). buildah
+# start over); the machine's apt sources are not touched. Needs root; installs
+# Debian's buildah and debootstrap where they are missing. buildah
 # runs with the vfs storage driver and chroot isolation, which need no kernel
 # overlay support, no user namespaces and no OCI runtime. The container is
 # removed on exit, nothing is left running.
@@ -44,9 +44,13 @@ image=localhost/micrograph:debian-$debian
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 bah() { buildah --root "$cache/storage" --runroot "$cache/run" --storage-driver vfs "$@"; }
 
-for c in buildah debootstrap; do
-	command -v "$c" >/dev/null || { echo "image-test: $c is missing (apt-get install buildah debootstrap)" >&2; exit 1; }
-done
+missing=""
+for c in buildah debootstrap; do command -v "$c" >/dev/null || missing="$missing $c"; done
+if [ -n "$missing" ]; then
+	echo "image-test: installing Debian's$missing" >&2
+	# shellcheck disable=SC2086 # a list of package names
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
+fi
 mkdir -p "$cache"
 start=$SECONDS
 step() { printf '\n== [%ss] %s\n' "$((SECONDS - start))" "$*" >&2; }
