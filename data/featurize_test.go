@@ -53,7 +53,7 @@ func sameContent(t *testing.T, got, want string) {
 
 // strictValence reports whether this RDKit refuses the hypervalent atoms
 // (aluminium with six bonds, boron with five, …) that RDKit 2022.09 (Debian
-// 12's) and OGB's accepted: RDKit 2024.09 (Debian 13's) does, and rejects
+// 12's) and OGB's accepted: RDKit 2025.03 (Debian 13's) does, and rejects
 // those rows with "Explicit valence … greater than permitted".
 func strictValence(t *testing.T) bool {
 	t.Helper()
