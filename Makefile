@@ -253,10 +253,10 @@ TORCH2_CHECK_OBJ := $(patsubst torch/shim/%.cpp,$(TORCH2_CHECK)/%.o,$(SHIM_SRC))
 torch2-check:
 	@v='$(call torch_var,TORCH_VERSION)'; if [ "$${v%%.*}" -ge 2 ] 2>/dev/null; then \
 		echo "torch2-check: the build's own libtorch is $$v: nothing more to compile"; else \
-		$(MAKE) --no-print-directory -j$(JOBS) torch2-check-objects && \
-		echo "torch2-check: compiled $(words $(TORCH2_CHECK_OBJ)) files against libtorch $(call torch2_var,TORCH2_VERSION) into $(TORCH2_CHECK) (nothing linked or run)"; fi
+		$(MAKE) --no-print-directory -j$(JOBS) torch2-check-objects; fi
 
 torch2-check-objects: $(TORCH2_CHECK_OBJ)
+	@echo "torch2-check: compiled $(words $(TORCH2_CHECK_OBJ)) files against libtorch $(call torch2_var,TORCH2_VERSION) into $(TORCH2_CHECK) (nothing linked or run)"
 
 # The flags of `make shim` against Debian's libtorch (OpenMP but in the CPU
 # loops), plus -Werror.
