@@ -16,6 +16,17 @@
         seed, with the 95 % t interval and two-sided p, per benchmark and on
         each seed's mean over the benchmarks.
 
+    schedule-study.py card SUITE...
+        The suites' linear-probe rows in the model card's form: per protocol
+        and benchmark, pre-trained and no pre-training (mean ± population std
+        over the runs), Δ with its 95 % t interval and two-sided p as the
+        suite paired it, and the reading.
+
+    schedule-study.py runs RESULT...
+        The fine-tuning runs made so far, one line each (arm from the file
+        name ARM-BENCHMARK-seedS.json): best epoch, where patience stopped
+        the run, best valid and test ROC-AUC at the best epoch, seconds.
+
 The fine-tuning table is scripts/finetune-study.py answer.
 Reads only what micrograph wrote; prints Markdown.
 """
@@ -117,9 +128,48 @@ def frozen(suite, linear):
           f"{paired(avg['pre'], avg['v1'])} |")
 
 
+def card(suites):
+    print("| protocol | benchmark | pre-trained | no pre-training | Δ (points) | 95 % interval | p | pairs | reading |")
+    print("|---|---|--:|--:|--:|---|--:|--:|---|")
+    for path in suites:
+        with open(os.path.join(path, "suite.json") if os.path.isdir(path) else path) as f:
+            res = json.load(f)
+        tests = {}
+        for e in res["entries"]:
+            if e["evaluation"] == "linear":
+                tests.setdefault((e["protocol"], short(e["benchmark"]), e["pretrained"]), []).extend(
+                    100 * v for v in e["run_tests"])
+        for g in res["gains"] + res["average"]:
+            if g["evaluation"] != "linear":
+                continue
+            t, b = g["test"], short(g["benchmark"])
+            side = ["", ""] if b == "average" else [ms(tests[(g["protocol"], b, k)]) for k in (True, False)]
+            read = "**gain**" if t["low_95"] > 0 else ("**loss**" if t["hi_95"] < 0 else "no gain measured")
+            p = "< 0.001" if t["p"] < 0.001 else f"{t['p']:.3f}"
+            name = "**average**" if b == "average" else b
+            print(f"| {g['protocol']} | {name} | {side[0]} | {side[1]} | {100 * t['mean']:+.2f} | "
+                  f"[{100 * t['low_95']:+.2f}, {100 * t['hi_95']:+.2f}] | {p} | {t['n']} ({g['paired_by']}) | {read} |")
+
+
+def runs(paths):
+    print("| arm | benchmark | seed | best epoch | stopped at | best valid | test at best | seconds |")
+    print("|---|---|--:|--:|--:|--:|--:|--:|")
+    for path in sorted(paths):
+        with open(path) as f:
+            res = json.load(f)
+        arm = os.path.basename(path).split("-" + res["dataset"]["name"])[0]
+        for r in res["runs"]:
+            print(f"| {arm} | {short(res['dataset']['name'])} | {r['seed']} | {r['best_epoch']} | {r['stopped_at']} | "
+                  f"{100 * r['best_valid']:.2f} | {100 * r['test_at_best']:.2f} | {r['seconds']:.0f} |")
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "select":
         select(sys.argv[2])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "runs":
+        runs(sys.argv[2:])
+    elif len(sys.argv) >= 3 and sys.argv[1] == "card":
+        card(sys.argv[2:])
     elif len(sys.argv) >= 4 and sys.argv[1] == "frozen":
         frozen(sys.argv[2], sys.argv[3:])
     else:
