@@ -13,7 +13,12 @@
         the two-sided p and the smallest average Δ detectable with 80 % power
         at two-sided 5 %. A RESULT is a suite folder (its runs of that side
         are taken) or a finetune result file; runs of one benchmark and seed
-        given twice must agree exactly.
+        given twice must agree exactly. Only seeds with a run of every
+        benchmark on both sides are compared (the others are named).
+        --expect N: with fewer than N such seeds the table is marked
+        incomplete and carries no reading. --labels A,B: the two sides'
+        column names (default pre-trained,from scratch); a RESULT after
+        --random need not be from scratch (e.g. another encoder's runs).
 
 Reads only what micrograph wrote; prints Markdown.
 """
@@ -93,28 +98,42 @@ def reading(lo, hi):
 
 def answer(args):
     side, lists = None, {"--pretrained": [], "--random": []}
-    for a in args:
+    expect, labels = None, ("pre-trained", "from scratch")
+    it = iter(args)
+    for a in it:
         if a in lists:
             side = a
+        elif a == "--expect":
+            expect = int(next(it))
+        elif a == "--labels":
+            labels = tuple(next(it).split(","))
+        elif side is None:
+            sys.exit(f"{a}: give --pretrained or --random first")
         else:
             lists[side].append(a)
     pre, pre_recipe = gather(lists["--pretrained"], True)
     rnd, rnd_recipe = gather(lists["--random"], False)
-    benchmarks = sorted({b for b, _ in pre} & {b for b, _ in rnd})
-    seeds = sorted({s for _, s in pre} & {s for _, s in rnd})
-    for b in benchmarks:
-        for s in seeds:
-            if (b, s) not in pre or (b, s) not in rnd:
-                sys.exit(f"{b} seed {s}: a side lacks the run")
-    print(f"Pre-trained recipe: {pre_recipe}  \nFrom scratch recipe: {rnd_recipe}  \n"
-          f"Seeds {seeds[0]}–{seeds[-1]} ({len(seeds)}), test ROC-AUC (%) at each run's best valid epoch.\n")
-    print("| benchmark | pre-trained | from scratch | Δ (points) | 95 % interval | p | smallest detectable Δ | reading |")
+    benchmarks = sorted({b for b, _ in pre} | {b for b, _ in rnd})
+    all_seeds = sorted({s for _, s in pre} | {s for _, s in rnd})
+    seeds = [s for s in all_seeds if all((b, s) in pre and (b, s) in rnd for b in benchmarks)]
+    if not seeds:
+        sys.exit("no seed has a run of every benchmark on both sides")
+    partial = [s for s in all_seeds if s not in seeds]
+    incomplete = expect is not None and len(seeds) < expect
+    print(f"{labels[0]} recipe: {pre_recipe}  \n{labels[1]} recipe: {rnd_recipe}  \n"
+          f"Seeds {', '.join(map(str, seeds))} ({len(seeds)}), test ROC-AUC (%) at each run's best valid epoch."
+          + (f" Seeds {', '.join(map(str, partial))} lack a run on a side and are left out." if partial else "")
+          + (f" **Incomplete: {len(seeds)} of {expect} seeds, no reading.**" if incomplete else "") + "\n")
+    print(f"| benchmark | {labels[0]} | {labels[1]} | Δ (points) | 95 % interval | p | smallest detectable Δ | reading |")
     print("|---|--:|--:|--:|---|--:|--:|---|")
     avg = {s: 0.0 for s in seeds}
 
     def ms(xs):
         m = sum(xs) / len(xs)
         return f"{m:.2f} ± {math.sqrt(sum((x - m) ** 2 for x in xs) / len(xs)):.2f}"
+
+    def read(lo, hi):
+        return f"incomplete ({len(seeds)} seeds)" if incomplete else reading(lo, hi)
 
     for b in benchmarks:
         p = [100 * pre[(b, s)]["test_at_best"] for s in seeds]
@@ -123,9 +142,9 @@ def answer(args):
         for s, x in zip(seeds, d):
             avg[s] += x / len(benchmarks)
         mean, lo, hi, pv, mde = paired(d)
-        print(f"| {b} | {ms(p)} | {ms(r)} | {mean:+.2f} | [{lo:+.2f}, {hi:+.2f}] | {pv:.3f} | {mde:.2f} | {reading(lo, hi)} |")
+        print(f"| {b} | {ms(p)} | {ms(r)} | {mean:+.2f} | [{lo:+.2f}, {hi:+.2f}] | {pv:.3f} | {mde:.2f} | {read(lo, hi)} |")
     mean, lo, hi, pv, mde = paired([avg[s] for s in seeds])
-    print(f"| **average** | | | {mean:+.2f} | [{lo:+.2f}, {hi:+.2f}] | {pv:.3f} | {mde:.2f} | {reading(lo, hi)} |")
+    print(f"| **average** | | | {mean:+.2f} | [{lo:+.2f}, {hi:+.2f}] | {pv:.3f} | {mde:.2f} | {read(lo, hi)} |")
 
 
 def candidates(dirs):

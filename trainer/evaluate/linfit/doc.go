@@ -9,7 +9,8 @@
 //     λ‖w‖² over the labelled rows (FitRidge, by Cholesky);
 //   - logistic regression, iterative: w_t, b_t minimise the mean over the
 //     rows labelled for t of BCE(x·w_t + b_t, y_t) + λ/2·‖w_t‖², every task
-//     and λ at once by full-batch Adam (FitLogistic).
+//     and λ at once by full-batch Adam on the closed-form gradient, the
+//     tasks grouped by the rows they are labelled on (FitLogistic).
 //
 // Each task then keeps the λ its valid rows prefer (BestPerTask on ROC-AUC,
 // LowestPerTask on RMSE); a Probe is such a choice, one linear model per
