@@ -13,7 +13,7 @@
 #               and .git, for the GPU check's dry run) copied to /src in it
 #   3. test     chroot: MICROGRAPH_SHARED=/shared make test, with the shared
 #               folder mounted read-only at /shared, this machine's Go at
-#               /usr/local/go (read-only) and its module cache (GOPROXY=off:
+#               /usr/local/go (read-only) and its module cache at /gomodcache (GOPROXY=off:
 #               the modules go.sum names are already here)
 #
 # Needs root; installs Debian's debootstrap where it is missing. Otherwise the
@@ -95,7 +95,7 @@ mnt /dev/pts /dev/pts
 mnt /dev/shm /dev/shm
 mnt "$shared" /shared ro
 mnt "$goroot" /usr/local/go ro
-mnt "$gomodcache" /root/go/pkg/mod
+mnt "$gomodcache" /gomodcache
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 # Where HTTPS goes through a proxy that re-signs it, the root trusts that
 # proxy's CA as this machine does.
@@ -107,7 +107,7 @@ fi
 step "make test in Debian 13 (chroot $root)"
 chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
 	PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-	GOPROXY=off GOFLAGS=-buildvcs=false MICROGRAPH_SHARED=/shared \
+	GOMODCACHE=/gomodcache GOPROXY=off GOFLAGS=-buildvcs=false MICROGRAPH_SHARED=/shared \
 	bash -euo pipefail -c '
 		cd /src
 		echo "Debian $(cat /etc/debian_version), $(g++ --version | head -n 1)"
