@@ -33,11 +33,7 @@ func baceRun(t *testing.T, recipe Recipe) (*finetuner, *model.Classifier) {
 	}
 	cfg := DefaultFinetuneConfig()
 	cfg.Encoder, cfg.Epochs, cfg.Recipe = recipeEncoder, 2, recipe
-	dev := testdevice.Get(t)
-	if err := reproducible(dev); err != nil { // as every evaluation's session does
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { torch.SetDeterministic(false) })
+	dev := evaluationDevice(t)
 	f := &finetuner{cfg: &cfg, name: "bace", ds: ds, split: ds.Split, dev: dev, workers: 1, seed: 3}
 	torch.ManualSeed(f.seed)
 	clf, err := model.NewClassifier(recipeEncoder, ds.NumTasks(), dev, torch.Float32)
@@ -46,6 +42,18 @@ func baceRun(t *testing.T, recipe Recipe) (*finetuner, *model.Classifier) {
 	}
 	t.Cleanup(clf.Free)
 	return f, clf
+}
+
+// evaluationDevice is the tests' device, made reproducible as every
+// evaluation's session makes it (until the test ends).
+func evaluationDevice(t *testing.T) torch.Device {
+	t.Helper()
+	dev := testdevice.Get(t)
+	if err := reproducible(dev); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { torch.SetDeterministic(false) })
+	return dev
 }
 
 // hostState is every tensor of the classifier as float64 host values, by name.
@@ -74,7 +82,7 @@ func TestLinearProbeStartHeadIsTheProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all = s.Keep(all)
+	defer all.Free()
 	rows := func(idx []int32) *torch.Tensor {
 		i := make([]int64, len(idx))
 		for k, g := range idx {
