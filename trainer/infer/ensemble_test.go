@@ -294,3 +294,82 @@ func TestLoadEnsembleRefuses(t *testing.T) {
 	}
 	e.Free()
 }
+
+// Members may differ in what does not change what they compute together:
+// their weights, the dropout they were trained with (evaluation mode runs
+// none) and each regression task's standardisation. Such an ensemble loads
+// with every member.
+func TestLoadEnsembleAcceptsWhatMembersMayDifferIn(t *testing.T) {
+	ens := filepath.Join(t.TempDir(), "ens")
+	dropped := ensembleArch
+	dropped.Dropout = 0.5
+	members := []struct {
+		dir  string
+		arch model.EncoderConfig
+		seed uint64
+		mean float64 // of the regression task's labels
+	}{
+		{"first", ensembleArch, 1, 0},
+		{"other-weights", ensembleArch, 2, 0},
+		{"other-dropout", dropped, 1, 0},
+		{"other-standardisation", ensembleArch, 1, -4},
+	}
+	var dirs []string
+	for _, m := range members {
+		saveMember(t, filepath.Join(ens, m.dir), m.arch, m.seed, mixedTasks(m.mean, 1))
+		dirs = append(dirs, m.dir)
+	}
+	writeManifest(t, ens, MetricROCAUC, dirs...)
+	e, err := LoadEnsemble(ens, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Free()
+	if len(e.Members) != len(members) {
+		t.Errorf("loaded %d members, want %d", len(e.Members), len(members))
+	}
+}
+
+// Every member runs in the precision asked, not only the first: an
+// ensemble's bfloat16 prediction is the mean of its members' own bfloat16
+// predictions, and the second member's bfloat16 prediction differs from its
+// float32 one (else the test could not tell them apart).
+func TestPredictEnsembleMembersInTheAskedPrecision(t *testing.T) {
+	if err := torch.CheckBFloat16(torch.CPU); err != nil {
+		t.Skipf("bfloat16 products: %v", err)
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.csv")
+	if err := os.WriteFile(in, []byte("smiles\nCCO\nc1ccccc1O\nCC(=O)Nc1ccccc1\nCCN(CC)CC\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ens := filepath.Join(dir, "ens")
+	members := []string{"seed-1", "seed-2"}
+	for i, m := range members {
+		saveMember(t, filepath.Join(ens, m), ensembleArch, uint64(20+i), mixedTasks(0, 1))
+	}
+	writeManifest(t, ens, MetricROCAUC, members...)
+	predictions := func(folder string, p model.Precision) [][]float64 {
+		out := filepath.Join(dir, strings.ReplaceAll(folder, "/", "-")+"-"+string(p)+".csv")
+		if _, _, err := Predict(filepath.Join(ens, folder), Options{Data: in, RDKitWorkers: 1, Precision: p}, runenv.Default(), out); err != nil {
+			t.Fatal(err)
+		}
+		_, rows := readPredictions(t, out)
+		return rows
+	}
+	first, second := predictions("seed-1", model.BF16), predictions("seed-2", model.BF16)
+	together := predictions(".", model.BF16)
+	secondFP32 := predictions("seed-2", model.FP32)
+	moved := false
+	for i := range together {
+		for task := range 2 {
+			if want := (first[i][task] + second[i][task]) / 2; math.Abs(together[i][task]-want) > 1e-12*math.Max(1, math.Abs(want)) {
+				t.Errorf("row %d task %d: the bf16 ensemble predicts %v, its members in bf16 %v and %v", i, task, together[i][task], first[i][task], second[i][task])
+			}
+			moved = moved || second[i][task] != secondFP32[i][task]
+		}
+	}
+	if !moved {
+		t.Error("the second member predicts the same in bf16 as in fp32: the test shows nothing")
+	}
+}
