@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/ops"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/distributed"
@@ -94,12 +94,7 @@ func TestSinkhornAcrossTwoProcesses(t *testing.T) {
 	if !torch.FusedKernelsFor(torch.Zeros([]int64{1}, torch.Options{DType: torch.Float32})) {
 		t.Skip("the Sinkhorn kernel needs AVX2 and FMA")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := testenv.FreePort(t)
 	var cmds []*exec.Cmd
 	outs := []*strings.Builder{{}, {}}
 	for r := range 2 {

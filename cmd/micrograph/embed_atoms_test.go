@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/data/synthetic"
+	"github.com/micrograph/micrograph/internal/testenv"
 )
 
 // embed --atoms writes a .npy file numpy.load reads as one record per atom
@@ -124,7 +125,7 @@ func TestEmbedInterruptedLeavesNothing(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- c.Wait() }()
-		hang := hangReport(t) // the waits are for events; this only reports a hang
+		hang := testenv.HangReport(t) // the waits are for events; this only reports a hang
 		for ; ; time.Sleep(20 * time.Millisecond) {
 			tmp, _ := filepath.Glob(filepath.Join(outDir, ".e.csv.tmp-*"))
 			if len(tmp) == 1 {

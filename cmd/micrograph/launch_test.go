@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/data/synthetic"
+	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/trainer/runfolder"
@@ -209,7 +210,7 @@ func TestStrayJobEnvironmentSpeaksAndStops(t *testing.T) {
 		{"bench rank 1, SIGINT", 1, []string{"bench", "--steps", "1", "--warmup", "0"}, syscall.SIGINT, 130, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hang := hangReport(t)
+			hang := testenv.HangReport(t)
 			// inWait is closed once the process waits for the other rank.
 			inWait := make(chan struct{})
 			var port int
@@ -228,7 +229,7 @@ func TestStrayJobEnvironmentSpeaksAndStops(t *testing.T) {
 					}
 				}()
 			} else {
-				port = freePort(t)
+				port = testenv.FreePort(t)
 				go func() {
 					for !listening(port) {
 						time.Sleep(20 * time.Millisecond)
@@ -307,28 +308,6 @@ func TestStrayJobEnvironmentSpeaksAndStops(t *testing.T) {
 			}
 		})
 	}
-}
-
-// hangReport fires 30 s before the test's deadline (never without one): a
-// test waiting on an event reports it as a hang rather than letting go
-// test's timeout end every test at once.
-func hangReport(t *testing.T) <-chan time.Time {
-	d, ok := t.Deadline()
-	if !ok {
-		return nil
-	}
-	return time.After(time.Until(d) - 30*time.Second)
-}
-
-// freePort is a TCP port nobody on this machine listens on now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // listening tells whether a socket on this machine listens on TCP port

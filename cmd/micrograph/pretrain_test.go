@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/micrograph/micrograph/data/synthetic"
+	"github.com/micrograph/micrograph/internal/testenv"
 )
 
 // Misuse of pretrain, export, bench, motifs and plot exits non-zero with one
@@ -150,7 +151,7 @@ func TestPretrainInterruptedWhileFeaturising(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
 	maps := fmt.Sprintf("/proc/%d/maps", c.Process.Pid)
-	hang := hangReport(t) // the waits are for events; this only reports a hang
+	hang := testenv.HangReport(t) // the waits are for events; this only reports a hang
 	for ; ; time.Sleep(50 * time.Millisecond) {
 		if b, err := os.ReadFile(maps); err == nil && strings.Contains(string(b), "libmgchem") {
 			break

@@ -74,7 +74,7 @@ func TestSuiteKilledAndStartedAgain(t *testing.T) {
 	}
 	runs := filepath.Join(stopped, "runs")
 	workers := map[int]bool{}
-	hang := hangReport(t) // the waits below are for events; this only reports a hang
+	hang := testenv.HangReport(t) // the waits below are for events; this only reports a hang
 	for ; ; time.Sleep(50 * time.Millisecond) {
 		if len(workers) < 2 {
 			for _, pid := range childrenOf(c.Process.Pid) {

@@ -1,11 +1,15 @@
 package testenv
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -178,5 +182,36 @@ func TestPythonOptionalSkips(t *testing.T) {
 		reached = true
 	}) || reached {
 		t.Errorf("a Python without the module was returned, or the test failed (reached: %v)", reached)
+	}
+}
+
+// Two ports held at once are distinct, lie outside the kernel's ephemeral
+// range, and are free to listen on; a second process cannot take a held one
+// (its lock is refused).
+func TestFreePort(t *testing.T) {
+	lo, hi := ephemeralRange()
+	a, b := FreePort(t), FreePort(t)
+	if a == b {
+		t.Fatalf("two held ports are both %d", a)
+	}
+	for _, p := range []int{a, b} {
+		if p >= lo && p <= hi {
+			t.Errorf("port %d lies in the ephemeral range %d–%d", p, lo, hi)
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			t.Fatalf("port %d: %v", p, err)
+		}
+		l.Close()
+	}
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "micrograph-test-port-"+strconv.Itoa(a)+".lock"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	// flock locks belong to the open file: another open of it is refused
+	// as another process's would be.
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+		t.Errorf("the lock of held port %d was granted again", a)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"net"
 	"os"
 	"os/exec"
 	"reflect"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/distributed"
 )
@@ -218,17 +218,6 @@ func batchNormAcross(g *torch.ProcessGroup, out map[string][]float64) {
 	}
 }
 
-// freePort is a TCP port that was free a moment ago on loopback.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 type rankRun struct {
 	res    rankResult
 	stderr string
@@ -238,7 +227,7 @@ type rankRun struct {
 // runJob runs a case as world ranks of this test binary over loopback.
 func runJob(t *testing.T, name string, world int) []rankRun {
 	t.Helper()
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	cmds := make([]*exec.Cmd, world)
 	outs := make([]*strings.Builder, world)
 	errs := make([]*strings.Builder, world)

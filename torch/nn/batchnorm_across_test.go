@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/torch"
 	"github.com/micrograph/micrograph/torch/distributed"
 	"github.com/micrograph/micrograph/torch/testdevice"
@@ -184,12 +184,7 @@ func TestBatchNormAcrossTwoRanks(t *testing.T) {
 	if !torch.HasBackend(torch.Gloo) {
 		t.Skip("the shim was built without Gloo")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	port := testenv.FreePort(t)
 	cmds := make([]*exec.Cmd, len(acrossRows))
 	outs := make([]*strings.Builder, len(acrossRows))
 	for r := range acrossRows {

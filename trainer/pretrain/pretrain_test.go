@@ -1,6 +1,7 @@
 package pretrain_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -142,18 +143,37 @@ func finish(t *testing.T, run string, cfg runfolder.Config, resume bool) {
 	}
 }
 
-// waitForSteps polls the run's log until it holds n records.
+// waitForSteps polls the run's log until it holds n records, however long
+// that takes on a busy machine; a process that exits first, or goes on
+// without logging them until the test's deadline nears, fails the test.
 func waitForSteps(t *testing.T, run string, n int, cmd *exec.Cmd) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	hang := testenv.HangReport(t)
+	for ; ; time.Sleep(5 * time.Millisecond) {
 		if records, err := runfolder.ReadLog(run); err == nil && len(records) >= n {
 			return
 		}
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case <-hang:
+			cmd.Process.Kill()
+			t.Fatalf("%s never logged %d steps", run, n)
+		default:
+		}
+		if exited(cmd.Process.Pid) {
+			t.Fatalf("%s: the process exited before logging %d steps", run, n)
+		}
 	}
-	cmd.Process.Kill()
-	t.Fatalf("%s never logged %d steps", run, n)
+}
+
+// exited says whether the child pid has ended (a zombie not yet waited for).
+func exited(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the command's name, which is in parentheses.
+	rest := string(b[bytes.LastIndexByte(b, ')')+1:])
+	return strings.HasPrefix(strings.TrimSpace(rest), "Z")
 }
 
 // sameLosses compares logs field by field, except throughput.

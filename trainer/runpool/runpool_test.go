@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/trainer/runenv"
 	"github.com/micrograph/micrograph/trainer/runpool"
 )
@@ -231,13 +232,9 @@ func TestLeakedWorkerVariableIsNamedNotServed(t *testing.T) {
 		}
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
-		var deadline <-chan time.Time
-		if d, ok := t.Deadline(); ok {
-			deadline = time.After(time.Until(d) - 30*time.Second) // the hang, reported before go test's own timeout
-		}
 		select {
 		case err = <-exited:
-		case <-deadline:
+		case <-testenv.HangReport(t):
 			cmd.Process.Kill()
 			<-exited
 			t.Fatalf("%s=%q: the process still waits on its stdin", runpool.WorkerEnv, value)
