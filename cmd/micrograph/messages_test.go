@@ -46,14 +46,8 @@ func TestDivergenceNamesEveryStepSize(t *testing.T) {
 // intact) makes the restart fail with one line naming the file and what
 // it holds, and how to go on; removing the file makes the run again.
 func TestKeptRunWithoutAResultNamesItsFile(t *testing.T) {
-	dir := t.TempDir()
-	bace := filepath.Join(dir, "ogbg_molbace")
-	if _, err := synthetic.Write(bace, synthetic.Options{Molecules: 80, Seed: 5}); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "out")
-	args := []string{"suite", "--encoder", writeTinyEncoder(t), "--datasets", bace, "--out", out, "--evaluations", "finetune", "--protocols", "scaffold",
-		"--seeds", "1", "--epochs", "1", "--jobs", "1", "--threads", "1", "--device", "cpu", "--cache", filepath.Join(dir, "cache")}
+	suiteOf, out := oneRunSuite(t)
+	args := suiteOf(writeTinyEncoder(t))
 	if code, _, errs := runCLI(t, args...); code != 0 {
 		t.Fatalf("suite: status %d, %s", code, errs)
 	}

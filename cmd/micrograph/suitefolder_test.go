@@ -16,14 +16,8 @@ import (
 // suite of other settings is refused rather than replace suite.json (status
 // 2, naming the setting and the file); more --seeds complete the suite.
 func TestSuiteFolderIsOneSuites(t *testing.T) {
-	dir := t.TempDir()
-	bace := filepath.Join(dir, "ogbg_molbace")
-	if _, err := synthetic.Write(bace, synthetic.Options{Molecules: 80, Seed: 5}); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "out")
-	args := []string{"suite", "--encoder", writeTinyEncoder(t), "--datasets", bace, "--out", out, "--evaluations", "finetune", "--protocols", "scaffold",
-		"--seeds", "1", "--epochs", "1", "--jobs", "1", "--threads", "1", "--device", "cpu", "--cache", filepath.Join(dir, "cache")}
+	suiteOf, out := oneRunSuite(t)
+	args := suiteOf(writeTinyEncoder(t))
 
 	os.Mkdir(out, 0o755)
 	held, err := runfolder.TakeLock(out) // another suite at work
@@ -62,11 +56,7 @@ func TestSuiteFolderIsOneSuites(t *testing.T) {
 // run without pre-training, which depends only on the architecture, and
 // makes the pre-trained one again; the first encoder's run is not reused.
 func TestKeptRunOfAnotherEncoderIsNotReused(t *testing.T) {
-	dir := t.TempDir()
-	bace := filepath.Join(dir, "ogbg_molbace")
-	if _, err := synthetic.Write(bace, synthetic.Options{Molecules: 80, Seed: 5}); err != nil {
-		t.Fatal(err)
-	}
+	args, out := oneRunSuite(t)
 	first := writeTinyEncoder(t)
 	second := writeEncoder(t, func(state []torch.Named) {
 		for _, n := range state {
@@ -75,11 +65,6 @@ func TestKeptRunOfAnotherEncoderIsNotReused(t *testing.T) {
 			}
 		}
 	})
-	out := filepath.Join(dir, "out")
-	args := func(encoder string) []string {
-		return []string{"suite", "--encoder", encoder, "--datasets", bace, "--out", out, "--evaluations", "finetune", "--protocols", "scaffold",
-			"--seeds", "1", "--epochs", "1", "--jobs", "1", "--threads", "1", "--device", "cpu", "--cache", filepath.Join(dir, "cache")}
-	}
 	if code, _, errs := runCLI(t, args(first)...); code != 0 {
 		t.Fatalf("suite: status %d, %s", code, errs)
 	}
@@ -92,4 +77,22 @@ func TestKeptRunOfAnotherEncoderIsNotReused(t *testing.T) {
 	if len(pre) != 2 || len(random) != 1 {
 		t.Errorf("kept runs: pre-trained %q, random %q; want one pre-trained run per encoder and the random one shared", pre, random)
 	}
+}
+
+// oneRunSuite writes 80 synthetic molecules into a folder named like
+// ogbg-molbace and gives the arguments of a suite of one fine-tuning run of
+// an encoder on them (one seed, one epoch, one process of one thread), and
+// the suite's --out folder, not made yet.
+func oneRunSuite(t *testing.T) (args func(encoder string) []string, out string) {
+	t.Helper()
+	dir := t.TempDir()
+	bace := filepath.Join(dir, "ogbg_molbace")
+	if _, err := synthetic.Write(bace, synthetic.Options{Molecules: 80, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	out = filepath.Join(dir, "out")
+	return func(encoder string) []string {
+		return []string{"suite", "--encoder", encoder, "--datasets", bace, "--out", out, "--evaluations", "finetune", "--protocols", "scaffold",
+			"--seeds", "1", "--epochs", "1", "--jobs", "1", "--threads", "1", "--device", "cpu", "--cache", filepath.Join(dir, "cache")}
+	}, out
 }

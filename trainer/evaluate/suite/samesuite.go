@@ -84,23 +84,7 @@ func settingsOf(config json.RawMessage) (map[string]string, error) {
 	if err := json.Unmarshal(config, &tree); err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
-	var walk func(prefix string, v any)
-	walk = func(prefix string, v any) {
-		if m, ok := v.(map[string]any); ok {
-			for k, x := range m {
-				name := k
-				if prefix != "" {
-					name = prefix + "." + k
-				}
-				walk(name, x)
-			}
-			return
-		}
-		b, _ := json.Marshal(v)
-		out[prefix] = string(b)
-	}
-	walk("", tree)
+	out := flatJSON(tree)
 	delete(out, "finetune.seeds")
 	delete(out, "linear.seeds")
 	return out, nil
