@@ -12,8 +12,9 @@
 #          select     scaffold linear probes, probe seed 1, of the three 100-epoch encoders
 #                     and their random encoders (the choice's valid figures; OUT/probes/100ep)
 #          frozen     the frozen table's suites: the three 100-epoch encoders at seeds 1–3
-#                     (one each; select's runs reused) and the shipped model at seeds 1–3
-#                     against the same random encoders, scaffold and cv10
+#                     (one each; select's runs reused, OUT/probes/100ep-frozen) and the
+#                     shipped model at seeds 1–3 against the same random encoders
+#                     (OUT/probes/v1), scaffold and cv10
 #          finetune   ARMs at seeds 1–10 on bace, bbbp, clintox and sider, interleaved seed
 #                     by seed so that what finishes is paired, $JOBS runs at a time
 #   ARM    scratch | v1 | 100ep-sS (S = 1, 2, 3)
@@ -56,11 +57,16 @@ select)
 		--device cpu --threads 1 --jobs "$jobs" --out "$out/probes/100ep"
 	;;
 frozen)
+	# A suite folder is one suite's: this one (scaffold and cv10) starts from
+	# copies of select's runs, which it takes as its own (kept runs are keyed
+	# by what they computed, not by the folder).
+	mkdir -p "$out/probes/100ep-frozen/runs"
+	[ -d "$out/probes/100ep/runs" ] && cp -n "$out/probes/100ep/runs/"*.json "$out/probes/100ep-frozen/runs/"
 	"$bin" suite --encoder "$runs/seed-1/encoder.pt,$runs/seed-2/encoder.pt,$runs/seed-3/encoder.pt" \
 		--evaluations linear --protocols scaffold,cv10 --seeds 1 --datasets "$benchmarks" \
-		--device cpu --threads 1 --jobs "$jobs" --out "$out/probes/100ep"
+		--device cpu --threads 1 --jobs "$jobs" --out "$out/probes/100ep-frozen"
 	"$bin" suite --encoder micrograph-molhiv-v1 --evaluations linear --protocols scaffold,cv10 --seeds 3 \
-		--datasets "$benchmarks" --device cpu --threads 1 --jobs "$jobs" --random-from "$out/probes/100ep" --out "$out/probes/v1"
+		--datasets "$benchmarks" --device cpu --threads 1 --jobs "$jobs" --random-from "$out/probes/100ep-frozen" --out "$out/probes/v1"
 	;;
 finetune)
 	[ $# -gt 0 ] || { echo "finetune: name the arms (scratch, v1, 100ep-sS)" >&2; exit 2; }
