@@ -7,14 +7,15 @@
         encoders' for scale; the choice by the rule: the highest V, a tie
         within 0.05 points going to the lower seed (replicate).
 
-    schedule-study.py frozen SUITE LINEAR...
-        The frozen table: test ROC-AUC of the linear probes under one
-        protocol (scaffold) of the 100-epoch encoders and their random
+    schedule-study.py frozen PROTOCOL SUITE SHIPPED...
+        The frozen table: test ROC-AUC of the linear probes under PROTOCOL
+        (scaffold or cv10) of the 100-epoch encoders and their random
         encoders (SUITE, one encoder per seed) and of the shipped model
-        (LINEAR: its linear-eval result files, one per benchmark, at the same
-        seeds); Δ 100 epochs − random and 100 epochs − shipped, paired by
-        seed, with the 95 % t interval and two-sided p, per benchmark and on
-        each seed's mean over the benchmarks.
+        (SHIPPED: its suite's folder, or its linear-eval result files, one
+        per benchmark, at the same seeds); Δ 100 epochs − random and 100
+        epochs − shipped, paired by seed (by seed and fold under cv10, as
+        suite pairs them), with the 95 % t interval and two-sided p, per
+        benchmark and on each pair's mean over the benchmarks.
 
     schedule-study.py card SUITE...
         The suites' linear-probe rows in the model card's form: per protocol
@@ -90,39 +91,49 @@ def ms(xs):
     return f"{m:.2f} ± {math.sqrt(sum((x - m) ** 2 for x in xs) / len(xs)):.2f}"
 
 
-def frozen(suite, linear):
-    with open(os.path.join(suite, "suite.json") if os.path.isdir(suite) else suite) as f:
+def suite_tests(path, protocol, pretrained):
+    """{benchmark: {(seed, split): test %}} of a suite's linear entries under
+    protocol, of the pre-trained encoders or the random ones."""
+    with open(os.path.join(path, "suite.json") if os.path.isdir(path) else path) as f:
         res = json.load(f)
-    pre, rnd, v1, protocol = {}, {}, {}, None  # {benchmark: {seed: test %}}
+    out = {}
     for e in res["entries"]:
-        if e["evaluation"] != "linear":
-            continue
-        if protocol not in (None, e["protocol"]):
-            sys.exit(f"{suite}: more than one protocol; give a suite of one")
-        protocol = e["protocol"]
-        side = pre if e["pretrained"] else rnd
-        for r in e["linear"]["runs"]:
-            side.setdefault(short(e["benchmark"]), {})[r["seed"]] = 100 * r["test_roc_auc"]
-    for path in linear:
-        with open(path) as f:
-            r = json.load(f)
-        if r["protocol"] != protocol:
-            sys.exit(f"{path}: protocol {r['protocol']}, the suite's is {protocol}")
-        for run in r["runs"]:
-            v1.setdefault(short(r["dataset"]["name"]), {})[run["seed"]] = 100 * run["test_roc_auc"]
+        if e["evaluation"] == "linear" and e["protocol"] == protocol and e["pretrained"] == pretrained:
+            for r in e["linear"]["runs"]:
+                out.setdefault(short(e["benchmark"]), {})[(r["seed"], r["split"])] = 100 * r["test_roc_auc"]
+    return out
+
+
+def frozen(protocol, suite, shipped):
+    pre, rnd = suite_tests(suite, protocol, True), suite_tests(suite, protocol, False)
+    if len(shipped) == 1 and os.path.isdir(shipped[0]):
+        v1 = suite_tests(shipped[0], protocol, True)
+    else:
+        v1 = {}
+        for path in shipped:
+            with open(path) as f:
+                r = json.load(f)
+            if r["protocol"] != protocol:
+                sys.exit(f"{path}: protocol {r['protocol']}, not {protocol}")
+            for run in r["runs"]:
+                v1.setdefault(short(r["dataset"]["name"]), {})[(run["seed"], run["split"])] = 100 * run["test_roc_auc"]
     benchmarks = [b for b in ORDER if b in pre and b in v1]
-    seeds = sorted(pre[benchmarks[0]])
+    if not benchmarks:
+        sys.exit(f"no benchmark with {protocol} runs on both sides")
+    pairs = sorted(pre[benchmarks[0]])
     for b in benchmarks:
-        if sorted(pre[b]) != seeds or sorted(rnd[b]) != seeds or sorted(v1[b]) != seeds:
-            sys.exit(f"{b}: seeds {sorted(pre[b])}, {sorted(rnd[b])} and {sorted(v1[b])}, not {seeds} on every side")
+        if sorted(pre[b]) != pairs or sorted(rnd.get(b, {})) != pairs or sorted(v1[b]) != pairs:
+            sys.exit(f"{b}: runs {sorted(pre[b])}, {sorted(rnd.get(b, {}))} and {sorted(v1[b])}, not {pairs} on every side")
+    seeds = sorted({s for s, _ in pairs})
+    by = "seed" if len(pairs) == len(seeds) else f"seed and fold ({len(pairs)} pairs)"
     print(f"Linear probes, {protocol}, test ROC-AUC (%), seeds {', '.join(map(str, seeds))}; "
-          "Δ paired by seed, 95 % t interval, two-sided p.\n")
+          f"Δ paired by {by}, 95 % t interval, two-sided p.\n")
     print("| benchmark | 100 epochs | shipped (20 epochs) | no pre-training | 100 epochs − no pre-training | 100 epochs − shipped |")
     print("|---|--:|--:|--:|---|---|")
-    avg = {k: [sum(side[b][s] for b in benchmarks) / len(benchmarks) for s in seeds] for k, side in
+    avg = {k: [sum(side[b][q] for b in benchmarks) / len(benchmarks) for q in pairs] for k, side in
            (("pre", pre), ("rnd", rnd), ("v1", v1))}
     for b in benchmarks:
-        p, r, v = ([side[b][s] for s in seeds] for side in (pre, rnd, v1))
+        p, r, v = ([side[b][q] for q in pairs] for side in (pre, rnd, v1))
         print(f"| {b} | {ms(p)} | {ms(v)} | {ms(r)} | {paired(p, r)} | {paired(p, v)} |")
     print(f"| **average** | {ms(avg['pre'])} | {ms(avg['v1'])} | {ms(avg['rnd'])} | {paired(avg['pre'], avg['rnd'])} | "
           f"{paired(avg['pre'], avg['v1'])} |")
@@ -170,7 +181,7 @@ if __name__ == "__main__":
         runs(sys.argv[2:])
     elif len(sys.argv) >= 3 and sys.argv[1] == "card":
         card(sys.argv[2:])
-    elif len(sys.argv) >= 4 and sys.argv[1] == "frozen":
-        frozen(sys.argv[2], sys.argv[3:])
+    elif len(sys.argv) >= 5 and sys.argv[1] == "frozen":
+        frozen(sys.argv[2], sys.argv[3], sys.argv[4:])
     else:
         sys.exit(__doc__)

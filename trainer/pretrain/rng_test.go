@@ -331,6 +331,7 @@ var randomSources = map[string]string{
 	"trainer/evaluate/linearprobe.go": "the fine-tuning probe's held-out tenth, drawn from the run's seed; not in a pre-training step",
 	"trainer/diagnose/diagnose.go":    "the diagnosis's molecule sample, drawn once from --seed; not in a pre-training step",
 	"trainer/evaluate/downstream.go":  "cross-validation folds, made once from a seed; not in a pre-training step",
+	"internal/testenv/ports.go":       "the tests' choice of a port for their jobs; never in the program",
 	"model/released.go":               "the released objective's host draws: a PCG seeded each step by two torch.Rand draws on the CPU generator (rng.cpu)",
 	"model/sampler.go":                "host samplers draw only from the *rand.Rand they are given (SampleInput.RNG: model/released.go's)",
 	"ops/sample/sample.go":            "walks and balls, drawn only from the *rand.Rand they are given (model/released.go's)",
