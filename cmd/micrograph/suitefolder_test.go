@@ -93,3 +93,59 @@ func TestKeptRunOfAnotherEncoderIsNotReused(t *testing.T) {
 		t.Errorf("kept runs: pre-trained %q, random %q; want one pre-trained run per encoder and the random one shared", pre, random)
 	}
 }
+
+// A kept run is keyed by its own encoder, encoder i for the runs of
+// replicate i (seeds --seed+i·S …): the same suite of two encoders whose
+// second is replaced by a third (suite.json removed, runs/ kept) takes the
+// first encoder's pre-trained run and both random ones, and makes the new
+// second encoder's pre-trained run, rather than take the one of the encoder
+// it replaced.
+func TestKeptRunIsKeyedByItsOwnEncoder(t *testing.T) {
+	dir := t.TempDir()
+	bace := filepath.Join(dir, "ogbg_molbace")
+	if _, err := synthetic.Write(bace, synthetic.Options{Molecules: 80, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	scaled := func(by float64) string {
+		return writeEncoder(t, func(state []torch.Named) {
+			for _, n := range state {
+				if n.Tensor.DType() == torch.Float32 {
+					n.Tensor.CopyFrom(n.Tensor.MulScalar(by), false)
+				}
+			}
+		})
+	}
+	first, second, third := writeTinyEncoder(t), scaled(1.5), scaled(0.5)
+	out := filepath.Join(dir, "out")
+	args := func(encoders ...string) []string {
+		return []string{"suite", "--encoder", strings.Join(encoders, ","), "--datasets", bace, "--out", out, "--evaluations", "finetune",
+			"--protocols", "scaffold", "--seeds", "1", "--epochs", "1", "--jobs", "1", "--threads", "1", "--device", "cpu", "--cache", filepath.Join(dir, "cache")}
+	}
+	kept := func(side string) []string {
+		files, _ := filepath.Glob(filepath.Join(out, "runs", "*-"+side+"-*.json"))
+		return files
+	}
+	if code, _, errs := runCLI(t, args(first, second)...); code != 0 {
+		t.Fatalf("suite: status %d, %s", code, errs)
+	}
+	if pre, random := kept("pretrained"), kept("random"); len(pre) != 2 || len(random) != 2 {
+		t.Fatalf("kept runs: pre-trained %q, random %q; want two of each", pre, random)
+	}
+	os.Remove(filepath.Join(out, "suite.json"))
+	if code, _, errs := runCLI(t, args(first, third)...); code != 0 {
+		t.Fatalf("the second encoder replaced: status %d, %s", code, errs)
+	}
+	pre, random := kept("pretrained"), kept("random")
+	if len(pre) != 3 || len(random) != 2 {
+		t.Errorf("kept runs: pre-trained %q, random %q; want the replaced encoder's pre-trained run made (3) and the random ones taken (2)", pre, random)
+	}
+	var seed1 int
+	for _, f := range pre {
+		if strings.Contains(filepath.Base(f), "-seed1-") {
+			seed1++
+		}
+	}
+	if seed1 != 2 {
+		t.Errorf("pre-trained runs of seed 1 (encoder 2's): %d, want one for each second encoder", seed1)
+	}
+}
