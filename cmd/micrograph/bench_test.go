@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -56,7 +57,13 @@ func TestBenchCountsOperators(t *testing.T) {
 
 // bench --nproc 2 times the steps of two processes, each on half of every
 // batch, as pretrain --nproc 2 runs them, and says so: one JSON line from
-// rank 0 with 2 processes of 1 thread and the global batch.
+// rank 0 with 2 processes of 1 thread and the global batch. Its figures of
+// time are the slowest process's (pretrain's benchTimes, TestBenchTimes),
+// checked against the processes' own times it reports, not against a
+// clock: s_per_step is the larger of the ranks' s_per_step, exactly;
+// molecules_per_s the global batch over it; s_per_epoch it times the steps
+// per epoch; data_wait_fraction rank 0's wait over it; and the ranks' parts
+// of a step add up to the global batch.
 func TestBenchProcesses(t *testing.T) {
 	if !torch.HasBackend(torch.Gloo) {
 		t.Skip("the shim was built without Gloo")
@@ -80,11 +87,31 @@ func TestBenchProcesses(t *testing.T) {
 		Steps     int     `json:"steps"`
 		Memory    int64   `json:"peak_memory_bytes"`
 		Molecules float64 `json:"molecules_per_s"`
+		SPerStep  float64 `json:"s_per_step"`
+		SPerEpoch float64 `json:"s_per_epoch"`
+		PerEpoch  int     `json:"steps_per_epoch"`
+		Wait      float64 `json:"data_wait_fraction"`
+		Ranks     []struct {
+			SPerStep         float64 `json:"s_per_step"`
+			DataWaitSPerStep float64 `json:"data_wait_s_per_step"`
+			MoleculesPerStep float64 `json:"molecules_per_step"`
+		} `json:"ranks"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("bench --nproc 2 printed %q: %v", out, err)
 	}
-	if res.Processes != 2 || res.Threads != 1 || res.Batch != 8 || res.Steps != 2 || !(res.Molecules > 0) || res.Memory <= 0 {
+	if res.Processes != 2 || res.Threads != 1 || res.Batch != 8 || res.Steps != 2 || !(res.Molecules > 0) || res.Memory <= 0 || res.PerEpoch != 5 {
 		t.Errorf("bench --nproc 2: %+v", res)
+	}
+	if len(res.Ranks) != 2 {
+		t.Fatalf("bench --nproc 2: %d ranks' profiles, want 2", len(res.Ranks))
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Abs(b) }
+	r0, r1 := res.Ranks[0], res.Ranks[1]
+	if res.SPerStep != max(r0.SPerStep, r1.SPerStep) || !near(res.Molecules, 8/res.SPerStep) || res.SPerEpoch != res.SPerStep*5 ||
+		!near(res.Wait, r0.DataWaitSPerStep/res.SPerStep) || r0.MoleculesPerStep+r1.MoleculesPerStep != 8 {
+		t.Errorf("bench --nproc 2: s_per_step %v, molecules_per_s %v, s_per_epoch %v, data_wait_fraction %v from the ranks' %+v; "+
+			"want the slowest rank's s_per_step, 8 molecules over it, 5 times it, rank 0's wait over it, 8 molecules per step in all",
+			res.SPerStep, res.Molecules, res.SPerEpoch, res.Wait, res.Ranks)
 	}
 }

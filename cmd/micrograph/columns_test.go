@@ -282,3 +282,77 @@ func TestColumnFlagsOnMoleculeNetFiles(t *testing.T) {
 		t.Errorf("esol.csv featurised into %q, want once for both commands", featurized)
 	}
 }
+
+// A column selection names columns of a CSV file; a featurised dataset
+// folder, or a corpus folder, has its SMILES and tasks fixed, so each of the
+// three flags given with one is refused by every command that takes it
+// (status 2, one line naming the flag and the folder) and nothing is
+// written, rather than being dropped while the command runs on the folder.
+// The commands are given small sizes, so that one that ran anyway would end
+// soon and fail the test by its status.
+func TestColumnFlagsOnAFolder(t *testing.T) {
+	dir := t.TempDir()
+	folder := filepath.Join(dir, "ogbg_molsider") // named as a benchmark, for suite
+	if _, err := synthetic.Write(folder, synthetic.Options{Molecules: 40, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	corpus := filepath.Join(dir, "corpus")
+	if code, _, errs := runCLI(t, "featurize", "--csv", writeRealisticCSV(t, dir, "corpus.csv", 24), "--out", corpus,
+		"--shard-rows", "10", "--smiles-columns", "canonical_smiles"); code != 0 {
+		t.Fatalf("featurize --shard-rows: status %d: %s", code, errs)
+	}
+	encoder := writeTinyEncoder(t)
+	saved := filepath.Join(dir, "model")
+	saveRandomModel(t, saved, 3, []infer.Task{{Name: "active", Type: data.Classification}})
+	outDir := filepath.Join(dir, "out") // stays empty
+	if err := os.Mkdir(outDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o := func(name string) string { return filepath.Join(outDir, name) }
+	small := []string{"--cache", filepath.Join(dir, "cache"), "--threads", "1", "--device", "cpu"}
+	tiny := append([]string{"--seeds", "1"}, small...)
+	commands := []struct {
+		name string
+		args func(data string) []string
+	}{
+		{"pretrain", func(d string) []string {
+			return append([]string{"pretrain", "--data", d, "--run", o("run"), "--max-steps", "1", "--hidden", "8", "--layers", "1", "--motifs", "4", "--batch-size", "8"}, small...)
+		}},
+		{"embed", func(d string) []string {
+			return []string{"embed", "--encoder", encoder, "--data", d, "--out", o("e.csv")}
+		}},
+		{"explain", func(d string) []string { return []string{"explain", "--data", d, "--out", o("x.csv")} }},
+		{"predict", func(d string) []string {
+			return []string{"predict", "--model", saved, "--data", d, "--out", o("p.csv")}
+		}},
+		{"finetune", func(d string) []string {
+			return append([]string{"finetune", "--data", d, "--out", o("f.json"), "--epochs", "1", "--encoder", encoder}, tiny...)
+		}},
+		{"linear-eval", func(d string) []string {
+			return append([]string{"linear-eval", "--data", d, "--out", o("l.json"), "--steps", "1", "--encoder", encoder}, tiny...)
+		}},
+		{"bench --finetune", func(d string) []string {
+			return append([]string{"bench", "--finetune", "--data", d, "--steps", "1", "--warmup", "0"}, append(small, tinyEncoderFlags[:4]...)...)
+		}},
+		{"suite", func(d string) []string {
+			return append([]string{"suite", "--encoder", encoder, "--datasets", d, "--out", o("s"), "--protocols", "scaffold",
+				"--evaluations", "linear", "--linear-steps", "1", "--jobs", "1"}, tiny...)
+		}},
+	}
+	flags := []struct{ flag, value string }{{"--smiles-columns", "smiles"}, {"--target-columns", "p"}, {"--ignore-columns", "comment"}}
+	var cases []cliCase
+	for _, c := range commands {
+		for _, f := range flags {
+			cases = append(cases, cliCase{c.name + " " + f.flag, append(c.args(folder), f.flag, f.value), 2,
+				f.flag + ` "` + f.value + `" applies to CSV files only: ` + folder + " is a featurised folder, whose SMILES and tasks are fixed"})
+		}
+	}
+	for _, f := range flags {
+		cases = append(cases, cliCase{"pretrain on a corpus " + f.flag, append(commands[0].args(corpus), f.flag, f.value), 2,
+			f.flag + ` "` + f.value + `" applies to CSV files only: ` + corpus + " is a featurised folder, whose SMILES and tasks are fixed"})
+	}
+	checkCLI(t, cases)
+	if entries, _ := os.ReadDir(outDir); len(entries) != 0 {
+		t.Errorf("refused commands left %v behind", entries)
+	}
+}

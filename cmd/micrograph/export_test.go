@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -134,5 +135,72 @@ print(json.dumps(e.tolist()))
 		if worst > 1e-5 {
 			t.Errorf("options %v: PyTorch and Go embeddings differ by %g", extra, worst)
 		}
+	}
+}
+
+// An exported encoder's description names its tensors ("keys") as its
+// weights file holds them, in the file's order, with PyTorch's state_dict
+// names (no "encoder." prefix, which a checkpoint's names carry): exported
+// from a run and from the shipped model, each read back with torch.Load
+// and with model.LoadEncoder, which gives the tensors under those names.
+// The shipped model loaded by name describes the same keys as its exported
+// file.
+func TestExportedEncoderNamesItsTensors(t *testing.T) {
+	dir := t.TempDir()
+	run, _ := tinyRun(t, dir)
+	fromRun, fromModel := filepath.Join(dir, "run-encoder.pt"), filepath.Join(dir, "model-encoder.pt")
+	for _, args := range [][]string{{"export", "--run", run, "--out", fromRun}, {"export", "--model", defaultModel, "--out", fromModel}} {
+		if code, _, errs := runCLI(t, args...); code != 0 {
+			t.Fatalf("%s: status %d, %s", strings.Join(args[:2], " "), code, errs)
+		}
+	}
+	names := func(state []torch.Named) []string {
+		var out []string
+		for _, n := range state {
+			out = append(out, n.Name)
+		}
+		torch.FreeNamed(state)
+		return out
+	}
+	described := map[string][]string{}
+	for _, ref := range []string{fromRun, fromModel, defaultModel} {
+		info, state, err := model.LoadEncoder(ref)
+		if err != nil {
+			t.Fatalf("%s: %v", ref, err)
+		}
+		loaded := names(state)
+		if len(loaded) == 0 || !slices.Equal(info.Keys, loaded) {
+			t.Errorf("%s: described keys %q, loaded tensors %q", ref, info.Keys, loaded)
+		}
+		for _, k := range info.Keys {
+			if strings.HasPrefix(k, "encoder.") {
+				t.Errorf("%s: key %q is a checkpoint's name, not the encoder file's", ref, k)
+				break
+			}
+		}
+		described[ref] = info.Keys
+		if ref == defaultModel {
+			continue
+		}
+		var desc struct {
+			Keys []string `json:"keys"`
+		}
+		b, err := os.ReadFile(model.EncoderInfoPath(ref))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &desc); err != nil {
+			t.Fatal(err)
+		}
+		state, _, err = torch.Load(ref, torch.CPU)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held := names(state); !slices.Equal(desc.Keys, held) {
+			t.Errorf("%s: encoder.json's keys %q, the file's tensors %q", ref, desc.Keys, held)
+		}
+	}
+	if !slices.Equal(described[fromModel], described[defaultModel]) {
+		t.Errorf("the shipped model's keys %q, its exported file's %q", described[defaultModel], described[fromModel])
 	}
 }

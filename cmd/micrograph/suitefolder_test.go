@@ -58,13 +58,7 @@ func TestSuiteFolderIsOneSuites(t *testing.T) {
 func TestKeptRunOfAnotherEncoderIsNotReused(t *testing.T) {
 	args, out := oneRunSuite(t)
 	first := writeTinyEncoder(t)
-	second := writeEncoder(t, func(state []torch.Named) {
-		for _, n := range state {
-			if n.Tensor.DType() == torch.Float32 {
-				n.Tensor.CopyFrom(n.Tensor.MulScalar(1.5), false)
-			}
-		}
-	})
+	second := scaledEncoder(t, 1.5)
 	if code, _, errs := runCLI(t, args(first)...); code != 0 {
 		t.Fatalf("suite: status %d, %s", code, errs)
 	}
@@ -76,6 +70,45 @@ func TestKeptRunOfAnotherEncoderIsNotReused(t *testing.T) {
 	random, _ := filepath.Glob(filepath.Join(out, "runs", "*-random-*.json"))
 	if len(pre) != 2 || len(random) != 1 {
 		t.Errorf("kept runs: pre-trained %q, random %q; want one pre-trained run per encoder and the random one shared", pre, random)
+	}
+}
+
+// A kept run is keyed by its own encoder, encoder i for the runs of
+// replicate i (seeds --seed+i·S …): the same suite of two encoders whose
+// second is replaced by a third (suite.json removed, runs/ kept) takes the
+// first encoder's pre-trained run and both random ones, and makes the new
+// second encoder's pre-trained run, rather than take the one of the encoder
+// it replaced.
+func TestKeptRunIsKeyedByItsOwnEncoder(t *testing.T) {
+	suiteOf, out := oneRunSuite(t)
+	args := func(encoders ...string) []string { return suiteOf(strings.Join(encoders, ",")) }
+	first, second, third := writeTinyEncoder(t), scaledEncoder(t, 1.5), scaledEncoder(t, 0.5)
+	kept := func(side string) []string {
+		files, _ := filepath.Glob(filepath.Join(out, "runs", "*-"+side+"-*.json"))
+		return files
+	}
+	if code, _, errs := runCLI(t, args(first, second)...); code != 0 {
+		t.Fatalf("suite: status %d, %s", code, errs)
+	}
+	if pre, random := kept("pretrained"), kept("random"); len(pre) != 2 || len(random) != 2 {
+		t.Fatalf("kept runs: pre-trained %q, random %q; want two of each", pre, random)
+	}
+	os.Remove(filepath.Join(out, "suite.json"))
+	if code, _, errs := runCLI(t, args(first, third)...); code != 0 {
+		t.Fatalf("the second encoder replaced: status %d, %s", code, errs)
+	}
+	pre, random := kept("pretrained"), kept("random")
+	if len(pre) != 3 || len(random) != 2 {
+		t.Errorf("kept runs: pre-trained %q, random %q; want the replaced encoder's pre-trained run made (3) and the random ones taken (2)", pre, random)
+	}
+	var seed1 int
+	for _, f := range pre {
+		if strings.Contains(filepath.Base(f), "-seed1-") {
+			seed1++
+		}
+	}
+	if seed1 != 2 {
+		t.Errorf("pre-trained runs of seed 1 (encoder 2's): %d, want one for each second encoder", seed1)
 	}
 }
 
@@ -95,4 +128,17 @@ func oneRunSuite(t *testing.T) (args func(encoder string) []string, out string) 
 		return []string{"suite", "--encoder", encoder, "--datasets", bace, "--out", out, "--evaluations", "finetune", "--protocols", "scaffold",
 			"--seeds", "1", "--epochs", "1", "--jobs", "1", "--threads", "1", "--device", "cpu", "--cache", filepath.Join(dir, "cache")}
 	}, out
+}
+
+// scaledEncoder is the tiny encoder's file with its float weights scaled
+// by a factor: another encoder of the same architecture.
+func scaledEncoder(t *testing.T, by float64) string {
+	t.Helper()
+	return writeEncoder(t, func(state []torch.Named) {
+		for _, n := range state {
+			if n.Tensor.DType() == torch.Float32 {
+				n.Tensor.CopyFrom(n.Tensor.MulScalar(by), false)
+			}
+		}
+	})
 }

@@ -175,9 +175,13 @@ func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err 
 		return nil, err
 	}
 	tally.elapsed, tally.wait, tally.after = time.Since(start), wait, t.procs.profile()
-	elapsed := tally.elapsed.Seconds()
-	if elapsed, err = t.procs.slowest(elapsed); err != nil {
+	all, err := t.procs.gather([]float64{tally.elapsed.Seconds()})
+	if err != nil {
 		return nil, err
+	}
+	seconds := make([]float64, len(all)) // every rank's
+	for r, v := range all {
+		seconds[r] = v[0]
 	}
 	ranks, err := rankProfiles(t.procs, tally)
 	if err != nil {
@@ -185,15 +189,10 @@ func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err 
 	}
 
 	res = &BenchResult{
-		SPerStep: elapsed / float64(steps), DataWaitFraction: wait.Seconds() / elapsed,
 		Device: dev.String(), Libtorch: torch.Version(), Steps: steps, BatchSize: pc.BatchSize,
 		StepsPerEpoch: perEpoch, Threads: torch.NumThreads(), Processes: t.procs.Size(), Ranks: ranks,
 	}
-	res.MoleculesPerS = float64(steps*pc.BatchSize) / elapsed
-	res.SPerEpoch = res.SPerStep * float64(perEpoch)
-	if cfg.Epoch {
-		res.SPerEpoch = elapsed
-	}
+	benchTimes(res, seconds, wait.Seconds(), cfg.Epoch)
 	if res.PeakMemoryBytes, err = runenv.PeakMemory(dev); err != nil {
 		return nil, err
 	}
@@ -208,6 +207,26 @@ func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err 
 	res.Precision = pc.Precision
 	res.ProductGFLOPS = productGFLOPS(dev, t.model.Store.Compute(), atoms, int64(pc.Model.Encoder.Hidden))
 	return res, nil
+}
+
+// benchTimes sets res's figures of time (s_per_step, molecules_per_s,
+// s_per_epoch, data_wait_fraction) from what the timed steps measured, with
+// res's Steps, BatchSize (the global batch) and StepsPerEpoch: seconds is
+// each rank's time (in rank order; one alone) from the start the ranks
+// share to its last step's end, the losses read one step late and the
+// device synchronised; wait is this rank's time waiting for batches; epoch
+// says that the steps were one whole epoch. A job's time is its slowest
+// rank's: every rank ends each step with the others (the gradients' sum),
+// and the global batch is the job's.
+func benchTimes(res *BenchResult, seconds []float64, wait float64, epoch bool) {
+	slowest := slices.Max(seconds)
+	res.SPerStep = slowest / float64(res.Steps)
+	res.MoleculesPerS = float64(res.Steps*res.BatchSize) / slowest
+	res.SPerEpoch = res.SPerStep * float64(res.StepsPerEpoch)
+	if epoch {
+		res.SPerEpoch = slowest
+	}
+	res.DataWaitFraction = wait / slowest
 }
 
 // productGFLOPS times the product of rows×d by d×d matrices in dtype dt on

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +27,8 @@ type job struct {
 	Sleep time.Duration `json:"sleep,omitempty"`
 	Fail  bool          `json:"fail,omitempty"`
 	Exit  bool          `json:"exit,omitempty"`
+	// ExitOK ends the process with status 0 before the job answers.
+	ExitOK bool `json:"exit_ok,omitempty"`
 	// PIDFile, when set, receives the process's id before the job fails or
 	// ends it; AwaitGone makes the job wait, before anything else, until
 	// the process whose id that file holds is gone (reaped by the pool,
@@ -72,6 +75,8 @@ func (w *squarer) Do(spec json.RawMessage) (json.RawMessage, error) {
 		return nil, fmt.Errorf("job %d fails", j.N)
 	case j.Exit:
 		os.Exit(3)
+	case j.ExitOK:
+		os.Exit(0)
 	}
 	w.done++
 	return json.Marshal(result{Square: j.N * j.N, PID: os.Getpid(), Before: w.done - 1, Threads: w.env.Threads})
@@ -186,6 +191,70 @@ func TestPoolStopsAtAFailure(t *testing.T) {
 			}
 			if r, ok := results[0]; !ok || r.Square != 0 || len(results) != 1 {
 				t.Errorf("results %v: want job 0's, under way when job 1 failed, and no other", results)
+			}
+		})
+	}
+}
+
+// A failure names its own job wherever the job stands, the first one
+// included: in this process (Jobs 1) a job that fails, and in the pool's
+// processes (Jobs 2) a job that fails or whose process ends during it, with
+// a failing status or with status 0 (a process that ends without answering
+// has failed its job however it exits). The jobs that finished are handed
+// on, each at its own index. As in TestPoolStopsAtAFailure, the job beside
+// the bad one waits until the bad one's process is gone, so the failure is
+// seen first whatever the machine's load.
+func TestPoolNamesTheFailingJob(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		jobs, bad int
+		how       job
+		says      string
+	}{
+		{"this process, job 0 fails", 1, 0, job{Fail: true}, "job 0 fails"},
+		{"this process, job 2 fails", 1, 2, job{Fail: true}, "job 2 fails"},
+		{"processes, job 0 fails", 2, 0, job{Fail: true}, "job 0 fails"},
+		{"processes, job 0's process ends with status 3", 2, 0, job{Exit: true}, "exit status 3 during job 0"},
+		{"processes, job 0's process ends with status 0", 2, 0, job{ExitOK: true}, "(test.square) ended during job 0"},
+		{"processes, job 1's process ends with status 0", 2, 1, job{ExitOK: true}, "(test.square) ended during job 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := runenv.Default()
+			env.Jobs = tc.jobs
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			jobs := make([]job, 6)
+			for n := range jobs {
+				jobs[n].N = n
+			}
+			bad := tc.how
+			bad.N = tc.bad
+			want := map[int]int{} // the results handed on: squares by job
+			if tc.jobs == 1 {
+				for n := range tc.bad {
+					want[n] = n * n
+				}
+			} else {
+				bad.PIDFile = pidFile
+				beside := 1 - tc.bad // the other process's job, under way when the bad one fails
+				jobs[beside].AwaitGone = pidFile
+				want[beside] = beside * beside
+			}
+			jobs[tc.bad] = bad
+			results, _, err := run(t, env, jobs)
+			var je *runpool.JobError
+			if !errors.As(err, &je) || je.Job != tc.bad || !strings.Contains(err.Error(), tc.says) {
+				named := -1
+				if je != nil {
+					named = je.Job
+				}
+				t.Fatalf("%v (job %d's, -1: no job's); want job %d's error saying %q", err, named, tc.bad, tc.says)
+			}
+			got := map[int]int{}
+			for n, r := range results {
+				got[n] = r.Square
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("results (squares by job) %v, want %v", got, want)
 			}
 		})
 	}

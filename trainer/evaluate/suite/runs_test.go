@@ -218,3 +218,47 @@ func TestSuiteKeepsTheEntriesFinishedBeforeAFailure(t *testing.T) {
 		t.Fatalf("the entries finished before the failure: %+v", res)
 	}
 }
+
+// A run's failure names its own entry (dataset, evaluation, protocol and
+// encoder) when the runs the suite makes are not all of its runs: the runs
+// a suite takes from its run folder are not made, so the pool's job k is
+// the suite's k-th run left to make, not its k-th run. Two encoders (seeds
+// 42 and 43) on bace and bbbp, linear evaluation: every run is kept, then
+// bace's random run of encoder 2 and bbbp's pre-trained run of encoder 2
+// are removed and made again, the second killed as it finishes (the pool's
+// job 1, the suite's run 6 of 0–7). The failure names bbbp's pre-trained
+// encoder 2, and every other entry is kept.
+func TestSuiteFailureNamesItsEntry(t *testing.T) {
+	bace, bbbp := syntheticBenchmark(t, "ogbg_molbace", 5), syntheticBenchmark(t, "ogbg_molbbbp", 6)
+	cfg := smallSuite(t, writeSeededEncoder(t, smallEncoder, 3), bace, bbbp)
+	cfg.EncoderPaths = append(cfg.EncoderPaths, writeSeededEncoder(t, smallEncoder, 4))
+	cfg.Evaluations = []string{suite.EvaluationLinear}
+	cfg.Linear.Seeds, cfg.Linear.Seed = 1, 42
+	dir := filepath.Join(t.TempDir(), "runs")
+	if _, err := suite.Run(cfg, jobsEnv(t, 2), suite.Options{RunFiles: dir}); err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range []string{"bace-linear-scaffold-random-seed43-", "bbbp-linear-scaffold-pretrained-seed43-"} {
+		files, _ := filepath.Glob(filepath.Join(dir, run+"*.json"))
+		if len(files) != 1 {
+			t.Fatalf("run files %s*: %q, want one", run, files)
+		}
+		if err := os.Remove(files[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(failpoint.Env, "after linear run on ogbg_molbbbp, seed 43, split 0") // read by the pool's processes as they start
+	res, err := suite.Run(cfg, jobsEnv(t, 2), suite.Options{RunFiles: dir})
+	const want = "bbbp, linear scaffold, pre-trained encoder 2: "
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "signal: killed") {
+		t.Fatalf("a killed run: %v; want it named %q", err, want)
+	}
+	if res == nil || len(res.Entries) != 7 {
+		t.Fatalf("the entries finished: %+v, want 7", res)
+	}
+	for _, e := range res.Entries {
+		if e.Benchmark == "bbbp" && e.Pretrained && e.Replicate == 1 {
+			t.Errorf("the failed entry was kept: %+v", e)
+		}
+	}
+}
