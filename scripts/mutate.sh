@@ -8,7 +8,7 @@
 # (tracked and untracked, not ignored, files) is copied once to a temporary
 # folder, with a build/ folder of its own whose lib/ links to the tree's
 # shims; each mutation is applied there, the packages the mutation names are
-# tested with `go test -count=1 -v` under `nice -n 15`, and the file is
+# tested with `go test -count=1 -v` under `nice -n 15` (MUTATE_NICE), and the file is
 # restored. It prints one line per mutation:
 #
 #   ID  caught by TestA, TestB     the tests that failed
@@ -47,6 +47,9 @@
 # -o FILE  also write the table to FILE
 # -l LIST  read the mutations from LIST instead of scripts/mutations.tsv
 #
+# MUTATE_NICE is the niceness the tests and builds run at (default 15: the
+# check yields to other work; 0 where that work would starve it).
+#
 # MICROGRAPH_SHARED is passed through as set: unset, the checks that need the
 # real datasets skip, as on a machine without them.
 set -euo pipefail
@@ -54,6 +57,7 @@ set -euo pipefail
 root=$(git rev-parse --show-toplevel)
 list=$root/scripts/mutations.tsv
 tests_rev="" skip="" out=""
+niceness=${MUTATE_NICE:-15}
 while getopts t:s:o:l: opt; do
 	case $opt in
 	t) tests_rev=$OPTARG ;;
@@ -114,7 +118,7 @@ build_shim() {
 	# only what the mutation touched.
 	(cd "$root/build" && cp -a lib shim testing chem "$priv"/ 2>/dev/null || true)
 	ln -sfn "$priv/lib" "$tree/build/lib"
-	(cd "$tree" && nice -n 15 make --no-print-directory BUILD="$priv" JOBS=1 "$(shim_target "$2")") >"$work/$1.build.log" 2>&1
+	(cd "$tree" && nice -n "$niceness" make --no-print-directory BUILD="$priv" JOBS=1 "$(shim_target "$2")") >"$work/$1.build.log" 2>&1
 }
 unbuild_shim() {
 	ln -sfn "$root/build/lib" "$tree/build/lib"
@@ -158,7 +162,7 @@ gotest() {
 	shift
 	set +e
 	# shellcheck disable=SC2068 # the packages are a list
-	(cd "$tree" && nice -n 15 go test -count=1 -timeout 60m -v ${skip:+-skip "$skip"} $@) >"$log" 2>&1
+	(cd "$tree" && nice -n "$niceness" go test -count=1 -timeout 60m -v ${skip:+-skip "$skip"} $@) >"$log" 2>&1
 	local rc=$?
 	set -e
 	return $rc
