@@ -11,6 +11,7 @@ import (
 	"github.com/micrograph/micrograph/internal/testenv"
 	"github.com/micrograph/micrograph/model"
 	"github.com/micrograph/micrograph/torch"
+	"github.com/micrograph/micrograph/trainer/metrics"
 )
 
 // The recipe's settings as a whole run uses them (run, not the helpers
@@ -299,4 +300,97 @@ func fitRidge64(idx []int32, x func(int32) []float64, y func(int32) float64, lam
 		b -= w[j] * xMean[j]
 	}
 	return ridge{lambda: lambda, w: w, b: b}
+}
+
+// Averaging with the start in a run: the valid ROC-AUC a run records at each
+// epoch is that of w·θ_start + (1−w)·θ_epoch (batch norm's running
+// statistics averaged too, its counter the trained one), computed here by
+// putting that average in place and evaluating; and training continues from
+// θ_epoch: after every epoch the weights are, bit for bit, those of the same
+// run without averaging. The trained weights' own figure differs in some
+// epoch (else the test could not tell them apart).
+func TestAverageWithStartInARun(t *testing.T) {
+	const share = 0.25
+	f, _ := baceRun(t, Recipe{LR: 1e-3, AverageWithStart: share})
+	f.cfg.Epochs = 3
+	twoBatches := *f.split
+	twoBatches.Train = twoBatches.Train[:2*f.cfg.BatchSize]
+	f.split = &twoBatches
+	validLabels := splitLabels(f.ds, f.split.Valid)
+	var start []*torch.Tensor
+	var averaged, trained []float64   // valid ROC-AUC by epoch
+	var states []map[string][]float64 // after each epoch's steps
+	f.observe = func(epoch int, clf *model.Classifier) {
+		var live []*torch.Tensor
+		for _, n := range clf.Store.State() {
+			if n.Tensor.DType() == torch.Float32 {
+				live = append(live, n.Tensor)
+			}
+		}
+		if epoch == 0 {
+			for _, v := range live {
+				start = append(start, copyOf(v))
+			}
+			return
+		}
+		states = append(states, hostState(clf))
+		valid := func() float64 {
+			fig, err := f.evaluate(clf, metrics.Standardizer{}, f.split.Valid, validLabels)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fig.value
+		}
+		trained = append(trained, valid())
+		held := make([]*torch.Tensor, len(live))
+		torch.NoGrad(func() {
+			for i, v := range live {
+				held[i] = copyOf(v)
+				s := torch.NewScope()
+				v.CopyFrom(start[i].MulScalar(share).Add(held[i].MulScalar(1-share)), false)
+				s.Close()
+			}
+		})
+		averaged = append(averaged, valid())
+		torch.NoGrad(func() {
+			for i, v := range live {
+				v.CopyFrom(held[i], false)
+				held[i].Free()
+			}
+		})
+	}
+	run, err := f.run(nil)
+	for _, v := range start {
+		v.Free()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	differs := false
+	for e := range f.cfg.Epochs {
+		if got := float64(run.ValidROCAUC[e]); got != averaged[e] {
+			t.Errorf("epoch %d: the run records valid ROC-AUC %v; the average with the start has %v (the trained weights %v)", e+1, got, averaged[e], trained[e])
+		}
+		differs = differs || trained[e] != averaged[e]
+	}
+	if !differs {
+		t.Error("the trained weights score as their average with the start in every epoch: the test shows nothing")
+	}
+	plain, _ := baceRun(t, Recipe{LR: 1e-3})
+	plain.cfg.Epochs, plain.split = f.cfg.Epochs, f.split
+	epoch := 0
+	plain.observe = func(e int, clf *model.Classifier) {
+		if e == 0 {
+			return
+		}
+		for name, v := range hostState(clf) {
+			if !slices.Equal(v, states[e-1][name]) {
+				t.Errorf("epoch %d: %s differs from the run without averaging: training went on from other weights", e, name)
+			}
+		}
+		epoch = e
+	}
+	if _, err := plain.run(nil); err != nil || epoch != f.cfg.Epochs {
+		t.Fatalf("the run without averaging: %v after %d epochs", err, epoch)
+	}
 }
