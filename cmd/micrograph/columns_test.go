@@ -167,13 +167,7 @@ func TestColumnFlagsMisuse(t *testing.T) {
 	if _, err := synthetic.Write(folder, synthetic.Options{Molecules: 20, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
-	encoder := writeTinyEncoder(t)
-	saved := filepath.Join(dir, "model")
-	saveRandomModel(t, saved, 3, []infer.Task{{Name: "active", Type: data.Classification}})
-	outDir := filepath.Join(dir, "out") // stays empty
-	if err := os.Mkdir(outDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	encoder, saved, outDir := commandInputs(t, dir)
 	cache := filepath.Join(dir, "cache")
 	o := func(name string) string { return filepath.Join(outDir, name) }
 	commands := map[string]func(data string) []string{
@@ -301,13 +295,7 @@ func TestColumnFlagsOnAFolder(t *testing.T) {
 		"--shard-rows", "10", "--smiles-columns", "canonical_smiles"); code != 0 {
 		t.Fatalf("featurize --shard-rows: status %d: %s", code, errs)
 	}
-	encoder := writeTinyEncoder(t)
-	saved := filepath.Join(dir, "model")
-	saveRandomModel(t, saved, 3, []infer.Task{{Name: "active", Type: data.Classification}})
-	outDir := filepath.Join(dir, "out") // stays empty
-	if err := os.Mkdir(outDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	encoder, saved, outDir := commandInputs(t, dir)
 	o := func(name string) string { return filepath.Join(outDir, name) }
 	small := []string{"--cache", filepath.Join(dir, "cache"), "--threads", "1", "--device", "cpu"}
 	tiny := append([]string{"--seeds", "1"}, small...)
@@ -355,4 +343,19 @@ func TestColumnFlagsOnAFolder(t *testing.T) {
 	if entries, _ := os.ReadDir(outDir); len(entries) != 0 {
 		t.Errorf("refused commands left %v behind", entries)
 	}
+}
+
+// commandInputs makes, in dir, what the commands a test runs take besides
+// their data: a tiny encoder file, a saved one-task classifier and an empty
+// folder for outputs that must stay empty.
+func commandInputs(t *testing.T, dir string) (encoder, saved, outDir string) {
+	t.Helper()
+	encoder = writeTinyEncoder(t)
+	saved = filepath.Join(dir, "model")
+	saveRandomModel(t, saved, 3, []infer.Task{{Name: "active", Type: data.Classification}})
+	outDir = filepath.Join(dir, "out")
+	if err := os.Mkdir(outDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return encoder, saved, outDir
 }
