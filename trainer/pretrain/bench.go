@@ -160,7 +160,7 @@ func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err 
 	}
 	// The processes start the timed steps together (a collective), so that
 	// each one's time is the same steps' and none counts another's start.
-	if _, err := t.procs.slowest(0); err != nil {
+	if err := t.procs.barrier(); err != nil {
 		return nil, err
 	}
 	tally.before = t.procs.profile()

@@ -61,9 +61,9 @@ type processes interface {
 	gatherRNG() ([]torch.Named, error)
 	// explain turns a failed collective into the line a user reads.
 	explain(err error) error
-	// slowest is the largest of the processes' seconds; total the sum of
-	// their n (bench's time and memory).
-	slowest(seconds float64) (float64, error)
+	// barrier returns once every process has called it (bench's common
+	// start); total is the sum of their n (bench's memory).
+	barrier() error
 	total(n int64) (int64, error)
 	// profile is the time this process spent in each kind of collective so
 	// far (torch.ProcessGroup.Profile); alone, none. gather is every
@@ -85,7 +85,7 @@ func (alone) stopping(asked bool) bool                         { return asked }
 func (alone) gatherRNG() ([]torch.Named, error)                { return torch.RNGStates() }
 func (alone) explain(err error) error                          { return err }
 func (alone) close()                                           {}
-func (alone) slowest(seconds float64) (float64, error)         { return seconds, nil }
+func (alone) barrier() error                                   { return nil }
 func (alone) total(n int64) (int64, error)                     { return n, nil }
 func (alone) profile() []torch.CollectiveTime                  { return nil }
 func (alone) gather(v []float64) ([][]float64, error)          { return [][]float64{v}, nil }
@@ -210,13 +210,10 @@ func (j *job) describe(cfg runfolder.Config, dev torch.Device) string {
 	return fmt.Sprintf("%d processes (%s) of %d libtorch thread(s), each with about %d of every step's %d molecules (cut by atoms)", j.size, distributed.Backend(dev), torch.NumThreads(), cfg.BatchSize/j.size, cfg.BatchSize)
 }
 
-func (j *job) slowest(seconds float64) (float64, error) {
-	t := torch.Full([]int64{1}, seconds, torch.Options{DType: torch.Float64, Device: j.dev})
+func (j *job) barrier() error {
+	t := torch.Zeros([]int64{1}, torch.Options{DType: torch.Float64, Device: j.dev})
 	defer t.Free()
-	if err := j.group.AllReduce(t, torch.ReduceMax); err != nil {
-		return 0, err
-	}
-	return t.Item(), nil
+	return j.group.AllReduce(t, torch.ReduceMax)
 }
 
 func (j *job) total(n int64) (int64, error) {
