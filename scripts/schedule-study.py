@@ -15,7 +15,8 @@
         per benchmark, at the same seeds); Δ 100 epochs − random and 100
         epochs − shipped, paired by seed (by seed and fold under cv10, as
         suite pairs them), with the 95 % t interval and two-sided p, per
-        benchmark and on each pair's mean over the benchmarks.
+        benchmark and on each pair's mean over the benchmarks; under cv10
+        the average once more with one pair per seed, its folds' mean.
 
     schedule-study.py card SUITE...
         The suites' linear-probe rows in the model card's form: per protocol
@@ -137,6 +138,13 @@ def frozen(protocol, suite, shipped):
         print(f"| {b} | {ms(p)} | {ms(v)} | {ms(r)} | {paired(p, r)} | {paired(p, v)} |")
     print(f"| **average** | {ms(avg['pre'])} | {ms(avg['v1'])} | {ms(avg['rnd'])} | {paired(avg['pre'], avg['rnd'])} | "
           f"{paired(avg['pre'], avg['v1'])} |")
+    if len(pairs) > len(seeds):
+        # The folds of one seed share its encoder: the average's Δ again with
+        # one pair per seed (its mean over the folds), the encoders' spread.
+        per_seed = {k: [sum(v for q, v in zip(pairs, xs) if q[0] == s) / sum(q[0] == s for q in pairs) for s in seeds]
+                    for k, xs in avg.items()}
+        print(f"| **average**, one pair per seed | {ms(per_seed['pre'])} | {ms(per_seed['v1'])} | {ms(per_seed['rnd'])} | "
+              f"{paired(per_seed['pre'], per_seed['rnd'])} | {paired(per_seed['pre'], per_seed['v1'])} |")
 
 
 def card(suites):

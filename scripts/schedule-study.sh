@@ -11,10 +11,10 @@
 #   STEP   data       featurise bbbp, clintox, sider, tox21 and toxcast into OUT/data
 #          select     scaffold linear probes, probe seed 1, of the three 100-epoch encoders
 #                     and their random encoders (the choice's valid figures; OUT/probes/100ep)
-#          frozen     the frozen table's suites: the three 100-epoch encoders at seeds 1–3
-#                     (one each; select's runs reused, OUT/probes/100ep-frozen) and the
-#                     shipped model at seeds 1–3 against the same random encoders
-#                     (OUT/probes/v1), scaffold and cv10
+#          frozen     the frozen table's probes, scaffold and cv10: the three 100-epoch
+#                     encoders and their random encoders, one seed each (a suite starting
+#                     from select's runs, OUT/probes/100ep-frozen), and the shipped model
+#                     at the same seeds (linear-eval, OUT/probes/v1-scaffold, v1-cv10)
 #          finetune   ARMs at seeds 1–10 on bace, bbbp, clintox and sider, interleaved seed
 #                     by seed so that what finishes is paired, $JOBS runs at a time
 #   ARM    scratch | v1 | 100ep-sS (S = 1, 2, 3)
@@ -65,8 +65,18 @@ frozen)
 	"$bin" suite --encoder "$runs/seed-1/encoder.pt,$runs/seed-2/encoder.pt,$runs/seed-3/encoder.pt" \
 		--evaluations linear --protocols scaffold,cv10 --seeds 1 --datasets "$benchmarks" \
 		--device cpu --threads 1 --jobs "$jobs" --out "$out/probes/100ep-frozen"
-	"$bin" suite --encoder micrograph-molhiv-v1 --evaluations linear --protocols scaffold,cv10 --seeds 3 \
-		--datasets "$benchmarks" --device cpu --threads 1 --jobs "$jobs" --random-from "$out/probes/100ep-frozen" --out "$out/probes/v1"
+	# The shipped model is one encoder: linear-eval probes it at the seeds
+	# the 100-epoch encoders took (0, 1, 2; cv10's folds are drawn per seed).
+	# A suite of it would pair it with random encoders of its own, and
+	# --random-from takes none from a suite of other seeds.
+	for protocol in scaffold cv10; do
+		mkdir -p "$out/probes/v1-$protocol"
+		for path in ${benchmarks//,/ }; do
+			res=$out/probes/v1-$protocol/$(basename "$path").json
+			[ -e "$res" ] || "$bin" linear-eval --data "$path" --encoder micrograph-molhiv-v1 --seeds 3 --seed 0 \
+				--protocol "$protocol" --device cpu --threads 1 --jobs "$jobs" --out "$res"
+		done
+	done
 	;;
 finetune)
 	[ $# -gt 0 ] || { echo "finetune: name the arms (scratch, v1, 100ep-sS)" >&2; exit 2; }
