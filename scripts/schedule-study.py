@@ -84,7 +84,7 @@ def paired(a, b):
     p = 2 * stats.t.sf(abs(mean / se), n - 1) if se > 0 else float("nan")
     lo, hi = mean - t975 * se, mean + t975 * se
     read = "**gain**" if lo > 0 else ("**loss**" if hi < 0 else "no gain measured")
-    return f"{mean:+.2f} [{lo:+.2f}, {hi:+.2f}], p {p:.3f}: {read}"
+    return f"{mean:+.2f} [{lo:+.2f}, {hi:+.2f}], p {'< 0.001' if p < 0.001 else f'{p:.3f}'}: {read}"
 
 
 def ms(xs):
