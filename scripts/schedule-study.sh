@@ -18,11 +18,12 @@
 #          finetune   ARMs at seeds 1–10 on bace, bbbp, clintox and sider, interleaved seed
 #                     by seed so that what finishes is paired, $JOBS runs at a time
 #   ARM    scratch | v1 | 100ep-sS (S = 1, 2, 3)
-# Environment: MICROGRAPH_SHARED (default ../shared), BIN (default bin/micrograph), JOBS (2).
+# Environment: MICROGRAPH_SHARED (default ../shared), BIN (default bin/micrograph), JOBS (2),
+#   SEEDS (finetune's evaluation seeds, default "1 2 3 4 5 6 7 8 9 10").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-[ $# -ge 2 ] || { sed -n 2,20p "$0" >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n 2,22p "$0" >&2; exit 2; }
 out=$1 step=$2
 shift 2
 shared=${MICROGRAPH_SHARED:-../shared}
@@ -81,7 +82,7 @@ frozen)
 finetune)
 	[ $# -gt 0 ] || { echo "finetune: name the arms (scratch, v1, 100ep-sS)" >&2; exit 2; }
 	mkdir -p "$out/finetune"
-	for s in 1 2 3 4 5 6 7 8 9 10; do
+	for s in ${SEEDS:-1 2 3 4 5 6 7 8 9 10}; do
 		for d in ogbg_molbace bbbp clintox sider; do
 			path=$data/$d
 			[ "$d" = ogbg_molbace ] && path=$shared/data/ogb/ogbg_molbace

@@ -144,6 +144,16 @@ func SetNumThreads(n int) { check("set_num_threads", C.mg_set_num_threads(C.int(
 // NumThreads is the number of intra-op threads libtorch uses.
 func NumThreads() int { return int(C.mg_get_num_threads()) }
 
+// OpenBLASCore names the kernels OpenBLAS, which does Debian's libtorch's
+// matrix products on the CPU, chose for this CPU when it was loaded (such
+// as "Haswell" or "SkylakeX"); "" when libtorch uses no OpenBLAS.
+func OpenBLASCore() string {
+	if c := C.mg_openblas_core(); c != nil {
+		return C.GoString(c)
+	}
+	return ""
+}
+
 // SetDeterministic makes libtorch use deterministic algorithms only, and fail
 // where an operation has none (PyTorch's use_deterministic_algorithms).
 // Turned on, it also gives cuBLAS the fixed workspace its deterministic

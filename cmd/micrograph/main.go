@@ -55,7 +55,7 @@ var (
 )
 
 func main() {
-	runenv.RestartWithIdleWorkers()
+	runenv.RestartWithLibrarySettings()
 	// Every command runs tensors: their freed memory is kept for the next
 	// batch instead of being returned to the kernel and faulted in again.
 	torch.TuneAllocator()

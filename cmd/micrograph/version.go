@@ -30,6 +30,9 @@ func runVersion(args []string) error {
 		cuda = "CUDA works: " + strconv.Itoa(n) + " GPU(s)"
 	}
 	printf("libtorch %s, %s", torch.Version(), cuda)
+	if core := torch.OpenBLASCore(); core != "" {
+		printf("OpenBLAS kernels %s", core)
+	}
 	if v, err := rdkit.RDKitVersion(); err == nil {
 		printf("RDKit %s", v)
 	} else {

@@ -66,6 +66,9 @@ int mg_cuda_device_count(void);
 mg_error mg_cuda_synchronize(int device_index);
 mg_error mg_set_num_threads(int n);
 int mg_get_num_threads(void);
+/* The kernels OpenBLAS chose for this CPU (its openblas_get_corename, e.g.
+ * "Haswell"), or NULL when no OpenBLAS is loaded (PyTorch's wheels use MKL). */
+const char *mg_openblas_core(void);
 /* Deterministic algorithms only (PyTorch's use_deterministic_algorithms). */
 mg_error mg_set_deterministic(int on);
 /* The compute capability of a GPU (8.0 is Ampere, the first with bfloat16

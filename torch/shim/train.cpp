@@ -57,6 +57,12 @@ mg_error mg_set_num_threads(int n) {
 
 int mg_get_num_threads(void) { return at::get_num_threads(); }
 
+const char *mg_openblas_core(void) {
+	using getter = char *(*)(void);
+	auto f = reinterpret_cast<getter>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+	return f ? f() : nullptr;
+}
+
 mg_error mg_set_deterministic(int on) { MG_TRY(at::globalContext().setDeterministicAlgorithms(on != 0, false)) }
 
 mg_error mg_cuda_capability(int device_index, int *major, int *minor) {

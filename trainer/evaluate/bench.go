@@ -31,6 +31,7 @@ type FinetuneBenchResult struct {
 	PeakMemoryBytes  int64           `json:"peak_memory_bytes"`
 	Device           string          `json:"device"`
 	Libtorch         string          `json:"libtorch"`
+	OpenBLAS         string          `json:"openblas,omitempty"`
 	Steps            int             `json:"steps"`
 	BatchSize        int             `json:"batch_size"`
 	Threads          int             `json:"threads"`
@@ -130,7 +131,7 @@ func benchFinetune(cfg FinetuneBenchConfig, env runenv.Env) (*FinetuneBenchResul
 	elapsed := time.Since(start).Seconds()
 	res := &FinetuneBenchResult{
 		Mode: "finetune", MoleculesPerS: float64(molecules) / elapsed, SPerStep: elapsed / float64(cfg.Steps),
-		DataWaitFraction: wait.Seconds() / elapsed, Device: se.dev.String(), Libtorch: torch.Version(),
+		DataWaitFraction: wait.Seconds() / elapsed, Device: se.dev.String(), Libtorch: torch.Version(), OpenBLAS: torch.OpenBLASCore(),
 		Steps: cfg.Steps, BatchSize: ft.BatchSize, Threads: torch.NumThreads(), Precision: ft.Precision,
 	}
 	if res.PeakMemoryBytes, err = runenv.PeakMemory(se.dev); err != nil {

@@ -30,6 +30,7 @@ type BenchResult struct {
 	PeakMemoryBytes  int64   `json:"peak_memory_bytes"`  // GPU: allocator peak in the timed steps; CPU: peak RSS; summed over the processes
 	Device           string  `json:"device"`
 	Libtorch         string  `json:"libtorch"`
+	OpenBLAS         string  `json:"openblas,omitempty"` // the kernels of the CPU's matrix products (torch.OpenBLASCore)
 	Steps            int     `json:"steps"`
 	BatchSize        int     `json:"batch_size"`
 	StepsPerEpoch    int     `json:"steps_per_epoch"`
@@ -189,7 +190,7 @@ func bench(cfg BenchConfig, env runenv.Env, opt Options) (res *BenchResult, err 
 	}
 
 	res = &BenchResult{
-		Device: dev.String(), Libtorch: torch.Version(), Steps: steps, BatchSize: pc.BatchSize,
+		Device: dev.String(), Libtorch: torch.Version(), OpenBLAS: torch.OpenBLASCore(), Steps: steps, BatchSize: pc.BatchSize,
 		StepsPerEpoch: perEpoch, Threads: torch.NumThreads(), Processes: t.procs.Size(), Ranks: ranks,
 	}
 	benchTimes(res, seconds, wait.Seconds(), cfg.Epoch)

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/cpu"
+
 	"github.com/micrograph/micrograph/data"
 	"github.com/micrograph/micrograph/internal/field"
 	"github.com/micrograph/micrograph/torch"
@@ -148,21 +150,68 @@ func AvailableMemory() int64 {
 	return 0
 }
 
-// idleWorkers are the settings under which the two pools of worker threads
-// a CPU step uses, libtorch's OpenMP pool and OpenBLAS's own, sleep when idle
-// instead of spinning: spinning, each pool holds the cores the other's next
-// operation needs (docs/speed.md). Both libraries read them when they are
-// loaded.
-var idleWorkers = []string{"OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_THREAD_TIMEOUT=4"}
+// librarySettings is the environment the CPU's libraries should have read
+// when they were loaded:
+//   - the two pools of worker threads a CPU step uses, libtorch's OpenMP
+//     pool and OpenBLAS's own, sleep when idle instead of spinning:
+//     spinning, each pool holds the cores the other's next operation needs
+//     (docs/speed.md);
+//   - OpenBLAS's matrix-product kernels as wide as the CPU's vectors, where
+//     the kernels it chose (openBLASCore, "" without OpenBLAS) are older
+//     (openBLASCoreType).
+func librarySettings(openBLASCore string, cpu vectorUnits) []string {
+	env := []string{"OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_THREAD_TIMEOUT=4"}
+	if t := openBLASCoreType(openBLASCore, cpu); t != "" {
+		env = append(env, "OPENBLAS_CORETYPE="+t)
+	}
+	return env
+}
 
-// RestartWithIdleWorkers restarts the program with idleWorkers in its
-// environment unless it already holds them or the user set those
+// vectorUnits are the CPU's vector instructions that OpenBLAS's kernels
+// are built for.
+type vectorUnits struct {
+	AVX2FMA bool // AVX2 and FMA3: Haswell's kernels
+	AVX512  bool // AVX-512 F, CD, BW, DQ and VL: SkylakeX's kernels
+}
+
+// hostVectorUnits are this CPU's, as far as the OS enables them.
+func hostVectorUnits() vectorUnits {
+	x := cpu.X86
+	return vectorUnits{
+		AVX2FMA: x.HasAVX2 && x.HasFMA,
+		AVX512:  x.HasAVX512F && x.HasAVX512CD && x.HasAVX512BW && x.HasAVX512DQ && x.HasAVX512VL,
+	}
+}
+
+// modernOpenBLASCores are OpenBLAS's kernels for AVX2 and wider, by the
+// names openblas_get_corename gives them (lower case).
+var modernOpenBLASCores = map[string]bool{"haswell": true, "zen": true, "skylakex": true, "cooperlake": true, "sapphirerapids": true}
+
+// openBLASCoreType is the OPENBLAS_CORETYPE that gives a CPU with vectors
+// cpu kernels of their width when OpenBLAS chose core, kernels without
+// AVX2, as it does for CPUs newer than its release (Debian 12's 0.3.21
+// runs an Emerald Rapids Xeon on its SSE3 "Prescott" kernels, a fifth of
+// the speed of its AVX-512 ones); "" keeps OpenBLAS's choice.
+func openBLASCoreType(core string, cpu vectorUnits) string {
+	switch {
+	case core == "" || modernOpenBLASCores[strings.ToLower(core)]:
+		return ""
+	case cpu.AVX512:
+		return "SkylakeX"
+	case cpu.AVX2FMA:
+		return "Haswell"
+	}
+	return ""
+}
+
+// RestartWithLibrarySettings restarts the program with librarySettings in
+// its environment unless it already holds them or the user set those
 // variables; a failed restart carries on as it is. A program calls it
-// first, before libtorch and OpenBLAS are loaded.
-func RestartWithIdleWorkers() {
+// first, before libtorch and OpenBLAS, loaded with it, are used.
+func RestartWithLibrarySettings() {
 	env := os.Environ()
 	added := false
-	for _, kv := range idleWorkers {
+	for _, kv := range librarySettings(torch.OpenBLASCore(), hostVectorUnits()) {
 		name, _, _ := strings.Cut(kv, "=")
 		if _, set := os.LookupEnv(name); !set {
 			env = append(env, kv)
