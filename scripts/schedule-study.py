@@ -27,7 +27,8 @@
     schedule-study.py runs RESULT...
         The fine-tuning runs made so far, one line each (arm from the file
         name ARM-BENCHMARK-seedS.json): best epoch, where patience stopped
-        the run, best valid and test ROC-AUC at the best epoch, seconds.
+        the run ("none": it ran every epoch), best valid and test ROC-AUC at
+        the best epoch, seconds.
 
 The fine-tuning table is scripts/finetune-study.py answer.
 Reads only what micrograph wrote; prints Markdown.
@@ -178,7 +179,7 @@ def runs(paths):
             res = json.load(f)
         arm = os.path.basename(path).split("-" + res["dataset"]["name"])[0]
         for r in res["runs"]:
-            print(f"| {arm} | {short(res['dataset']['name'])} | {r['seed']} | {r['best_epoch']} | {r['stopped_at']} | "
+            print(f"| {arm} | {short(res['dataset']['name'])} | {r['seed']} | {r['best_epoch']} | {r.get('stopped_at', 'none')} | "
                   f"{100 * r['best_valid']:.2f} | {100 * r['test_at_best']:.2f} | {r['seconds']:.0f} |")
 
 
