@@ -66,6 +66,9 @@ func TestLibrarySettings(t *testing.T) {
 // openBLASCoreType picks from what OpenBLAS chose for this test binary,
 // which did not restart), and keeps every variable the user set.
 func TestRestartWithLibrarySettings(t *testing.T) {
+	if os.Getenv("OPENBLAS_CORETYPE") != "" {
+		t.Skip("OPENBLAS_CORETYPE is set for the tests: OpenBLAS's own choice is unknown here")
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -79,9 +82,6 @@ func TestRestartWithLibrarySettings(t *testing.T) {
 	}
 	base = append(base, restartHelperEnv+"=1")
 	detected := torch.OpenBLASCore()
-	if os.Getenv("OPENBLAS_CORETYPE") != "" {
-		t.Skip("OPENBLAS_CORETYPE is set for the tests: OpenBLAS's own choice is unknown here")
-	}
 	// What the restarted program runs on: the kernels chosen for it, or
 	// the user's; none without OpenBLAS.
 	chosen, users := detected, "Prescott"
